@@ -1,0 +1,28 @@
+# Two set-up commands (see README): `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The public demo data: ../shared/data beside the checkout, else the user's data dir.
+EHRGUARD_DATA_DIR ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data),)
+export EHRGUARD_DATA_DIR
+
+.PHONY: demo test install install-dev clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+
+install-dev: $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+
+demo: install
+	$(BIN)/ehrguard demo
+
+test: install-dev
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -1,0 +1,16 @@
+"""ehrguard: reliable question answering over electronic health records.
+
+The public API::
+
+    from ehrguard import build_database, open_database, execution_match
+
+See the README for the command-line interface.
+"""
+
+from ehrguard.db import build_database, open_database, read_schema
+from ehrguard.errors import EhrguardError
+from ehrguard.evaluation import execution_match, reliability_scores
+
+__version__ = "0.1.0"
+
+__all__ = ["EhrguardError", "__version__", "build_database", "execution_match", "open_database", "read_schema", "reliability_scores"]

@@ -1,0 +1,3 @@
+from ehrguard.cli import main
+
+main()

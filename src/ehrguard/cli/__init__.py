@@ -1,0 +1,47 @@
+"""The ``ehrguard`` command line. Parses, calls the public API, formats. No logic lives here."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ehrguard import __version__
+from ehrguard.cli.db import db_group
+from ehrguard.cli.demo import demo_command
+from ehrguard.cli.sql import sql_group
+from ehrguard.errors import EhrguardError
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.version_option(__version__, prog_name="ehrguard")
+def cli() -> None:
+    """ehrguard: a safety layer and benchmarks for question answering over EHR databases.
+
+    Build the EHR databases from the public demos, run SQL on them safely, and check
+    that a database reproduces the published benchmark answers.
+    """
+
+
+cli.add_command(db_group)
+cli.add_command(sql_group)
+cli.add_command(demo_command)
+
+
+def main() -> None:
+    """Entry point: every EhrguardError becomes one clear message and exit code 1."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except EhrguardError as exc:
+        click.secho(f"Error: {exc}", fg="red", err=True)
+        sys.exit(1)

@@ -1,0 +1,149 @@
+"""``ehrguard db``: build, check, inspect databases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from ehrguard.cli.options import console, db_option, echo_json, json_option, status
+from ehrguard.config import db_dir
+from ehrguard.db import (
+    BUILDERS,
+    Progress,
+    ValueIndex,
+    build_database,
+    check_fidelity,
+    load_ehrsql_split,
+    locate_database,
+    open_database,
+    read_schema,
+)
+
+
+@click.group("db")
+def db_group() -> None:
+    """Build, check and inspect the EHR databases."""
+
+
+@db_group.command("list")
+@json_option
+def list_command(as_json: bool) -> None:
+    """List the databases ehrguard can build, and which are built in $EHRGUARD_DB_DIR."""
+    rows = []
+    for b in BUILDERS.values():
+        built = db_dir() / f"{b.name}{b.suffix}"
+        rows.append({"name": b.name, "engine": b.engine, "description": b.description, "built": str(built) if built.is_file() else None})
+    if as_json:
+        echo_json(rows)
+        return
+    t = Table("name", "engine", "built", "description")
+    for r in rows:
+        t.add_row(r["name"], r["engine"], r["built"] or "-", r["description"])
+    console.print(t)
+
+
+@db_group.command("build")
+@click.argument("name", type=click.Choice(sorted(BUILDERS)))
+@click.option("--source", type=click.Path(path_type=Path), help="Unpacked source folder (default: $EHRGUARD_DATA_DIR/<demo folder>).")
+@click.option("--out", type=click.Path(path_type=Path), help="Output file (default: $EHRGUARD_DB_DIR/NAME.sqlite|.duckdb).")
+@click.option("--download", is_flag=True, help="Fetch the open demo from PhysioNet into $EHRGUARD_DATA_DIR first (needs internet).")
+@json_option
+def build_command(name: str, source: Path | None, out: Path | None, download: bool, as_json: bool) -> None:
+    """Build database NAME from its public source, atomically."""
+    builder = BUILDERS[name]
+    out = out or db_dir() / f"{name}{builder.suffix}"
+    if download:
+        from ehrguard.db.download import download_demo
+
+        source = download_demo(name, progress=lambda m: console.print(f"[dim]{m}[/dim]"))
+    with status(f"Building {name}", quiet=as_json) as step:
+        report = build_database(
+            name,
+            source=source,
+            out=out,
+            progress=Progress(on_step=step, on_warning=lambda m: console.print(f"[bold yellow]WARNING[/bold yellow] {m}")),
+        )
+    if as_json:
+        echo_json(report.to_dict())
+        return
+    t = Table("table", "rows", title=f"{name} -> {report.out} ({report.seconds:.1f} s)")
+    for table_name, n in report.tables.items():
+        t.add_row(table_name, f"{n:,}")
+    console.print(t)
+    for k, v in report.facts.items():
+        console.print(f"{k}: {v}")
+    if report.synthetic:
+        console.print("[bold]SYNTHETIC data[/bold]: generated from seeded code, not real patients.")
+
+
+@db_group.command("check")
+@click.argument("name", type=click.Choice(["mimic_iv"]))
+@db_option
+@click.option("--ehrsql", "split_dir", required=True, type=click.Path(path_type=Path, exists=True, file_okay=False),
+              help="An EHRSQL-2024 split folder (data.json, label.json, answer.json).")
+@click.option("--report", "report_path", type=click.Path(path_type=Path), help="Also write the full report (with mismatches) as JSON here.")
+@json_option
+def check_command(name: str, db_path: str, split_dir: Path, report_path: Path | None, as_json: bool) -> None:
+    """Measure fidelity: the share of published EHRSQL answers the database reproduces, per table."""
+    db = open_database(locate_database(db_path))
+    from rich.progress import Progress as Bar
+
+    _, labels, _ = load_ehrsql_split(split_dir)
+    with Bar(console=console, disable=as_json, transient=True) as bar:
+        task = bar.add_task("executing gold SQL", total=len(labels))
+        report = check_fidelity(db, split_dir, on_item=lambda: bar.advance(task))
+    data = report.to_dict()
+    if report_path:
+        report_path.write_text(json.dumps(data, indent=2))
+    if as_json:
+        data.pop("mismatches")
+        echo_json(data)
+        return
+    t = Table("table", "reproduced", "questions", "share", title=f"{name} fidelity on {split_dir}")
+    for table_name, v in data["per_table"].items():
+        t.add_row(table_name, str(v["reproduced"]), str(v["total"]), f"{100 * v['share']:.1f}%")
+    console.print(t)
+    click.echo(f"overall: {report.reproduced}/{report.total} ({100 * report.share:.2f}%)")
+    for focus, v in data["without_table"].items():
+        if v["total"]:
+            click.echo(f"not touching {focus}: {v['reproduced']}/{v['total']} ({100 * v['share']:.2f}%)")
+
+
+@db_group.command("schema")
+@db_option
+@click.option("--format", "fmt", type=click.Choice(["ddl", "compact", "json"]), default="compact", show_default=True)
+def schema_command(db_path: str, fmt: str) -> None:
+    """Print the schema of a database (DDL for prompts, one line per table, or JSON)."""
+    schema = read_schema(open_database(locate_database(db_path)))
+    if fmt == "json":
+        echo_json(schema.to_dict())
+    elif fmt == "ddl":
+        click.echo(schema.render_ddl())
+    else:
+        click.echo(schema.render_compact())
+
+
+@db_group.command("values")
+@db_option
+@click.argument("table")
+@click.argument("column")
+@click.argument("literal")
+@click.option("-k", default=5, show_default=True, help="How many nearest values to show.")
+@json_option
+def values_command(db_path: str, table: str, column: str, literal: str, k: int, as_json: bool) -> None:
+    """Does LITERAL exist in TABLE.COLUMN? If not, show the nearest values."""
+    lookup = ValueIndex(open_database(locate_database(db_path))).lookup(table, column, literal, k=k)
+    if as_json:
+        echo_json(lookup.to_dict())
+        return
+    if not lookup.indexed:
+        click.echo(f"{table}.{column} is not an indexable text column of this database.")
+    elif lookup.exists:
+        click.echo(f"'{literal}' exists in {table}.{column}.")
+    else:
+        click.echo(f"'{literal}' is not a value of {table}.{column}. Nearest:")
+        for m in lookup.nearest:
+            click.echo(f"  {m.score:.2f}  {m.value}")

@@ -1,0 +1,130 @@
+"""Schema introspection (tables, columns, types, keys) and renderers for prompts and people."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ehrguard.db.engine import DuckDBDatabase, SQLiteDatabase
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    name: str
+    type: str
+    not_null: bool = False
+    primary_key: bool = False
+
+
+@dataclass(frozen=True)
+class ForeignKey:
+    column: str
+    ref_table: str
+    ref_column: str
+
+
+@dataclass
+class TableInfo:
+    name: str
+    columns: list[ColumnInfo]
+    foreign_keys: list[ForeignKey] = field(default_factory=list)
+    ddl: str = ""
+    namespace: str = ""  # DuckDB schema (mimiciv_hosp, ...); empty for SQLite
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.namespace}.{self.name}" if self.namespace else self.name
+
+    def column(self, name: str) -> ColumnInfo | None:
+        lowered = name.lower()
+        return next((c for c in self.columns if c.name.lower() == lowered), None)
+
+
+@dataclass
+class Schema:
+    dialect: str
+    tables: list[TableInfo]
+
+    def table(self, name: str) -> TableInfo | None:
+        lowered = name.lower()
+        return next((t for t in self.tables if t.name.lower() == lowered or t.qualified_name.lower() == lowered), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dialect": self.dialect,
+            "tables": [
+                {
+                    "name": t.qualified_name,
+                    "columns": [c.__dict__ for c in t.columns],
+                    "foreign_keys": [fk.__dict__ for fk in t.foreign_keys],
+                }
+                for t in self.tables
+            ],
+        }
+
+    def render_ddl(self) -> str:
+        """``CREATE TABLE`` statements, as a text-to-SQL prompt usually shows a schema."""
+        parts = []
+        for t in self.tables:
+            if t.ddl:
+                parts.append(t.ddl.strip().rstrip(";") + ";")
+                continue
+            lines = [f"    {c.name} {c.type}{' NOT NULL' if c.not_null else ''}" for c in t.columns]
+            lines += [f"    FOREIGN KEY({fk.column}) REFERENCES {fk.ref_table}({fk.ref_column})" for fk in t.foreign_keys]
+            parts.append(f"CREATE TABLE {t.qualified_name}\n(\n" + ",\n".join(lines) + "\n);")
+        return "\n\n".join(parts)
+
+    def render_compact(self) -> str:
+        """One line per table: ``table(col, col, ...)``."""
+        return "\n".join(f"{t.qualified_name}({', '.join(c.name for c in t.columns)})" for t in self.tables)
+
+
+def read_schema(db: Any) -> Schema:
+    """Introspect an open database (see :func:`ehrguard.db.open_database`)."""
+    if isinstance(db, SQLiteDatabase):
+        return _sqlite_schema(db)
+    if isinstance(db, DuckDBDatabase):
+        return _duckdb_schema(db)
+    raise TypeError(f"Cannot read the schema of {type(db).__name__}.")
+
+
+def _sqlite_schema(db: SQLiteDatabase) -> Schema:
+    conn = db.internal_connection()
+    try:
+        tables = []
+        for name, ddl in conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+        ).fetchall():
+            cols = [
+                ColumnInfo(name=r[1], type=r[2], not_null=bool(r[3]), primary_key=bool(r[5]))
+                for r in conn.execute(f"PRAGMA table_info({_quote(name)})").fetchall()
+            ]
+            fks = [ForeignKey(column=r[3], ref_table=r[2], ref_column=r[4]) for r in conn.execute(f"PRAGMA foreign_key_list({_quote(name)})").fetchall()]
+            fks.reverse()  # PRAGMA lists them last-declared first
+            tables.append(TableInfo(name=name, columns=cols, foreign_keys=fks, ddl=ddl or ""))
+        return Schema(dialect="sqlite", tables=tables)
+    finally:
+        conn.close()
+
+
+def _duckdb_schema(db: DuckDBDatabase) -> Schema:
+    cur = db.internal_connection()
+    try:
+        rows = cur.execute(
+            """SELECT schema_name, table_name, column_name, data_type, NOT is_nullable
+               FROM duckdb_columns() WHERE NOT internal AND database_name = current_database()
+               ORDER BY schema_name, table_name, column_index"""
+        ).fetchall()
+    finally:
+        cur.close()
+    tables: dict[tuple[str, str], TableInfo] = {}
+    for schema_name, table_name, column_name, data_type, not_null in rows:
+        key = (schema_name, table_name)
+        if key not in tables:
+            tables[key] = TableInfo(name=table_name, columns=[], namespace="" if schema_name == "main" else schema_name)
+        tables[key].columns.append(ColumnInfo(name=column_name, type=data_type, not_null=bool(not_null)))
+    return Schema(dialect="duckdb", tables=list(tables.values()))
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'

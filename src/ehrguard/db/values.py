@@ -1,0 +1,156 @@
+"""The value index: does this literal exist in that column, and what is the nearest value that does?
+
+The verification layer asks it about every literal a candidate query compares with a
+text column (``d_labitems.label = 'single vessel'`` when the data only holds
+``procedure on single vessel``). Distinct values are loaded once per column; fuzzy
+lookup shortlists candidates through a character-trigram index, then ranks them with a
+similarity that rewards both edit closeness and word containment.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import threading
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from ehrguard.db.schema import read_schema
+
+# Columns whose values questions name directly (EHRSQL/SCARE schemas); others are indexed on demand.
+DEFAULT_COLUMNS: dict[str, tuple[str, ...]] = {
+    "d_labitems": ("label",),
+    "d_items": ("label",),
+    "d_icd_diagnoses": ("long_title",),
+    "d_icd_procedures": ("long_title",),
+    "prescriptions": ("drug", "route"),
+    "microbiologyevents": ("spec_type_desc", "test_name", "org_name"),
+    "admissions": ("admission_type", "admission_location", "discharge_location", "insurance", "language", "marital_status"),
+    "patients": ("gender",),
+    "icustays": ("first_careunit", "last_careunit"),
+    "transfers": ("careunit", "eventtype"),
+}
+
+MAX_DISTINCT = 500_000  # a column with more distinct values than this is not indexed (free text)
+
+
+@dataclass(frozen=True)
+class Match:
+    value: str
+    score: float  # 0..1, 1 = identical
+
+
+@dataclass(frozen=True)
+class Lookup:
+    table: str
+    column: str
+    literal: str
+    exists: bool
+    nearest: tuple[Match, ...]
+    indexed: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "column": self.column,
+            "literal": self.literal,
+            "exists": self.exists,
+            "indexed": self.indexed,
+            "nearest": [m.__dict__ for m in self.nearest],
+        }
+
+
+def _trigrams(text: str) -> set[str]:
+    padded = f"  {text} "
+    return {padded[i : i + 3] for i in range(len(padded) - 2)}
+
+
+def similarity(a: str, b: str) -> float:
+    """Edit similarity blended with word overlap, so ``'single vessel'`` is close to ``'procedure on single vessel'``."""
+    a_l, b_l = a.lower(), b.lower()
+    ratio = difflib.SequenceMatcher(None, a_l, b_l).ratio()
+    wa, wb = set(re.findall(r"\w+", a_l)), set(re.findall(r"\w+", b_l))
+    containment = len(wa & wb) / len(wa) if wa else 0.0
+    return max(ratio, 0.5 * ratio + 0.5 * containment)
+
+
+class _ColumnIndex:
+    def __init__(self, values: list[str]) -> None:
+        self.values = values
+        self.exact = set(values)
+        self.grams: dict[str, list[int]] = defaultdict(list)
+        for i, v in enumerate(values):
+            for g in _trigrams(v.lower()):
+                self.grams[g].append(i)
+
+    def nearest(self, literal: str, k: int) -> list[Match]:
+        counts: dict[int, int] = defaultdict(int)
+        for g in _trigrams(literal.lower()):
+            for i in self.grams.get(g, ()):
+                counts[i] += 1
+        shortlist = sorted(counts, key=lambda i: -counts[i])[:200]
+        scored = [Match(self.values[i], round(similarity(literal, self.values[i]), 4)) for i in shortlist]
+        scored.sort(key=lambda m: (-m.score, m.value))
+        return scored[:k]
+
+
+class ValueIndex:
+    """Distinct values of text columns of one database, loaded lazily and cached."""
+
+    def __init__(self, db: Any) -> None:
+        self.db = db
+        self._schema = read_schema(db)
+        self._columns: dict[tuple[str, str], _ColumnIndex | None] = {}
+        self._lock = threading.Lock()
+
+    def _load(self, table: str, column: str) -> _ColumnIndex | None:
+        key = (table.lower(), column.lower())
+        with self._lock:
+            if key in self._columns:
+                return self._columns[key]
+        t = self._schema.table(table)
+        c = t.column(column) if t else None
+        index: _ColumnIndex | None = None
+        if t is not None and c is not None:
+            q_table = t.qualified_name
+            result = self.db.execute(
+                f'SELECT DISTINCT CAST("{c.name}" AS TEXT) FROM {q_table} WHERE "{c.name}" IS NOT NULL',
+                max_rows=MAX_DISTINCT,
+                timeout_s=120,
+            )
+            if not result.truncated:
+                index = _ColumnIndex([r[0] for r in result.rows])
+        with self._lock:
+            self._columns[key] = index
+        return index
+
+    def values(self, table: str, column: str) -> list[str]:
+        index = self._load(table, column)
+        return list(index.values) if index else []
+
+    def lookup(self, table: str, column: str, literal: str, *, k: int = 3) -> Lookup:
+        """Is ``literal`` a value of ``table.column``? Also the ``k`` nearest values.
+
+        Examples:
+            >>> ValueIndex(db).lookup("d_labitems", "label", "single vessel")  # doctest: +SKIP
+            Lookup(..., exists=False, nearest=(Match('procedure on single vessel', 0.77), ...))
+        """
+        index = self._load(table, column)
+        if index is None:
+            return Lookup(table, column, literal, exists=False, nearest=(), indexed=False)
+        exists = literal in index.exact
+        nearest = () if exists else tuple(index.nearest(literal, k))
+        return Lookup(table, column, literal, exists=exists, nearest=nearest)
+
+    def find_column(self, literal: str, *, tables: dict[str, tuple[str, ...]] | None = None) -> list[tuple[str, str]]:
+        """Which indexed columns hold ``literal`` exactly (to say where a value really lives)."""
+        hits = []
+        for table, columns in (tables or DEFAULT_COLUMNS).items():
+            if self._schema.table(table) is None:
+                continue
+            for column in columns:
+                index = self._load(table, column)
+                if index is not None and literal in index.exact:
+                    hits.append((table, column))
+        return hits

@@ -1,0 +1,48 @@
+"""The one exception hierarchy of ehrguard.
+
+An exception means ehrguard could not do what it was asked. A SQL query that is
+wrong, unsafe or unanswerable is a *result* (a verdict with findings), never an
+exception.
+"""
+
+from __future__ import annotations
+
+
+class EhrguardError(Exception):
+    """Base class of every error ehrguard raises on purpose."""
+
+
+class ConfigError(EhrguardError):
+    """A setting, flag or environment variable has a value ehrguard cannot use."""
+
+
+class DatasetError(EhrguardError):
+    """A source dataset or benchmark file is missing, malformed or incomplete."""
+
+
+class DatabaseError(EhrguardError):
+    """A database could not be opened, built or queried."""
+
+
+class DatabaseNotFoundError(DatabaseError):
+    """The database file or name does not exist."""
+
+
+class QueryRefusedError(DatabaseError):
+    """The statement was refused before it ran: not a single read-only SELECT."""
+
+
+class ReadOnlyViolationError(QueryRefusedError):
+    """The statement tried to write, attach, load an extension or change a pragma."""
+
+
+class QueryTimeoutError(DatabaseError):
+    """The query ran past its wall-clock limit and was interrupted by the engine."""
+
+
+class QueryExecutionError(DatabaseError):
+    """The engine rejected or failed the query; the engine's message is kept."""
+
+
+class BuildError(DatabaseError):
+    """Building a database from its sources failed; nothing was written."""

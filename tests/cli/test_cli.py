@@ -1,0 +1,78 @@
+"""The real commands through click's runner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from click.testing import CliRunner
+
+from ehrguard.cli import cli
+
+
+def _commands(group: click.Group, prefix: tuple[str, ...] = ()):
+    for name, cmd in group.commands.items():
+        yield (*prefix, name), cmd
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, (*prefix, name))
+
+
+def test_every_command_has_help_text():
+    runner = CliRunner()
+    for path, cmd in _commands(cli):
+        assert cmd.help, f"ehrguard {' '.join(path)} has no help text"
+        result = runner.invoke(cli, [*path, "-h"])
+        assert result.exit_code == 0, (path, result.output)
+        assert "Usage:" in result.output
+
+
+def test_sql_run_json_and_refusal(synthetic_db: Path):
+    runner = CliRunner()
+    result = runner.invoke(cli, ["sql", "run", "--db", str(synthetic_db), "SELECT count(*) AS n FROM patients", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["rows"] == [[24]]
+    result = runner.invoke(cli, ["sql", "run", "--db", str(synthetic_db), "DELETE FROM patients"])
+    assert result.exit_code != 0
+
+
+def test_main_turns_errors_into_one_message(synthetic_db: Path):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "ehrguard", "sql", "run", "--db", str(synthetic_db), "DROP TABLE patients"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "Error: Only SELECT/WITH queries may run here, not DROP" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_db_build_and_schema_and_values(tmp_path: Path):
+    runner = CliRunner()
+    out = tmp_path / "s.sqlite"
+    result = runner.invoke(cli, ["db", "build", "synthetic", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["synthetic"] is True and report["tables"]["patients"] == 24
+    result = runner.invoke(cli, ["db", "schema", "--db", str(out), "--format", "json"])
+    assert json.loads(result.output)["dialect"] == "sqlite"
+    result = runner.invoke(cli, ["db", "values", "--db", str(out), "d_labitems", "label", "glucos", "--json"])
+    assert json.loads(result.output)["nearest"][0]["value"] == "glucose"
+
+
+def test_demo_falls_back_to_synthetic_without_data(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("EHRGUARD_DATA_DIR", str(tmp_path / "empty"))
+    runner = CliRunner()
+    result = runner.invoke(cli, ["demo", "--out-dir", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output[result.output.index("{"):])
+    assert summary["synthetic"] is True and summary["unsafe_refused"] is True
+
+
+def test_db_check_prints_fidelity(mimic_iv_db: Path, shared_data: Path):
+    runner = CliRunner()
+    split = shared_data / "ehrsql-2024" / "mimic_iv" / "valid"
+    result = runner.invoke(cli, ["db", "check", "mimic_iv", "--db", str(mimic_iv_db), "--ehrsql", str(split), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["total"] == 931 and data["share"] >= 0.95 and "chartevents" in data["per_table"]

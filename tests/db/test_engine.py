@@ -1,0 +1,150 @@
+"""Safe execution: read-only at the engine level, time limits, row caps, typed errors."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from ehrguard.db import open_database
+from ehrguard.db.engine import DuckDBDatabase, SQLiteDatabase, locate_database
+from ehrguard.errors import (
+    DatabaseError,
+    DatabaseNotFoundError,
+    QueryExecutionError,
+    QueryRefusedError,
+    QueryTimeoutError,
+    ReadOnlyViolationError,
+)
+
+
+@pytest.fixture()
+def sqlite_path(tmp_path: Path) -> Path:
+    path = tmp_path / "t.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript("CREATE TABLE t (a INT, b TEXT); " + " ".join(f"INSERT INTO t VALUES ({i}, 'v{i}');" for i in range(50)))
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.fixture()
+def duck_path(tmp_path: Path) -> Path:
+    path = tmp_path / "t.duckdb"
+    conn = duckdb.connect(str(path))
+    conn.execute("CREATE SCHEMA mimiciv_hosp; CREATE TABLE mimiciv_hosp.t AS SELECT range AS a, 'v' || range AS b FROM range(50)")
+    conn.close()
+    return path
+
+
+def _count(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT count(*) FROM t").fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM t",
+        "INSERT INTO t VALUES (1, 'x')",
+        "UPDATE t SET a = 0",
+        "DROP TABLE t",
+        "CREATE TABLE u (x INT)",
+        "ATTACH DATABASE ':memory:' AS other",
+        "PRAGMA writable_schema = 1",
+        "SELECT 1; DELETE FROM t",
+        "WITH x AS (SELECT 1) DELETE FROM t",
+        "SELECT load_extension('/tmp/evil')",
+        "-- comment first\nDELETE FROM t",
+        "",
+    ],
+)
+def test_sqlite_refuses_anything_but_one_select(sqlite_path: Path, sql: str):
+    db = open_database(sqlite_path)
+    with pytest.raises(QueryRefusedError):
+        db.execute(sql)
+    assert _count(sqlite_path) == 50  # nothing changed
+
+
+def test_sqlite_is_read_only_even_past_the_keyword_check(sqlite_path: Path):
+    db = SQLiteDatabase(sqlite_path)
+    # Reach the engine directly: the authorizer and mode=ro still refuse.
+    conn = db._connection()
+    with pytest.raises(sqlite3.DatabaseError):
+        conn.execute("DELETE FROM t")
+    assert _count(sqlite_path) == 50
+
+
+def test_sqlite_time_limit_interrupts_inside_the_engine(sqlite_path: Path):
+    db = open_database(sqlite_path)
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    with pytest.raises(QueryTimeoutError) as info:
+        db.execute(endless, timeout_s=0.3)
+    assert "0.3 s" in str(info.value)
+    # the connection still works afterwards
+    assert db.execute("SELECT count(*) FROM t").rows == [(50,)]
+
+
+def test_sqlite_row_cap_marks_truncated(sqlite_path: Path):
+    db = open_database(sqlite_path)
+    r = db.execute("SELECT a FROM t ORDER BY a", max_rows=10)
+    assert len(r.rows) == 10 and r.truncated and r.columns == ["a"]
+    r = db.execute("SELECT a FROM t", max_rows=50)
+    assert len(r.rows) == 50 and not r.truncated
+
+
+def test_sqlite_engine_errors_keep_the_message(sqlite_path: Path):
+    db = open_database(sqlite_path)
+    with pytest.raises(QueryExecutionError, match="no such column: nope"):
+        db.execute("SELECT nope FROM t")
+    with pytest.raises(QueryExecutionError, match="no such function"):
+        db.execute("SELECT median(a) FROM t")
+
+
+@pytest.mark.parametrize(
+    "sql",
+    ["DELETE FROM mimiciv_hosp.t", "CREATE TABLE x (a INT)", "COPY mimiciv_hosp.t TO '/tmp/out.csv'", "SELECT 1; SELECT 2",
+     "INSTALL httpfs", "SET enable_external_access = true", "ATTACH ':memory:' AS m"],
+)
+def test_duckdb_refuses_anything_but_one_select(duck_path: Path, sql: str):
+    db = open_database(duck_path)
+    assert isinstance(db, DuckDBDatabase)
+    with pytest.raises(QueryRefusedError):
+        db.execute(sql)
+
+
+def test_duckdb_blocks_external_file_access(duck_path: Path, tmp_path: Path):
+    secret = tmp_path / "secret.csv"
+    secret.write_text("a\n1\n")
+    db = open_database(duck_path)
+    with pytest.raises(DatabaseError):
+        db.execute(f"SELECT * FROM read_csv('{secret}')")
+
+
+def test_duckdb_time_limit_and_row_cap(duck_path: Path):
+    db = open_database(duck_path)
+    with pytest.raises(QueryTimeoutError):
+        db.execute("SELECT count(*) FROM range(100000000000) a, range(100000) b WHERE a.range * b.range = -1", timeout_s=0.5)
+    r = db.execute("SELECT a FROM mimiciv_hosp.t ORDER BY a", max_rows=5)
+    assert r.rows == [(0,), (1,), (2,), (3,), (4,)] and r.truncated
+
+
+def test_missing_and_foreign_files_are_clear_errors(tmp_path: Path):
+    with pytest.raises(DatabaseNotFoundError, match="ehrguard db build"):
+        open_database(tmp_path / "nope.sqlite")
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not a database at all")
+    with pytest.raises(DatabaseError):
+        open_database(junk)
+
+
+def test_locate_database_by_name(monkeypatch: pytest.MonkeyPatch, sqlite_path: Path, tmp_path: Path):
+    monkeypatch.setenv("EHRGUARD_DB_DIR", str(sqlite_path.parent))
+    assert locate_database("t") == sqlite_path
+    with pytest.raises(DatabaseNotFoundError, match="db build"):
+        locate_database("absent")

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from ehrguard.db import ValueIndex, open_database, read_schema
+
+
+def test_schema_introspection_and_renderers(synthetic_db: Path):
+    schema = read_schema(open_database(synthetic_db))
+    labevents = schema.table("labevents")
+    assert labevents is not None
+    assert [c.name for c in labevents.columns][:3] == ["row_id", "subject_id", "hadm_id"]
+    assert labevents.column("row_id").primary_key
+    assert ("itemid", "d_labitems", "itemid") in [(f.column, f.ref_table, f.ref_column) for f in labevents.foreign_keys]
+    assert "CREATE TABLE labevents" in schema.render_ddl()
+    assert "labevents(row_id, subject_id, hadm_id, itemid, charttime, valuenum, valueuom)" in schema.render_compact()
+
+
+def test_value_index_exact_and_fuzzy(synthetic_db: Path):
+    index = ValueIndex(open_database(synthetic_db))
+    assert index.lookup("d_labitems", "label", "creatinine").exists
+    miss = index.lookup("d_labitems", "label", "creatinin")
+    assert not miss.exists and miss.nearest[0].value == "creatinine" and miss.nearest[0].score > 0.9
+    words = index.lookup("d_icd_procedures", "long_title", "venous catheterization")
+    assert words.nearest[0].value.startswith("venous catheterization")
+    assert not index.lookup("nope", "label", "x").indexed
+    assert index.find_column("furosemide") == [("prescriptions", "drug")]
+
+
+def test_value_index_on_the_real_dictionary(mimic_iv_db: Path):
+    lookup = ValueIndex(open_database(mimic_iv_db)).lookup("d_icd_procedures", "long_title", "single vessel")
+    assert not lookup.exists
+    assert lookup.nearest[0].value == "procedure on single vessel"
