@@ -88,7 +88,7 @@ def build_database(
     if builder.source_folder and not src.is_dir():
         raise DatasetError(
             f"Source folder {src} does not exist. Pass --source PATH (the unpacked PhysioNet download), "
-            f"set EHRGUARD_DATA_DIR, or run: ehrguard db download {name}"
+            f"set EHRGUARD_DATA_DIR, or fetch the open demo: ehrguard db build {name} --download"
         )
     started = time.perf_counter()
     report = builder.run(src, Path(out), progress)
