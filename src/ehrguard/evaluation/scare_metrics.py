@@ -1,0 +1,143 @@
+"""SCARE's metrics, computed from per-item outcomes (reference: SCARE ``src/evaluate_sql_correction.py``).
+
+* answerable items whose candidate was correct (published ``exec_acc``): **PR**, the share whose
+  final output still matches by execution, and **Cov**, the share not answered with a label;
+* answerable items whose candidate was wrong: **CR** and **Cov** likewise;
+* ambiguous and unanswerable: precision over every item the method labelled so (in any
+  category), recall over the items of that category, F1; NaN when a denominator is zero.
+
+An item on which the method errored counts as a failure in its category: it is neither
+preserved/corrected nor a correct label, and it is listed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ehrguard.evaluation.execution_match import AMBIGUOUS_LABELS, UNANSWERABLE_LABELS, label_category
+
+ANSWERABLE_TYPES = ("easy", "medium", "hard")
+AMBIGUOUS_TYPES = ("vague-question", "vague-word", "ambiguous-reference")
+UNANSWERABLE_TYPES = ("infeasible-faq", "missing-column", "small-talk", "out-of-scope")
+CATEGORIES = ("answerable_correct", "answerable_incorrect", "ambiguous", "unanswerable")
+ACTIONS = ("answer", "ambiguous", "unanswerable", "error")
+
+
+@dataclass(frozen=True)
+class ScoredItem:
+    """One benchmark item after a method ran on it."""
+
+    id: str
+    db_id: str
+    type: str  # easy|medium|hard or the ambiguous/unanswerable subtype
+    candidate_correct: bool  # the published exec_acc of the candidate
+    output: str | None  # final SQL or a label; None when the method errored
+    final_exec_acc: bool = False  # answerable items: final output matches the gold by execution
+    generator: str = ""
+    error: str | None = None
+
+    @property
+    def category(self) -> str:
+        if self.type in ANSWERABLE_TYPES:
+            return "answerable_correct" if self.candidate_correct else "answerable_incorrect"
+        if self.type in AMBIGUOUS_TYPES:
+            return "ambiguous"
+        if self.type in UNANSWERABLE_TYPES:
+            return "unanswerable"
+        raise ValueError(f"Unknown SCARE item type {self.type!r} (item {self.id}).")
+
+    @property
+    def action(self) -> str:
+        if self.error is not None or self.output is None:
+            return "error"
+        return label_category(self.output) or "answer"
+
+
+def _pct(num: int, den: int) -> float:
+    return 100.0 * num / den if den else math.nan
+
+
+def _f1(p: float, r: float) -> float:
+    if math.isnan(p) or math.isnan(r):
+        return math.nan
+    return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+
+def _main(items: list[ScoredItem]) -> dict[str, Any]:
+    by_cat: dict[str, list[ScoredItem]] = defaultdict(list)
+    for it in items:
+        by_cat[it.category].append(it)
+    out: dict[str, Any] = {}
+    for cat, key, cov_key in (("answerable_correct", "pr", "cov_correct"), ("answerable_incorrect", "cr", "cov_incorrect")):
+        group = by_cat[cat]
+        out[key] = _pct(sum(1 for it in group if it.action == "answer" and it.final_exec_acc), len(group))
+        out[cov_key] = _pct(sum(1 for it in group if it.action in ("answer", "error")), len(group))
+    for cat, prefix in (("ambiguous", "amb"), ("unanswerable", "unans")):
+        labelled = [it for it in items if it.action == cat]
+        hits = sum(1 for it in labelled if it.category == cat)
+        p = _pct(hits, len(labelled))
+        r = _pct(sum(1 for it in by_cat[cat] if it.action == cat), len(by_cat[cat]))
+        out[f"{prefix}_p"], out[f"{prefix}_r"], out[f"{prefix}_f1"] = p, r, _f1(p, r)
+    out["n"] = len(items)
+    out["counts"] = {cat: len(by_cat[cat]) for cat in CATEGORIES}
+    return out
+
+
+def compute_metrics(scored: Iterable[ScoredItem]) -> dict[str, Any]:
+    """All SCARE metrics (percentages) plus the granular breakdowns.
+
+    Keys: ``pr``, ``cov_correct``, ``cr``, ``cov_incorrect``, ``amb_p``, ``amb_r``, ``amb_f1``,
+    ``unans_p``, ``unans_r``, ``unans_f1``, ``n``, ``counts``; ``by_subtype`` (recall of each
+    ambiguous/unanswerable subtype, and precision of each subtype label the method emitted);
+    ``by_difficulty`` (PR/CR per easy/medium/hard); ``by_db`` and ``by_generator`` (the main
+    metrics per group); ``confusion`` (true category x action, with ``error`` as an action);
+    ``errors`` (ids of the items the method failed on).
+
+    Note: Coverage counts an errored item as attempted (it was not abstained on), while its
+    PR/CR contribution is a failure.
+    """
+    items = list(scored)
+    metrics = _main(items)
+
+    by_subtype: dict[str, dict[str, float]] = {}
+    for st in AMBIGUOUS_TYPES + UNANSWERABLE_TYPES:
+        group = [it for it in items if it.type == st]
+        expected = "ambiguous" if st in AMBIGUOUS_TYPES else "unanswerable"
+        emitted = [it for it in items if it.action != "error" and (it.output or "").strip().lower() == st]
+        by_subtype[st] = {
+            "n": len(group),
+            "recall": _pct(sum(1 for it in group if it.action == expected), len(group)),
+            "label_precision": _pct(sum(1 for it in emitted if it.type == st), len(emitted)),
+            "labelled": len(emitted),
+        }
+    metrics["by_subtype"] = by_subtype
+
+    by_difficulty: dict[str, dict[str, float]] = {}
+    for d in ANSWERABLE_TYPES:
+        correct = [it for it in items if it.type == d and it.candidate_correct]
+        incorrect = [it for it in items if it.type == d and not it.candidate_correct]
+        by_difficulty[d] = {
+            "pr": _pct(sum(1 for it in correct if it.action == "answer" and it.final_exec_acc), len(correct)),
+            "cr": _pct(sum(1 for it in incorrect if it.action == "answer" and it.final_exec_acc), len(incorrect)),
+            "n_correct": len(correct),
+            "n_incorrect": len(incorrect),
+        }
+    metrics["by_difficulty"] = by_difficulty
+
+    for key, attr in (("by_db", "db_id"), ("by_generator", "generator")):
+        groups: dict[str, list[ScoredItem]] = defaultdict(list)
+        for it in items:
+            groups[getattr(it, attr)].append(it)
+        metrics[key] = {name: {k: v for k, v in _main(g).items() if k != "counts"} for name, g in sorted(groups.items())}
+
+    confusion = Counter((it.category, it.action) for it in items)
+    metrics["confusion"] = {cat: {act: confusion[(cat, act)] for act in ACTIONS} for cat in CATEGORIES}
+    metrics["errors"] = sorted(it.id for it in items if it.action == "error")
+    return metrics
+
+
+__all__ = ["AMBIGUOUS_LABELS", "UNANSWERABLE_LABELS", "ScoredItem", "compute_metrics"]
