@@ -215,6 +215,18 @@ class _Build:
                 out.append(r)
         return out
 
+    def _table_or_stand_in(self, relative: str, stand_in: str, table_name: str, stand_in_note: str) -> Path | None:
+        """The full source table, else its stand-in, else None; every fallback is a loud warning."""
+        path = find_table(self.source, relative, required=False)
+        if path is not None:
+            return path
+        path = find_table(self.source, stand_in, required=False)
+        if path is not None:
+            self.progress.warn(self.report, f"{relative} is missing: using {stand_in_note}.")
+        else:
+            self.progress.warn(self.report, f"{relative} is missing: the {table_name} table will be EMPTY.")
+        return path
+
     def events(self) -> None:
         self.progress.step("diagnosis, treatment")
         rows = self._named_paths("diagnosis.csv", "diagnosisid", "diagnosisoffset", "diagnosisstring", "diagnosisname", ["icd9code"])
@@ -223,11 +235,8 @@ class _Build:
         self.tables["treatment"] = self._events(rows, "treatmentoffset", "treatmenttime", id_col="treatmentid")
 
         self.progress.step("lab")
-        lab_path = find_table(self.source, "lab.csv", required=False)
-        if lab_path is None:
-            lab_path = find_table(self.source, "partial_subset_pyhealth/lab.subset.csv", required=False)
-            self.progress.warn(self.report, "lab.csv is missing: using the 169-stay subset in partial_subset_pyhealth/ (most stays will have no labs)."
-                               if lab_path else "lab.csv is missing: the lab table will be EMPTY.")
+        lab_path = self._table_or_stand_in(
+            "lab.csv", "partial_subset_pyhealth/lab.subset.csv", "lab", "the 169-stay subset in partial_subset_pyhealth/ (most stays will have no labs)")
         rows = [] if lab_path is None else [
             r for r in iter_rows(lab_path, ["labid", "patientunitstayid", "labresultoffset", "labname", "labresult"]) if r["labresult"] is not None]
         self.tables["lab"] = self._events(rows, "labresultoffset", "labresulttime", id_col="labid")
@@ -243,11 +252,8 @@ class _Build:
         self.tables["microlab"] = self._events(rows, "culturetakenoffset", "culturetakentime", id_col="microlabid")
 
         self.progress.step("intakeoutput")
-        io_path = find_table(self.source, "intakeOutput.csv", required=False)
-        if io_path is None:
-            io_path = find_table(self.source, "derived_from_ricu_fst/intakeOutput.csv", required=False)
-            self.progress.warn(self.report, "intakeOutput.csv is missing: using the stand-in in derived_from_ricu_fst/."
-                               if io_path else "intakeOutput.csv is missing: the intakeoutput table will be EMPTY.")
+        io_path = self._table_or_stand_in(
+            "intakeOutput.csv", "derived_from_ricu_fst/intakeOutput.csv", "intakeoutput", "the stand-in in derived_from_ricu_fst/")
         rows = [] if io_path is None else list(
             iter_rows(io_path, ["intakeoutputid", "patientunitstayid", "intakeoutputoffset", "cellpath", "celllabel", "cellvaluenumeric"]))
         labels = {r["celllabel"] for r in rows if r["cellpath"] and ("intake (ml)" in r["cellpath"] or "output (ml)" in r["cellpath"])}
