@@ -56,6 +56,9 @@ def test_db_build_and_schema_and_values(tmp_path: Path):
     assert report["synthetic"] is True and report["tables"]["patients"] == 24
     result = runner.invoke(cli, ["db", "schema", "--db", str(out), "--format", "json"])
     assert json.loads(result.output)["dialect"] == "sqlite"
+    assert json.loads(runner.invoke(cli, ["db", "schema", "--db", str(out), "--json"]).output) == json.loads(result.output)
+    ddl = runner.invoke(cli, ["db", "schema", "--db", str(out), "--format", "ddl"]).output
+    assert "CREATE TABLE patients" in ddl
     result = runner.invoke(cli, ["db", "values", "--db", str(out), "d_labitems", "label", "glucos", "--json"])
     assert json.loads(result.output)["nearest"][0]["value"] == "glucose"
 

@@ -115,10 +115,11 @@ def check_command(name: str, db_path: str, split_dir: Path, report_path: Path | 
 @db_group.command("schema")
 @db_option
 @click.option("--format", "fmt", type=click.Choice(["ddl", "compact", "json"]), default="compact", show_default=True)
-def schema_command(db_path: str, fmt: str) -> None:
+@json_option
+def schema_command(db_path: str, fmt: str, as_json: bool) -> None:
     """Print the schema of a database (DDL for prompts, one line per table, or JSON)."""
     schema = read_schema(open_database(locate_database(db_path)))
-    if fmt == "json":
+    if fmt == "json" or as_json:
         echo_json(schema.to_dict())
     elif fmt == "ddl":
         click.echo(schema.render_ddl())
