@@ -22,7 +22,6 @@ def _shared_data() -> Path | None:
 
 
 SHARED_DATA = _shared_data()
-needs_data = pytest.mark.skipif(SHARED_DATA is None, reason="../shared/data (the public demos) is not beside the checkout")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -124,7 +124,6 @@ def test_real_chartevents_csv_is_preferred(shared_data: Path, tmp_path: Path):
     src = tmp_path / "src"
     shutil.copytree(shared_data / "mimic-iv-demo-2.2", src, ignore=shutil.ignore_patterns("derived_meds"))
     # A minimal chartevents.csv.gz in the real file's layout: one heart-rate row inside a real ICU stay.
-    stay = open_database  # noqa: F841  (keeps the import list honest)
     with gzip.open(src / "icu" / "icustays.csv.gz", "rt") as fh:
         header, first = fh.readline().strip().split(","), fh.readline().strip().split(",")
     s = dict(zip(header, first))
