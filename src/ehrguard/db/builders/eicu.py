@@ -31,7 +31,7 @@ import numpy as np
 from ehrguard.db.builders.base import BuildReport, Progress
 from ehrguard.db.builders.sources import Row, find_table, iter_rows, read_rows
 from ehrguard.db.builders.timeshift import NOW, sample_year, shift_offset
-from ehrguard.db.builders.writer import SQLiteWriter, table
+from ehrguard.db.builders.writer import table, write_sqlite
 
 START_YEAR = 2100
 TIME_SPAN = 0
@@ -66,7 +66,6 @@ TABLES = (
                             "respiration INT", "systemicsystolic INT", "systemicdiastolic INT", "systemicmean INT", "observationtime TIMESTAMP(0) nn"],
           ["patientunitstayid -> patient.patientunitstayid"]),
 )
-TABLE_BY_NAME = {t.name: t for t in TABLES}
 VITAL_COLUMNS = ("temperature", "sao2", "heartrate", "respiration", "systemicsystolic", "systemicdiastolic", "systemicmean")
 
 
@@ -307,9 +306,6 @@ def build(source: Path, out: Path, progress: Progress) -> BuildReport:
     b.events()
     b.cost()
     progress.step("writing SQLite")
-    with SQLiteWriter(out) as w:
-        w.create(TABLES)
-        for t in TABLES:
-            report.tables[t.name] = w.insert(t, b.tables[t.name])
+    report.tables = write_sqlite(out, TABLES, {t.name: b.tables[t.name] for t in TABLES})
     report.facts["now"] = NOW
     return report

@@ -34,7 +34,7 @@ import numpy as np
 from ehrguard.db.builders.base import BuildReport, Progress
 from ehrguard.db.builders.sources import Row, find_table, iter_rows, read_rows
 from ehrguard.db.builders.timeshift import NOW, TIME_FORMAT, shift, year_offset_minutes
-from ehrguard.db.builders.writer import SQLiteWriter, table
+from ehrguard.db.builders.writer import table, write_sqlite
 from ehrguard.errors import DatasetError
 
 START_YEAR = 2100
@@ -560,10 +560,7 @@ def build(source: Path, out: Path, progress: Progress) -> BuildReport:
     b.io_events()
     b.microbiology()
     progress.step("writing SQLite")
-    with SQLiteWriter(out) as w:
-        w.create(TABLES)
-        for name in INSERT_ORDER:
-            report.tables[name] = w.insert(TABLE_BY_NAME[name], _typed(name, b.tables[name]))
+    report.tables = write_sqlite(out, TABLES, {name: _typed(name, b.tables[name]) for name in INSERT_ORDER})
     report.facts["currently_admitted_patients"] = b.report_current
     report.facts["patients"] = len(b.patient_ids)
     return report

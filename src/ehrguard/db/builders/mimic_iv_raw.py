@@ -12,11 +12,10 @@ from ICU stay windows (the nearest stay of the patient when no window contains t
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from ehrguard.db.builders.base import BuildReport, Progress
+from ehrguard.db.builders.writer import atomic_output
 from ehrguard.errors import BuildError, DatasetError
 
 MODULES = ("hosp", "icu")
@@ -45,35 +44,26 @@ def build(source: Path, out: Path, progress: Progress) -> BuildReport:
                 f"{source / module} lacks {', '.join(n + '.csv.gz' for n in missing)}. "
                 "Point --source at an unpacked MIMIC-IV (demo or full) with hosp/ and icu/."
             )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".building", dir=out.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    tmp.unlink()  # DuckDB creates the file itself
-    con = duckdb.connect(str(tmp))
-    try:
-        for module in MODULES:
-            con.execute(f"CREATE SCHEMA mimiciv_{module}")
-            for name, path in plan[module].items():
-                progress.step(f"mimiciv_{module}.{name}")
-                try:
-                    con.execute(
-                        f"CREATE TABLE mimiciv_{module}.{name} AS SELECT * FROM read_csv(?, header = true, sample_size = 100000)",
-                        [str(path)],
-                    )
-                except duckdb.Error as exc:
-                    raise DatasetError(f"Cannot load {path}: {exc}. The file looks corrupt; re-download it.") from exc
-                report.tables[f"mimiciv_{module}.{name}"] = con.execute(f"SELECT count(*) FROM mimiciv_{module}.{name}").fetchone()[0]
-        if "chartevents" not in plan["icu"]:
-            _chartevents_from_meds(con, source, progress, report)
-        con.execute("CHECKPOINT")
-        con.close()
-        os.replace(tmp, out)
-    except BaseException:
-        con.close()
-        tmp.unlink(missing_ok=True)
-        Path(str(tmp) + ".wal").unlink(missing_ok=True)
-        raise
+    with atomic_output(out) as tmp:
+        con = duckdb.connect(str(tmp))
+        try:
+            for module in MODULES:
+                con.execute(f"CREATE SCHEMA mimiciv_{module}")
+                for name, path in plan[module].items():
+                    progress.step(f"mimiciv_{module}.{name}")
+                    try:
+                        con.execute(
+                            f"CREATE TABLE mimiciv_{module}.{name} AS SELECT * FROM read_csv(?, header = true, sample_size = 100000)",
+                            [str(path)],
+                        )
+                    except duckdb.Error as exc:
+                        raise DatasetError(f"Cannot load {path}: {exc}. The file looks corrupt; re-download it.") from exc
+                    report.tables[f"mimiciv_{module}.{name}"] = con.execute(f"SELECT count(*) FROM mimiciv_{module}.{name}").fetchone()[0]
+            if "chartevents" not in plan["icu"]:
+                _chartevents_from_meds(con, source, progress, report)
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
     return report
 
 

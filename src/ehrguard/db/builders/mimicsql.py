@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ehrguard.db.builders.base import BuildReport, Progress
 from ehrguard.db.builders.sources import find_table, iter_rows, read_rows
-from ehrguard.db.builders.writer import SQLiteWriter, table
+from ehrguard.db.builders.writer import table, write_sqlite
 
 TABLES = (
     table("DEMOGRAPHIC", [
@@ -119,8 +119,6 @@ def build(source: Path, out: Path, progress: Progress) -> BuildReport:
                     "FLUID": item.get("fluid"), "CATEGORY": item.get("category")})
 
     progress.step("writing SQLite")
-    with SQLiteWriter(out) as w:
-        w.create(TABLES)
-        for t, rows in zip(TABLES, (demographic, diagnoses, procedures, prescriptions, lab)):
-            report.tables[t.name] = w.insert(t, rows)
+    contents = (demographic, diagnoses, procedures, prescriptions, lab)
+    report.tables = write_sqlite(out, TABLES, {t.name: rows for t, rows in zip(TABLES, contents)})
     return report

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ehrguard.db.builders.base import BuildReport, Progress
 from ehrguard.db.builders.mimic_iv import TABLES, VITAL_ITEMIDS
-from ehrguard.db.builders.writer import SQLiteWriter, table
+from ehrguard.db.builders.writer import table, write_sqlite
 
 SEED = 20261129
 N_PATIENTS = 24
@@ -142,11 +142,9 @@ def build(source: Path, out: Path, progress: Progress) -> BuildReport:
             rows["cost"].append({"subject_id": e["subject_id"], "hadm_id": e["hadm_id"], "event_type": event_type, "event_id": i,
                                  "chargetime": e[time_col], "cost": round(prices[event_type] + (zlib.crc32(str(e[key]).encode()) % 100) / 100, 2)})
     progress.step("writing SQLite")
-    with SQLiteWriter(out) as w:
-        w.create((*TABLES, NOTICE))
-        for t in TABLES:
-            for i, r in enumerate(rows[t.name]):
-                r["row_id"] = i
-            report.tables[t.name] = w.insert(t, rows[t.name])
-        w.insert(NOTICE, [{"notice": "SYNTHETIC: every patient in this database is invented by seeded code; not real data."}])
+    for t in TABLES:
+        for i, r in enumerate(rows[t.name]):
+            r["row_id"] = i
+    notice = [{"notice": "SYNTHETIC: every patient in this database is invented by seeded code; not real data."}]
+    report.tables = write_sqlite(out, (*TABLES, NOTICE), {**{t.name: rows[t.name] for t in TABLES}, NOTICE.name: notice})
     return report

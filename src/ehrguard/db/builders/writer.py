@@ -1,14 +1,14 @@
-"""Table definitions and an atomic SQLite writer shared by the builders."""
+"""Table definitions and atomic output shared by the builders."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from ehrguard.errors import BuildError
@@ -65,45 +65,59 @@ def table(name: str, specs: Sequence[str], fks: Sequence[str] = ()) -> Table:
     return Table(name, tuple(col(s) for s in specs), tuple(foreign))
 
 
-class SQLiteWriter:
-    """Write a SQLite database to a temporary file and move it into place only on success.
+@contextmanager
+def atomic_output(out: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``out``; move it into place only if the block succeeds.
 
     A failed or interrupted build leaves no file at ``out`` (and an existing one untouched).
+    The block must close its own connection to the temporary file before it ends.
     """
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".building", dir=out.parent)
+    os.close(fd)
+    tmp = Path(name)
+    tmp.unlink()  # the engine creates the file itself
+    try:
+        yield tmp
+    except BaseException:
+        for leftover in (tmp, Path(f"{tmp}.wal"), Path(f"{tmp}-journal")):
+            leftover.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, out)
 
-    def __init__(self, out: str | Path) -> None:
-        self.out = Path(out)
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.out.name}.", suffix=".building", dir=self.out.parent)
-        os.close(fd)
-        self.tmp = Path(tmp)
-        self.conn = sqlite3.connect(self.tmp)
-        self.conn.execute("PRAGMA journal_mode = OFF")
-        self.conn.execute("PRAGMA synchronous = OFF")
 
-    def __enter__(self) -> SQLiteWriter:
-        return self
+def write_sqlite(
+    out: str | Path,
+    tables: Sequence[Table],
+    rows: Mapping[str, Iterable[Mapping[str, Any]]],
+) -> dict[str, int]:
+    """Create ``tables`` in a new SQLite file at ``out`` and insert ``rows[name]`` into each, atomically.
 
-    def create(self, tables: Iterable[Table]) -> None:
-        for t in tables:
-            self.conn.execute(t.ddl())
-
-    def insert(self, t: Table, rows: Iterable[Mapping[str, Any]]) -> int:
-        names = t.column_names
-        sql = f"INSERT INTO {t.name} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
-        values = [tuple(r.get(n) for n in names) for r in rows]
+    Tables are filled in the order of ``rows`` (the order rows were inserted in the original
+    builds, which only affects the on-disk order). Returns the row count per table.
+    """
+    by_name = {t.name: t for t in tables}
+    counts: dict[str, int] = {}
+    with atomic_output(out) as tmp:
+        conn = sqlite3.connect(tmp)
         try:
-            self.conn.executemany(sql, values)
-        except sqlite3.Error as exc:
-            raise BuildError(f"Writing table {t.name} failed: {exc}") from exc
-        return len(values)
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if exc_type is None:
-            self.conn.commit()
-            self.conn.execute("VACUUM")
-            self.conn.close()
-            os.replace(self.tmp, self.out)
-        else:
-            self.conn.close()
-            self.tmp.unlink(missing_ok=True)
+            conn.execute("PRAGMA journal_mode = OFF")
+            conn.execute("PRAGMA synchronous = OFF")
+            for t in tables:
+                conn.execute(t.ddl())
+            for name, table_rows in rows.items():
+                t = by_name[name]
+                names = t.column_names
+                sql = f"INSERT INTO {t.name} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+                values = [tuple(r.get(n) for n in names) for r in table_rows]
+                try:
+                    conn.executemany(sql, values)
+                except sqlite3.Error as exc:
+                    raise BuildError(f"Writing table {t.name} failed: {exc}") from exc
+                counts[name] = len(values)
+            conn.commit()
+            conn.execute("VACUUM")
+        finally:
+            conn.close()
+    return counts
