@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import calendar
 from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -124,31 +125,7 @@ class _Build:
         for r in rows:
             by_pid.setdefault(r["uniquepid"], []).append(r)  # type: ignore[arg-type]
         for pid, visits in by_pid.items():
-            years = sorted({int(r["hospitaldischargeyear"]) for r in visits})  # type: ignore[arg-type]
-            first_year, first_age = years[0], min(int(r["age"]) for r in visits)  # type: ignore[arg-type]
-            sampled = sample_year(self.rng, START_YEAR, TIME_SPAN)
-            consistent = True
-            for year in years:
-                in_year = [r for r in visits if int(r["hospitaldischargeyear"]) == year]  # type: ignore[arg-type]
-                hadm_ids = list(dict.fromkeys(int(r["patienthealthsystemstayid"]) for r in in_year))  # type: ignore[arg-type]
-                dates = _sample_dates(self.rng, sampled + (year - first_year), len(hadm_ids))
-                for hadm, date in zip(hadm_ids, dates):
-                    for r in [v for v in in_year if int(v["patienthealthsystemstayid"]) == hadm]:  # type: ignore[arg-type]
-                        unit = int(r["patientunitstayid"])  # type: ignore[arg-type]
-                        self.unit_hadm.setdefault(unit, hadm)
-                        self.unit_pid.setdefault(unit, pid)
-                        age[unit] = first_age + (year - first_year)
-                        h_in, u_out, h_out = (int(r[c]) for c in ("hospitaladmitoffset", "unitdischargeoffset", "hospitaldischargeoffset"))  # type: ignore[arg-type]
-                        if h_in <= 0 < u_out <= h_out:
-                            hosp_admit = datetime.strptime(f"{date} {r['hospitaladmittime24']}", "%Y-%m-%d %H:%M:%S")
-                            self.unit_time[unit] = str(hosp_admit - timedelta(minutes=h_in))
-                        else:
-                            consistent = False
-                            break
-                    if not consistent:
-                        break
-                if not consistent:
-                    break
+            self._anchor_patient(pid, visits, age)
 
         kept = []
         for r in rows:
@@ -181,21 +158,44 @@ class _Build:
         self.report.facts["patients"] = len(keep)
         self.report.facts["currently_admitted_patients"] = len({r["uniquepid"] for r in self.tables["patient"] if r["hospitaldischargetime"] is None})
 
+    def _anchor_patient(self, pid: str, visits: list[Row], age: dict[int, int]) -> None:
+        """Sample the patient's dates and anchor each ICU stay in time, stopping at the first stay
+        whose offsets are inconsistent (its later stays get no time and are dropped)."""
+        years = sorted({int(r["hospitaldischargeyear"]) for r in visits})  # type: ignore[arg-type]
+        first_year, first_age = years[0], min(int(r["age"]) for r in visits)  # type: ignore[arg-type]
+        sampled = sample_year(self.rng, START_YEAR, TIME_SPAN)
+        for year in years:
+            in_year = [r for r in visits if int(r["hospitaldischargeyear"]) == year]  # type: ignore[arg-type]
+            hadm_ids = list(dict.fromkeys(int(r["patienthealthsystemstayid"]) for r in in_year))  # type: ignore[arg-type]
+            dates = _sample_dates(self.rng, sampled + (year - first_year), len(hadm_ids))
+            for hadm, date in zip(hadm_ids, dates):
+                for r in (v for v in in_year if int(v["patienthealthsystemstayid"]) == hadm):  # type: ignore[arg-type]
+                    unit = int(r["patientunitstayid"])  # type: ignore[arg-type]
+                    self.unit_hadm.setdefault(unit, hadm)
+                    self.unit_pid.setdefault(unit, pid)
+                    age[unit] = first_age + (year - first_year)
+                    h_in, u_out, h_out = (int(r[c]) for c in ("hospitaladmitoffset", "unitdischargeoffset", "hospitaldischargeoffset"))  # type: ignore[arg-type]
+                    if not h_in <= 0 < u_out <= h_out:
+                        return
+                    hosp_admit = datetime.strptime(f"{date} {r['hospitaladmittime24']}", "%Y-%m-%d %H:%M:%S")
+                    self.unit_time[unit] = str(hosp_admit - timedelta(minutes=h_in))
+
     def _sample(self, population: list[str | None], k: int) -> list[str]:
         if len(population) <= k:
             return [p for p in population if p is not None]
         return [str(x) for x in self.rng.choice(np.array(population, dtype=object), k, replace=False)]
 
-    def _events(self, rows: list[Row], offset: str, time_col: str, *, also: tuple[tuple[str, str], ...] = (), id_col: str) -> list[Row]:
+    def _events(self, rows: Iterable[Row], offset: str, time_col: str, *, also: tuple[tuple[str, str], ...] = (), id_col: str) -> list[Row]:
+        """Rows of the sampled stays with each minute offset turned into a time; rows past "now" dropped; ids renumbered."""
         out = []
         for r in rows:
             unit = int(r["patientunitstayid"])  # type: ignore[arg-type]
             if unit not in self.units:
                 continue
             anchor = self.unit_time.get(unit)
-            r[time_col] = shift_offset(anchor, None if r[offset] is None else int(float(r[offset])))  # type: ignore[arg-type]
-            for source_col, target_col in also:
-                r[target_col] = shift_offset(anchor, None if r[source_col] is None else int(float(r[source_col])))  # type: ignore[arg-type]
+            for source_col, target_col in ((offset, time_col), *also):
+                minutes = r[source_col]
+                r[target_col] = None if minutes is None else shift_offset(anchor, int(float(minutes)))  # type: ignore[arg-type]
             if r[time_col] is not None:
                 out.append(r)
         for i, r in enumerate(out):
@@ -214,16 +214,17 @@ class _Build:
                 out.append(r)
         return out
 
-    def _table_or_stand_in(self, relative: str, stand_in: str, table_name: str, stand_in_note: str) -> Path | None:
+    def _table_or_stand_in(self, relative: str, table_name: str, stand_in: str | None = None, stand_in_note: str = "") -> Path | None:
         """The full source table, else its stand-in, else None; every fallback is a loud warning."""
         path = find_table(self.source, relative, required=False)
         if path is not None:
             return path
-        path = find_table(self.source, stand_in, required=False)
+        path = find_table(self.source, stand_in, required=False) if stand_in else None
         if path is not None:
             self.progress.warn(self.report, f"{relative} is missing: using {stand_in_note}.")
         else:
-            self.progress.warn(self.report, f"{relative} is missing: the {table_name} table will be EMPTY.")
+            self.progress.warn(self.report, f"{relative} is missing: the {table_name} table will be EMPTY, so questions that use it return nothing. "
+                                            f"Add {relative}.gz to the source to fix this.")
         return path
 
     def events(self) -> None:
@@ -235,7 +236,7 @@ class _Build:
 
         self.progress.step("lab")
         lab_path = self._table_or_stand_in(
-            "lab.csv", "partial_subset_pyhealth/lab.subset.csv", "lab", "the 169-stay subset in partial_subset_pyhealth/ (most stays will have no labs)")
+            "lab.csv", "lab", "partial_subset_pyhealth/lab.subset.csv", "the 169-stay subset in partial_subset_pyhealth/ (most stays will have no labs)")
         rows = [] if lab_path is None else [
             r for r in iter_rows(lab_path, ["labid", "patientunitstayid", "labresultoffset", "labname", "labresult"]) if r["labresult"] is not None]
         self.tables["lab"] = self._events(rows, "labresultoffset", "labresulttime", id_col="labid")
@@ -252,7 +253,7 @@ class _Build:
 
         self.progress.step("intakeoutput")
         io_path = self._table_or_stand_in(
-            "intakeOutput.csv", "derived_from_ricu_fst/intakeOutput.csv", "intakeoutput", "the stand-in in derived_from_ricu_fst/")
+            "intakeOutput.csv", "intakeoutput", "derived_from_ricu_fst/intakeOutput.csv", "the stand-in in derived_from_ricu_fst/")
         rows = [] if io_path is None else list(
             iter_rows(io_path, ["intakeoutputid", "patientunitstayid", "intakeoutputoffset", "cellpath", "celllabel", "cellvaluenumeric"]))
         labels = {r["celllabel"] for r in rows if r["cellpath"] and ("intake (ml)" in r["cellpath"] or "output (ml)" in r["cellpath"])}
@@ -268,15 +269,10 @@ class _Build:
         self.tables["intakeoutput"] = self._events(kept, "intakeoutputoffset", "intakeoutputtime", id_col="intakeoutputid")
 
         self.progress.step("vitalperiodic")
-        vp_path = find_table(self.source, "vitalPeriodic.csv", required=False)
-        if vp_path is None:
-            self.progress.warn(self.report, "vitalPeriodic.csv is missing: the vitalperiodic table will be EMPTY "
-                               "(every vital-sign question returns nothing). Add vitalPeriodic.csv.gz to the source to fix this.")
-            rows = []
-        else:
-            rows = [r for r in iter_rows(vp_path, ["vitalperiodicid", "patientunitstayid", "observationoffset", *VITAL_COLUMNS])
-                    if int(r["patientunitstayid"]) in self.units]  # type: ignore[arg-type]
-        self.tables["vitalperiodic"] = self._events(rows, "observationoffset", "observationtime", id_col="vitalperiodicid")
+        vp_path = self._table_or_stand_in("vitalPeriodic.csv", "vitalperiodic")
+        # Streamed: the full vitalPeriodic has ~146M rows; only the sampled stays' rows are kept.
+        vitals = () if vp_path is None else iter_rows(vp_path, ["vitalperiodicid", "patientunitstayid", "observationoffset", *VITAL_COLUMNS])
+        self.tables["vitalperiodic"] = self._events(vitals, "observationoffset", "observationtime", id_col="vitalperiodicid")
 
     def cost(self) -> None:
         self.progress.step("cost")
