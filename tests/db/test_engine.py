@@ -16,7 +16,6 @@ from ehrguard.errors import (
     QueryExecutionError,
     QueryRefusedError,
     QueryTimeoutError,
-    ReadOnlyViolationError,
 )
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ehrguard.db.builders.base import BuildReport, Progress
+from ehrguard.db.builders.meds import MEDS_EVENTS, chartevents_sql, meds_events
 from ehrguard.db.builders.sources import Row, find_table, iter_rows, read_rows
 from ehrguard.db.builders.timeshift import NOW, TIME_FORMAT, shift, year_offset_minutes
 from ehrguard.db.builders.writer import table, write_sqlite
@@ -429,18 +430,17 @@ class _Build:
                 if int(r["itemid"]) in VITAL_ITEMIDS and int(r["subject_id"]) in self.patient_ids  # type: ignore[arg-type]
                 and all(v is not None for v in r.values())
             ]
-            self.report_chartevents_source = str(path)
         else:
             rows = self._chartevents_from_meds()
         rows = [r for r in rows if self._in_cohort(r)]
         self.tables["chartevents"] = self._shift_and_pivot(rows, "charttime")
 
     def _chartevents_from_meds(self) -> list[Row]:
-        meds = self.source / "derived_meds" / "mimic_iv_demo_meds_events.parquet"
-        if not meds.is_file():
+        meds = meds_events(self.source)
+        if meds is None:
             self.progress.warn(
                 self.report,
-                f"No icu/chartevents.csv(.gz) and no MEDS stand-in at {meds}: the chartevents table will be EMPTY, "
+                f"No icu/chartevents.csv(.gz) and no MEDS stand-in at {self.source / MEDS_EVENTS}: the chartevents table will be EMPTY, "
                 "so every vital-sign question will return nothing. Add chartevents.csv.gz to the source to fix this.",
             )
             return []
@@ -451,43 +451,24 @@ class _Build:
             "icu/chartevents.csv.gz is missing; chartevents is rebuilt from the MEDS stand-in "
             "(hadm_id/stay_id recovered from ICU stay windows, values at float32 precision).",
         )
-        pattern = "^LAB//(" + "|".join(str(i) for i in VITAL_ITEMIDS) + ")//(.*)$"
+        icustays = find_table(self.source, "icu/icustays.csv")
         con = duckdb.connect()
         try:
-            events = con.execute(
-                f"""SELECT subject_id, strftime(time, '%Y-%m-%d %H:%M:%S') AS charttime,
-                           CAST(regexp_extract(code, '{pattern}', 1) AS BIGINT) AS itemid,
-                           regexp_extract(code, '{pattern}', 2) AS unit, "value"
-                    FROM read_parquet(?) WHERE regexp_matches(code, '{pattern}')
-                    ORDER BY subject_id, time, itemid""",
-                [str(meds)],
-            ).fetchall()
+            con.execute("CREATE TABLE icustays AS SELECT subject_id, hadm_id, stay_id, intime, outtime FROM read_csv(?, header = true)", [str(icustays)])
+            events = con.execute(chartevents_sql("icustays", f"itemid IN ({', '.join(map(str, VITAL_ITEMIDS))})"), [str(meds)]).fetchall()
         except duckdb.Error as exc:
             raise DatasetError(f"Cannot read the chartevents stand-in {meds}: {exc}") from exc
         finally:
             con.close()
-        path = find_table(self.source, "icu/icustays.csv")
-        assert path is not None
-        stays: dict[int, list[tuple[str, str, int, int]]] = defaultdict(list)
-        for s in iter_rows(path, ["subject_id", "hadm_id", "stay_id", "intime", "outtime"]):
-            stays[int(s["subject_id"])].append((s["intime"], s["outtime"] or "9999", int(s["hadm_id"]), int(s["stay_id"])))  # type: ignore[arg-type]
         rows: list[Row] = []
         outside = 0
-        for subject_id, charttime, itemid, unit, value in events:
-            if subject_id not in self.patient_ids or value is None or unit in ("", "UNK"):
+        for subject_id, hadm_id, stay_id, charttime, itemid, valuenum, valueuom, out_of_window in events:
+            # The original drops rows with any missing field (pandas dropna), unit included.
+            if subject_id not in self.patient_ids or valuenum is None or valueuom is None:
                 continue
-            candidates = stays.get(subject_id)
-            if not candidates:
-                continue
-            inside = [c for c in candidates if c[0] <= charttime <= c[1]]
-            if inside:
-                stay = inside[0]
-            else:
-                outside += 1
-                stay = min(candidates, key=lambda c: _gap_minutes(charttime, c[0], c[1]))
-            rows.append({"subject_id": subject_id, "hadm_id": stay[2], "stay_id": stay[3], "itemid": itemid, "charttime": charttime,
-                         "valuenum": float(str(np.float32(value))), "valueuom": unit.lower()})  # type: ignore[dict-item]
-        rows.sort(key=lambda r: (r["subject_id"], r["stay_id"], r["charttime"], r["itemid"]))  # type: ignore[arg-type,return-value]
+            outside += out_of_window
+            rows.append({"subject_id": subject_id, "hadm_id": hadm_id, "stay_id": stay_id, "itemid": itemid,  # type: ignore[dict-item]
+                         "charttime": charttime.strftime(TIME_FORMAT), "valuenum": valuenum, "valueuom": valueuom.lower()})
         if outside:
             self.progress.warn(self.report, f"{outside} stand-in chartevents fell outside every ICU stay window and were assigned to the nearest stay.")
         return rows
@@ -519,13 +500,6 @@ class _Build:
             and r["valueuom"] == "ml" and int(r["itemid"]) in self.item_ids and self._in_cohort(r)  # type: ignore[arg-type]
         ]
         self.tables["outputevents"] = self._shift_and_pivot(rows, "charttime")
-
-
-def _gap_minutes(t: str, start: str, end: str) -> float:
-    moment = datetime.strptime(t, TIME_FORMAT)
-    if t < start:
-        return (datetime.strptime(start, TIME_FORMAT) - moment).total_seconds() / 60
-    return (moment - datetime.strptime(end, TIME_FORMAT)).total_seconds() / 60
 
 
 # Values are typed on insert so the file holds what the original holds (integers, reals, text).

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ehrguard.db.builders.base import BuildReport, Progress
+from ehrguard.db.builders.meds import chartevents_sql, meds_events
 from ehrguard.db.builders.writer import atomic_output
 from ehrguard.errors import BuildError, DatasetError
 
@@ -68,38 +69,21 @@ def build(source: Path, out: Path, progress: Progress) -> BuildReport:
 
 
 def _chartevents_from_meds(con, source: Path, progress: Progress, report: BuildReport) -> None:  # type: ignore[no-untyped-def]
-    meds = source / "derived_meds" / "mimic_iv_demo_meds_events.parquet"
-    if not meds.is_file():
+    meds = meds_events(source)
+    if meds is None:
         progress.warn(report, "icu/chartevents.csv.gz is missing and there is no MEDS stand-in: mimiciv_icu.chartevents will be absent, "
                               "so queries on vital signs and charted values fail. Add chartevents.csv.gz to the source.")
         return
     progress.warn(report, "icu/chartevents.csv.gz is missing; mimiciv_icu.chartevents is rebuilt from the MEDS stand-in "
                           "(hadm_id/stay_id from ICU stay windows; caregiver, storetime, text value and warning are NULL).")
     progress.step("mimiciv_icu.chartevents (stand-in)")
+    rows = chartevents_sql("mimiciv_icu.icustays", "itemid IN (SELECT itemid FROM mimiciv_icu.d_items)")
     try:
         con.execute(
-            """
-            CREATE TABLE mimiciv_icu.chartevents AS
-            WITH ev AS (
-                SELECT row_number() OVER () AS n, subject_id, CAST(time AS TIMESTAMP) AS charttime,
-                       CAST(split_part(code, '//', 2) AS BIGINT) AS itemid,
-                       nullif(split_part(code, '//', 3), 'UNK') AS valueuom,
-                       CAST(CAST(CAST("value" AS FLOAT) AS VARCHAR) AS DOUBLE) AS valuenum
-                FROM read_parquet(?)
-                WHERE code LIKE 'LAB//%' AND TRY_CAST(split_part(code, '//', 2) AS BIGINT) IN (SELECT itemid FROM mimiciv_icu.d_items)
-            ),
-            ranked AS (
-                SELECT ev.*, s.hadm_id, s.stay_id,
-                       row_number() OVER (PARTITION BY ev.n ORDER BY
-                           CASE WHEN ev.charttime BETWEEN s.intime AND coalesce(s.outtime, TIMESTAMP '9999-12-31') THEN 0
-                                WHEN ev.charttime < s.intime THEN epoch(s.intime) - epoch(ev.charttime)
-                                ELSE epoch(ev.charttime) - epoch(s.outtime) END, s.stay_id) AS k
-                FROM ev JOIN mimiciv_icu.icustays s USING (subject_id)
-            )
-            SELECT subject_id, hadm_id, stay_id, CAST(NULL AS BIGINT) AS caregiver_id, charttime, CAST(NULL AS TIMESTAMP) AS storetime,
-                   itemid, CAST(valuenum AS VARCHAR) AS value, valuenum, valueuom, CAST(NULL AS BIGINT) AS warning
-            FROM ranked WHERE k = 1 ORDER BY subject_id, stay_id, charttime, itemid
-            """,
+            f"""CREATE TABLE mimiciv_icu.chartevents AS
+                SELECT subject_id, hadm_id, stay_id, CAST(NULL AS BIGINT) AS caregiver_id, charttime, CAST(NULL AS TIMESTAMP) AS storetime,
+                       itemid, CAST(valuenum AS VARCHAR) AS value, valuenum, valueuom, CAST(NULL AS BIGINT) AS warning
+                FROM ({rows})""",
             [str(meds)],
         )
     except Exception as exc:  # duckdb.Error, kept generic to avoid importing duckdb at module load
