@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ehrguard.db import Progress, build_database, open_database
+from tests.helpers import assert_rebuild_identical
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +42,7 @@ def test_eicu_schema_counts_and_warnings(eicu, shared_data: Path):
 
 def test_eicu_is_deterministic(eicu, shared_data: Path, tmp_path: Path):
     out, _, _ = eicu
-    again = tmp_path / "again.sqlite"
-    build_database("eicu", source=shared_data / "eicu-demo-2.0.1", out=again)
-    dump = lambda p: list(sqlite3.connect(p).iterdump())  # noqa: E731
-    assert dump(again) == dump(out)
+    assert_rebuild_identical("eicu", out, tmp_path, source=shared_data / "eicu-demo-2.0.1")
 
 
 def test_mimicsql_tables_and_values(shared_data: Path, tmp_path: Path):
@@ -58,10 +56,7 @@ def test_mimicsql_tables_and_values(shared_data: Path, tmp_path: Path):
     joined = db.execute('SELECT COUNT(*) FROM DEMOGRAPHIC INNER JOIN LAB on DEMOGRAPHIC.HADM_ID = LAB.HADM_ID WHERE LAB."FLAG" = "abnormal"').rows[0][0]
     assert joined > 0
     assert db.execute("SELECT count(*) FROM DIAGNOSES WHERE SHORT_TITLE IS NULL").rows[0][0] < report.tables["DIAGNOSES"] * 0.05
-    again = tmp_path / "again.sqlite"
-    build_database("mimicsql", source=shared_data / "mimic-iii-demo-1.4", out=again)
-    dump = lambda p: list(sqlite3.connect(p).iterdump())  # noqa: E731
-    assert dump(again) == dump(out)
+    assert_rebuild_identical("mimicsql", out, tmp_path, source=shared_data / "mimic-iii-demo-1.4")
 
 
 def test_mimic_iv_raw_layout_and_chartevents(shared_data: Path, tmp_path: Path):

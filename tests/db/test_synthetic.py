@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
-from ehrguard.db import build_database, open_database
+from ehrguard.db import open_database
+from tests.helpers import assert_rebuild_identical
 
 
 def test_synthetic_database_is_labelled_deterministic_and_queryable(synthetic_db: Path, tmp_path: Path):
@@ -12,8 +12,4 @@ def test_synthetic_database_is_labelled_deterministic_and_queryable(synthetic_db
     assert db.execute("SELECT count(*) FROM patients").rows[0][0] == 24
     assert db.execute("SELECT count(*) FROM admissions WHERE dischtime IS NULL").rows[0][0] >= 2
     assert db.execute("SELECT count(*) FROM chartevents WHERE charttime > '2100-12-31 23:59:00'").rows[0][0] == 0
-    again = tmp_path / "again.sqlite"
-    report = build_database("synthetic", out=again)
-    assert report.synthetic
-    dump = lambda p: list(sqlite3.connect(p).iterdump())  # noqa: E731
-    assert dump(again) == dump(synthetic_db)
+    assert assert_rebuild_identical("synthetic", synthetic_db, tmp_path).synthetic
