@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ehrguard.evaluation.execution_match import AMBIGUOUS_LABELS, UNANSWERABLE_LABELS, label_category
+from ehrguard.evaluation.execution_match import label_category
 
 ANSWERABLE_TYPES = ("easy", "medium", "hard")
 AMBIGUOUS_TYPES = ("vague-question", "vague-word", "ambiguous-reference")
@@ -56,6 +56,11 @@ class ScoredItem:
             return "error"
         return label_category(self.output) or "answer"
 
+    @property
+    def answered_correctly(self) -> bool:
+        """Answerable items: the method answered, and its SQL matches the gold by execution (PR/CR numerator)."""
+        return self.action == "answer" and self.final_exec_acc
+
 
 def _pct(num: int, den: int) -> float:
     return 100.0 * num / den if den else math.nan
@@ -74,7 +79,7 @@ def _main(items: list[ScoredItem]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for cat, key, cov_key in (("answerable_correct", "pr", "cov_correct"), ("answerable_incorrect", "cr", "cov_incorrect")):
         group = by_cat[cat]
-        out[key] = _pct(sum(1 for it in group if it.action == "answer" and it.final_exec_acc), len(group))
+        out[key] = _pct(sum(1 for it in group if it.answered_correctly), len(group))
         out[cov_key] = _pct(sum(1 for it in group if it.action in ("answer", "error")), len(group))
     for cat, prefix in (("ambiguous", "amb"), ("unanswerable", "unans")):
         labelled = [it for it in items if it.action == cat]
@@ -121,8 +126,8 @@ def compute_metrics(scored: Iterable[ScoredItem]) -> dict[str, Any]:
         correct = [it for it in items if it.type == d and it.candidate_correct]
         incorrect = [it for it in items if it.type == d and not it.candidate_correct]
         by_difficulty[d] = {
-            "pr": _pct(sum(1 for it in correct if it.action == "answer" and it.final_exec_acc), len(correct)),
-            "cr": _pct(sum(1 for it in incorrect if it.action == "answer" and it.final_exec_acc), len(incorrect)),
+            "pr": _pct(sum(1 for it in correct if it.answered_correctly), len(correct)),
+            "cr": _pct(sum(1 for it in incorrect if it.answered_correctly), len(incorrect)),
             "n_correct": len(correct),
             "n_incorrect": len(incorrect),
         }
@@ -140,4 +145,4 @@ def compute_metrics(scored: Iterable[ScoredItem]) -> dict[str, Any]:
     return metrics
 
 
-__all__ = ["AMBIGUOUS_LABELS", "UNANSWERABLE_LABELS", "ScoredItem", "compute_metrics"]
+__all__ = ["ScoredItem", "compute_metrics"]
