@@ -46,3 +46,7 @@ class QueryExecutionError(DatabaseError):
 
 class BuildError(DatabaseError):
     """Building a database from its sources failed; nothing was written."""
+
+
+class RunError(EhrguardError):
+    """A benchmark run cannot start or resume (for example, its folder holds a different run)."""

@@ -7,6 +7,7 @@ import sys
 import click
 
 from ehrguard import __version__
+from ehrguard.cli.bench import bench_group
 from ehrguard.cli.db import db_group
 from ehrguard.cli.demo import demo_command
 from ehrguard.cli.sql import sql_group
@@ -26,6 +27,7 @@ def cli() -> None:
 
 
 cli.add_command(db_group)
+cli.add_command(bench_group)
 cli.add_command(sql_group)
 cli.add_command(demo_command)
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator, TypeVar
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-console = Console(stderr=True)
+# Piped output keeps wide tables readable instead of folding them to 80 columns.
+console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 
 def json_option(f: F) -> F:

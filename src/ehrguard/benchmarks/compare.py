@@ -1,0 +1,92 @@
+"""Several runs side by side: one table of the main metrics and one figure.
+
+The paper's published numbers can be added as reference rows (``REFERENCE_ROWS``, or a
+JSON file of the same shape): they are other people's measurements on the full test
+split and the authors' databases, shown for orientation, never mixed into our numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, figure_png, jsonable, markdown_to_html, md_table, pyplot
+from ehrguard.benchmarks.rundir import RunDir
+from ehrguard.benchmarks.scare_run import score_records
+from ehrguard.errors import DatasetError
+
+# SCARE (Lee, Chay, Choi, ML4H 2025): the best LLM method's classification F1 on the full test
+# split, GPT-5-mini. Only the values we have from the paper are filled; None = not reported here.
+REFERENCE_ROWS: list[dict[str, Any]] = [
+    {"name": "paper: best LLM method (GPT-5-mini)", "source": "SCARE paper, full test split", "unans_f1": 84.0, "amb_f1": 76.5},
+]
+
+
+def load_reference(path: str | Path) -> list[dict[str, Any]]:
+    """Reference rows from a JSON list of objects with ``name`` and any of the main metric keys."""
+    try:
+        rows = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DatasetError(f"Cannot read reference rows from {path}: {exc}") from exc
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "name" in r for r in rows):
+        raise DatasetError(f"{path}: expected a JSON list of objects, each with a 'name' and metric keys ({', '.join(MAIN_KEYS)}).")
+    return rows
+
+
+def run_row(run_dir: str | Path) -> dict[str, Any]:
+    rd = RunDir(run_dir)
+    ident = rd.config()["identity"]
+    records = rd.records()
+    metrics = score_records(records)
+    name = ident["method"] + (f" ({ident['model']})" if ident.get("model") else "")
+    return {"name": name, "run_dir": str(run_dir), "n": len(records), "p50_ms": metrics["latency_ms"]["p50"], **{k: metrics[k] for k in MAIN_KEYS}}
+
+
+def compare_runs(run_dirs: list[str | Path], reference: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    rows = [run_row(d) for d in run_dirs]
+    return {"runs": rows, "reference": reference if reference is not None else REFERENCE_ROWS}
+
+
+def comparison_markdown(comparison: dict[str, Any]) -> str:
+    header = ["run", "n", "p50 ms"] + [MAIN_LABELS[k] for k in MAIN_KEYS]
+    rows = [[r["name"], r["n"], r["p50_ms"]] + [r[k] for k in MAIN_KEYS] for r in comparison["runs"]]
+    rows += [[r["name"], "", ""] + [r.get(k) if r.get(k) is not None else "" for k in MAIN_KEYS] for r in comparison["reference"]]
+    return "\n".join(["# Comparison of runs", "", md_table(header, rows), "",
+                      "Reference rows are published numbers (full test split, the authors' databases), for orientation.", "",
+                      "![compare.png](figures/compare.png)", ""])
+
+
+def comparison_figure(comparison: dict[str, Any]) -> bytes:
+    plt = pyplot()
+    keys = ("pr", "cr", "amb_f1", "unans_f1")
+    rows = comparison["runs"]
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    width = 0.8 / max(1, len(rows))
+    for i, r in enumerate(rows):
+        vals = [0.0 if r[k] is None or math.isnan(r[k]) else r[k] for k in keys]
+        ax.bar([x + i * width for x in range(len(keys))], vals, width, label=r["name"])
+    for ref in comparison["reference"]:
+        for x, k in enumerate(keys):
+            if ref.get(k) is not None:
+                ax.hlines(ref[k], x - 0.05, x + 0.85, colors="black", linestyles="dashed")
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(keys))], ["PR", "CR", "Amb F1", "Unans F1"])
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("%")
+    ax.legend(fontsize=8)
+    ax.set_title("Runs side by side (dashed: published reference)")
+    return figure_png(fig)
+
+
+def write_comparison(comparison: dict[str, Any], out: str | Path) -> dict[str, Path]:
+    out = Path(out)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    png = comparison_figure(comparison)
+    (out / "figures" / "compare.png").write_bytes(png)
+    md = comparison_markdown(comparison)
+    paths = {"json": out / "compare.json", "markdown": out / "compare.md", "html": out / "compare.html"}
+    paths["json"].write_text(json.dumps(jsonable(comparison), indent=2))
+    paths["markdown"].write_text(md)
+    paths["html"].write_text(markdown_to_html(md, {"compare.png": png}, "Comparison of runs"))
+    return paths

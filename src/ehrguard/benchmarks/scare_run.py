@@ -1,0 +1,253 @@
+"""Run a verification method over SCARE items and score it the way SCARE does.
+
+:func:`run_scare` verifies every item (skipping the ones a previous, interrupted run of
+the same configuration finished), appends one record per item to the run folder, then
+computes the metrics from the records. :func:`score_records` recomputes them from a
+folder alone.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ehrguard.benchmarks.rundir import RunDir, file_sha256
+from ehrguard.benchmarks.scare import ScareItem
+from ehrguard.db.engine import open_database
+from ehrguard.errors import DatabaseNotFoundError, EhrguardError
+from ehrguard.evaluation.execution_match import execute_answer, execution_match, normalize_gold
+from ehrguard.evaluation.scare_metrics import ScoredItem, compute_metrics
+from ehrguard.verify.methods import Case, DatabaseContext, Method
+
+DB_FILES = {"mimic_iv": "mimic_iv.sqlite", "eicu": "eicu.sqlite", "mimicsql": "mimicsql.sqlite"}
+
+
+def open_contexts(db_dir: str | Path, db_ids: set[str]) -> dict[str, DatabaseContext]:
+    """Open the databases the items need from ``db_dir`` (as built by ``ehrguard db build``).
+
+    Raises:
+        DatabaseNotFoundError: a needed database is not there (the message says how to build it).
+    """
+    contexts = {}
+    for db_id in sorted(db_ids):
+        path = Path(db_dir) / DB_FILES[db_id]
+        if not path.is_file():
+            raise DatabaseNotFoundError(
+                f"The items need {db_id}, but {path} does not exist. Build it with: ehrguard db build {db_id} --out {path}"
+            )
+        contexts[db_id] = DatabaseContext(open_database(path, name=db_id), db_id, path)
+    return contexts
+
+
+class GoldAnswers:
+    """Executes each gold query once per database and remembers the canonical answer."""
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[str, str], tuple[Any, str | None]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, ctx: DatabaseContext, gold_sql: str) -> tuple[Any, str | None]:
+        key = (ctx.db_id, gold_sql)
+        with self._lock:
+            if key in self._answers:
+                return self._answers[key]
+        answer = execute_answer(ctx.db, normalize_gold(gold_sql))
+        with self._lock:
+            self._answers[key] = answer
+        return answer
+
+    def failures(self) -> int:
+        """Gold queries that failed to execute on their database so far."""
+        with self._lock:
+            return sum(1 for _, error in self._answers.values() if error)
+
+
+def final_match(ctx: DatabaseContext, gold: GoldAnswers, output: str, gold_sql: str) -> tuple[bool, str | None]:
+    """Does ``output`` match the gold query by execution on our database? Also the error, if any."""
+    gold_answer, gold_error = gold.get(ctx, gold_sql)
+    if gold_error:
+        return False, f"gold query failed on this database: {gold_error}"
+    result = execution_match(ctx.db, output, gold_sql, db_id=ctx.db_id, gold_answer=gold_answer)
+    return result.match, result.pred_error
+
+
+def verify_item(method: Method, item: ScareItem, ctx: DatabaseContext, gold: GoldAnswers) -> dict[str, Any]:
+    """Run the method on one item and build its prediction record. A method failure is recorded, not raised."""
+    record: dict[str, Any] = {
+        "key": item.key,
+        "id": item.id,
+        "db_id": item.db_id,
+        "generator_name": item.generator_name,
+        "sampled_category": item.sampled_category,
+        "type": item.type,
+        "exec_acc": item.exec_acc,
+    }
+    start = time.perf_counter()
+    try:
+        verdict = method.verify(Case(item.question, item.pred_sql, ctx, expected=item))
+    except EhrguardError as exc:
+        record.update(action=None, subtype=None, output=None, final_exec_acc=None, error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # noqa: BLE001 (a bug in a method must not stop a 4,200-item run; it is recorded and listed)
+        record.update(
+            action=None, subtype=None, output=None, final_exec_acc=None,
+            error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=5),
+        )
+    else:
+        record.update(
+            action=verdict.action,
+            subtype=verdict.subtype,
+            output=verdict.output,
+            message=verdict.message,
+            confidence=verdict.confidence,
+            findings=[f.check for f in verdict.findings],
+            llm_calls=verdict.llm_calls,
+            tokens=verdict.tokens,
+            error=None,
+        )
+        if verdict.details:
+            record["details"] = verdict.details
+    record["latency_s"] = round(time.perf_counter() - start, 6)
+    record["final_exec_acc"] = None
+    if item.answerable and record.get("action") in ("preserve", "correct"):
+        match, exec_error = final_match(ctx, gold, record["output"], item.gt_sql)
+        record["final_exec_acc"] = match
+        if exec_error:
+            record["final_exec_error"] = exec_error
+    return record
+
+
+def scored_item(record: dict[str, Any]) -> ScoredItem:
+    return ScoredItem(
+        id=record["key"],
+        db_id=record["db_id"],
+        type=record["type"],
+        candidate_correct=record["exec_acc"],
+        output=record.get("output"),
+        final_exec_acc=bool(record.get("final_exec_acc")),
+        generator=record["generator_name"],
+        error=record.get("error"),
+    )
+
+
+def score_records(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """SCARE metrics for a list of prediction records, plus latency and LLM usage summaries."""
+    metrics = compute_metrics(scored_item(r) for r in records)
+    latencies = sorted(r.get("latency_s", 0.0) for r in records)
+    metrics["latency_ms"] = _percentiles([1000 * x for x in latencies])
+    metrics["llm_calls"] = sum(r.get("llm_calls", 0) or 0 for r in records)
+    metrics["tokens"] = {
+        "prompt": sum((r.get("tokens") or {}).get("prompt", 0) for r in records),
+        "completion": sum((r.get("tokens") or {}).get("completion", 0) for r in records),
+    }
+    return metrics
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"p50": float("nan"), "p90": float("nan"), "p99": float("nan"), "mean": float("nan"), "max": float("nan")}
+    values = sorted(values)
+
+    def q(p: float) -> float:
+        i = min(len(values) - 1, max(0, round(p * (len(values) - 1))))
+        return round(values[i], 3)
+
+    return {"p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "mean": round(sum(values) / len(values), 3), "max": round(values[-1], 3)}
+
+
+@dataclass
+class RunSummary:
+    run_dir: Path
+    total: int
+    skipped: int  # finished by an earlier, interrupted run
+    ran: int
+    errors: int
+    wall_s: float
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def run_scare(
+    items: list[ScareItem],
+    method: Method,
+    *,
+    db_dir: str | Path,
+    out: str | Path,
+    data_files: list[str | Path],
+    model: str | None = None,
+    options: dict[str, Any] | None = None,
+    concurrency: int = 1,
+    retry_errors: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> RunSummary:
+    """Verify ``items`` with ``method``, resumably, and score the whole run.
+
+    Args:
+        items: the SCARE items (:func:`ehrguard.benchmarks.scare.load_scare`).
+        method: a verification method (:func:`ehrguard.verify.get_method`).
+        db_dir: folder with ``mimic_iv.sqlite`` / ``eicu.sqlite`` / ``mimicsql.sqlite``.
+        out: the run folder; an existing one of the same configuration is resumed.
+        data_files: the files the items came from (fingerprinted into the run identity).
+        concurrency: items verified at the same time (threads).
+        retry_errors: on resume, run again the items that ended in an error.
+        on_progress: called with (finished, total) after each item.
+
+    Raises:
+        RunError: ``out`` holds a run with another configuration.
+        DatabaseNotFoundError: a database the items need is missing from ``db_dir``.
+    """
+    contexts = open_contexts(db_dir, {it.db_id for it in items})
+    identity = {
+        "benchmark": "scare",
+        "method": method.name,
+        "model": model,
+        "options": options or {},
+        "data": {str(Path(p).name): file_sha256(p) for p in data_files},
+        "databases": {db_id: file_sha256(ctx.path) for db_id, ctx in contexts.items() if ctx.path},
+    }
+    run = RunDir(out)
+    done = run.open(identity, extra={"method_description": method.describe(), "data_paths": [str(p) for p in data_files], "db_dir": str(db_dir)})
+    if retry_errors:
+        done = {k: r for k, r in done.items() if r.get("error") is None}
+    todo = [it for it in items if it.key not in done]
+    gold = GoldAnswers()
+    start = time.perf_counter()
+    finished = len(items) - len(todo)
+    if on_progress:
+        on_progress(finished, len(items))
+    errors = 0
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+            pending: set[Future[dict[str, Any]]] = set()
+            queue = iter(todo)
+            for item in queue:
+                pending.add(pool.submit(verify_item, method, item, contexts[item.db_id], gold))
+                if len(pending) >= 2 * max(1, concurrency):
+                    break
+            while pending:
+                complete, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in complete:
+                    record = fut.result()
+                    run.append(record)
+                    errors += record["error"] is not None
+                    finished += 1
+                    if on_progress:
+                        on_progress(finished, len(items))
+                    nxt = next(queue, None)
+                    if nxt is not None:
+                        pending.add(pool.submit(verify_item, method, nxt, contexts[nxt.db_id], gold))
+    finally:
+        run.close()
+        wall = time.perf_counter() - start
+        run.log("stop", ran=finished - (len(items) - len(todo)), wall_s=round(wall, 3), complete=finished == len(items))
+        for ctx in contexts.values():
+            ctx.db.close()
+    wanted = {it.key for it in items}
+    records = [r for r in run.records() if r["key"] in wanted]
+    metrics = score_records(records)
+    metrics["wall_s"] = round(wall, 3)
+    return RunSummary(Path(out), len(items), len(items) - len(todo), len(todo), errors, wall, metrics)

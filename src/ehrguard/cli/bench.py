@@ -1,0 +1,198 @@
+"""``ehrguard bench``: run and report the benchmarks (SCARE, EHRSQL-2024)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from ehrguard.cli.options import console, echo_json, json_option
+from ehrguard.config import setting
+from ehrguard.errors import ConfigError
+
+
+@click.group("bench")
+def bench_group() -> None:
+    """Run verification methods over SCARE, score text-to-SQL predictions on EHRSQL-2024, compare runs."""
+
+
+def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ConfigError(f"--option takes KEY=VALUE, got {pair!r}.")
+        key, value = pair.split("=", 1)
+        options[key.strip()] = value.strip()
+    return options
+
+
+def _print_main(metrics: dict[str, Any]) -> None:
+    from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, fmt
+
+    t = Table("metric", "%", title=f"SCARE metrics, {metrics['n']} items")
+    for k in MAIN_KEYS:
+        t.add_row(MAIN_LABELS[k], fmt(metrics[k]))
+    console.print(t)
+
+
+@bench_group.command("scare")
+@click.option("--data", "data_files", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False),
+              help="SCARE correction-data JSON file(s); repeat the flag for several.")
+@click.option("--db-dir", default=lambda: setting("db_dir"), show_default="$EHRGUARD_DB_DIR",
+              help="Folder with mimic_iv.sqlite / eicu.sqlite / mimicsql.sqlite from `ehrguard db build`.")
+@click.option("--method", required=True, help="Verification method (see `ehrguard bench methods`).")
+@click.option("--model", default=None, help="Model for LLM methods, as provider/model.")
+@click.option("--option", "method_options", multiple=True, metavar="KEY=VALUE", help="A method option (repeatable).")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Run folder; rerun with the same folder to resume.")
+@click.option("--limit", type=int, default=None, help="Only the first N items (after loading all files).")
+@click.option("--concurrency", type=int, default=1, show_default=True, help="Items verified at the same time.")
+@click.option("--retry-errors", is_flag=True, help="On resume, run again the items that ended in an error.")
+@click.option("--no-report", is_flag=True, help="Skip report.md / report.html (metrics.json is still written).")
+@json_option
+def scare_command(data_files: tuple[str, ...], db_dir: str, method: str, model: str | None, method_options: tuple[str, ...],
+                  out: str, limit: int | None, concurrency: int, retry_errors: bool, no_report: bool, as_json: bool) -> None:
+    """Run a verification method over SCARE items and score it exactly as SCARE does.
+
+    Each finished item is appended to OUT/predictions.jsonl at once, so an interrupted run
+    (even `kill -9`) resumes where it stopped when rerun with the same --out.
+    """
+    from ehrguard.benchmarks.report import jsonable, write_scare_report
+    from ehrguard.benchmarks.rundir import RunDir
+    from ehrguard.benchmarks.scare import load_scare
+    from ehrguard.benchmarks.scare_run import run_scare
+    from ehrguard.verify.methods import get_method
+
+    items = load_scare(list(data_files))
+    if limit is not None:
+        items = items[:limit]
+    options = _parse_options(method_options)
+    verifier = get_method(method, model=model, **options)
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
+        task = progress.add_task(f"{method}", total=len(items))
+        summary = run_scare(items, verifier, db_dir=db_dir, out=out, data_files=list(data_files), model=model, options=options,
+                            concurrency=concurrency, retry_errors=retry_errors,
+                            on_progress=lambda done, total: progress.update(task, completed=done))
+    if not no_report:
+        rd = RunDir(out)
+        wanted = {it.key for it in items}
+        write_scare_report(out, summary.metrics, rd.config(), [r for r in rd.records() if r["key"] in wanted])
+    else:
+        import json
+
+        (Path(out) / "metrics.json").write_text(json.dumps(jsonable(summary.metrics), indent=2))
+    console.print(f"{summary.total} items: {summary.skipped} from before, {summary.ran} run now in {summary.wall_s:.1f} s; "
+                  f"{len(summary.metrics['errors'])} error(s). Reports in {out}/")
+    if as_json:
+        echo_json(jsonable(summary.metrics))
+    else:
+        _print_main(summary.metrics)
+
+
+@bench_group.command("report")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@json_option
+def report_command(run_dir: str, as_json: bool) -> None:
+    """Rescore a run folder from its predictions and rewrite its reports."""
+    from ehrguard.benchmarks.report import jsonable, write_scare_report
+    from ehrguard.benchmarks.rundir import RunDir
+    from ehrguard.benchmarks.scare_run import score_records
+
+    rd = RunDir(run_dir)
+    config, records = rd.config(), rd.records()
+    metrics = score_records(records)
+    paths = write_scare_report(run_dir, metrics, config, records)
+    if as_json:
+        echo_json(jsonable(metrics))
+    else:
+        _print_main(metrics)
+        console.print(f"Wrote {paths['markdown']} and {paths['html']}")
+
+
+@bench_group.command("compare")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--out", default=None, type=click.Path(file_okay=False), help="Write compare.md / compare.html / compare.json here.")
+@click.option("--reference", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="JSON list of reference rows ({name, pr, cr, amb_f1, ...}) instead of the built-in paper rows.")
+@json_option
+def compare_command(run_dirs: tuple[str, ...], out: str | None, reference: str | None, as_json: bool) -> None:
+    """Put several runs side by side, with the paper's published numbers as reference rows."""
+    from ehrguard.benchmarks.compare import compare_runs, load_reference, write_comparison
+    from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, fmt, jsonable
+
+    comparison = compare_runs(list(run_dirs), load_reference(reference) if reference else None)
+    if out:
+        write_comparison(comparison, out)
+    if as_json:
+        echo_json(jsonable(comparison))
+        return
+    t = Table("run", "n", "p50 ms", *[MAIN_LABELS[k] for k in MAIN_KEYS])
+    for r in comparison["runs"]:
+        t.add_row(r["name"], str(r["n"]), fmt(r["p50_ms"]), *(fmt(r[k]) for k in MAIN_KEYS))
+    for r in comparison["reference"]:
+        t.add_row(f"[dim]{r['name']}[/dim]", "", "", *("" if r.get(k) is None else fmt(float(r[k])) for k in MAIN_KEYS))
+    console.print(t)
+    if out:
+        console.print(f"Wrote {out}/compare.md and {out}/compare.html")
+
+
+@bench_group.command("fidelity")
+@click.option("--data", "data_files", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False), help="SCARE file(s).")
+@click.option("--db-dir", default=lambda: setting("db_dir"), show_default="$EHRGUARD_DB_DIR", help="Folder with the built databases.")
+@json_option
+def fidelity_command(data_files: tuple[str, ...], db_dir: str, as_json: bool) -> None:
+    """Published vs recomputed candidate exec_acc: how faithful our rebuilt databases are."""
+    from ehrguard.benchmarks.fidelity import candidate_fidelity
+    from ehrguard.benchmarks.report import fmt, jsonable
+    from ehrguard.benchmarks.scare import load_scare
+
+    report = candidate_fidelity(load_scare(list(data_files)), db_dir)
+    if as_json:
+        echo_json(jsonable(report))
+        return
+    for key in ("by_db", "by_generator", "by_category"):
+        t = Table(key.removeprefix("by_"), "n", "agree", "agreement %", "published correct", "ours correct", title=f"Candidate exec_acc agreement {key.replace('_', ' ')}")
+        for name, g in report[key].items():
+            t.add_row(name, str(g["n"]), str(g["agree"]), fmt(g["agreement"]), str(g["published_true"]), str(g["ours_true"]))
+        console.print(t)
+    console.print(f"Overall: {report['agree']}/{report['n']} ({fmt(report['agreement'])}%); gold queries failing on our databases: {report['gold_query_errors']}")
+
+
+@bench_group.command("ehrsql")
+@click.option("--split", "split_dir", required=True, type=click.Path(exists=True, file_okay=False),
+              help="EHRSQL-2024 split folder (data.json, label.json, answer.json).")
+@click.option("--db", "db_path", required=True, help="The database (file, or a name in $EHRGUARD_DB_DIR).")
+@click.option("--predictions", required=True, type=click.Path(exists=True, dir_okay=False), help='JSON {id: sql | "null"}.')
+@json_option
+def ehrsql_command(split_dir: str, db_path: str, predictions: str, as_json: bool) -> None:
+    """Score a text-to-SQL system's predictions: RS(0/5/10/N), execution accuracy, abstention P/R."""
+    from ehrguard.benchmarks.ehrsql import load_predictions, score_ehrsql
+    from ehrguard.benchmarks.report import fmt, jsonable
+    from ehrguard.db import locate_database, open_database
+
+    db = open_database(locate_database(db_path))
+    try:
+        scores = score_ehrsql(split_dir, db, load_predictions(predictions))
+    finally:
+        db.close()
+    if as_json:
+        echo_json(jsonable(scores))
+        return
+    t = Table("RS(0)", "RS(5)", "RS(10)", "RS(N)", "exec acc (answerable)", "abstention P", "abstention R", title=f"EHRSQL-2024, {scores['n']} items")
+    t.add_row(*(fmt(scores[k]) for k in ("rs_0", "rs_5", "rs_10", "rs_N", "exec_acc_answerable", "abstention_precision", "abstention_recall")))
+    console.print(t)
+
+
+@bench_group.command("methods")
+def methods_command() -> None:
+    """List the verification methods."""
+    from ehrguard.verify.methods import available_methods
+
+    for name, desc in available_methods().items():
+        click.echo(f"{name:24s} {desc}")
+
+
+__all__ = ["bench_group"]
