@@ -2,7 +2,7 @@
 
 The public API::
 
-    from ehrguard import build_database, open_database, execution_match
+    from ehrguard import build_database, open_database, execution_match, verify
 
 See the README for the command-line interface.
 """
@@ -10,7 +10,8 @@ See the README for the command-line interface.
 from ehrguard.db import build_database, open_database, read_schema
 from ehrguard.errors import EhrguardError
 from ehrguard.evaluation import execution_match, reliability_scores
+from ehrguard.verify import Verdict, verify
 
 __version__ = "0.1.0"
 
-__all__ = ["EhrguardError", "__version__", "build_database", "execution_match", "open_database", "read_schema", "reliability_scores"]
+__all__ = ["EhrguardError", "Verdict", "__version__", "build_database", "execution_match", "open_database", "read_schema", "reliability_scores", "verify"]

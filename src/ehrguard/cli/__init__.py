@@ -11,6 +11,8 @@ from ehrguard.cli.bench import bench_group
 from ehrguard.cli.db import db_group
 from ehrguard.cli.demo import demo_command
 from ehrguard.cli.sql import sql_group
+from ehrguard.cli.train import train_group
+from ehrguard.cli.verify import verify_command
 from ehrguard.errors import EhrguardError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -30,6 +32,8 @@ cli.add_command(db_group)
 cli.add_command(bench_group)
 cli.add_command(sql_group)
 cli.add_command(demo_command)
+cli.add_command(train_group)
+cli.add_command(verify_command)
 
 
 def main() -> None:

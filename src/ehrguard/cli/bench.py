@@ -49,11 +49,12 @@ def _print_main(metrics: dict[str, Any]) -> None:
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Run folder; rerun with the same folder to resume.")
 @click.option("--limit", type=int, default=None, help="Only the first N items (after loading all files).")
 @click.option("--concurrency", type=int, default=1, show_default=True, help="Items verified at the same time.")
+@click.option("--fold", default=None, metavar="I/K", help="Only the items of fold I of K (questions grouped; see `ehrguard train question-model --exclude-fold`).")
 @click.option("--retry-errors", is_flag=True, help="On resume, run again the items that ended in an error.")
 @click.option("--no-report", is_flag=True, help="Skip report.md / report.html (metrics.json is still written).")
 @json_option
 def scare_command(data_files: tuple[str, ...], db_dir: str, method: str, model: str | None, method_options: tuple[str, ...],
-                  out: str, limit: int | None, concurrency: int, retry_errors: bool, no_report: bool, as_json: bool) -> None:
+                  out: str, limit: int | None, concurrency: int, fold: str | None, retry_errors: bool, no_report: bool, as_json: bool) -> None:
     """Run a verification method over SCARE items and score it exactly as SCARE does.
 
     Each finished item is appended to OUT/predictions.jsonl at once, so an interrupted run
@@ -66,6 +67,11 @@ def scare_command(data_files: tuple[str, ...], db_dir: str, method: str, model: 
     from ehrguard.verify.methods import get_method
 
     items = load_scare(list(data_files))
+    if fold:
+        from ehrguard.verify.offline.training import fold_of, parse_fold
+
+        i, k = parse_fold(fold)
+        items = [it for it in items if fold_of(it.question, k) == i]
     if limit is not None:
         items = items[:limit]
     options = _parse_options(method_options)
@@ -93,18 +99,32 @@ def scare_command(data_files: tuple[str, ...], db_dir: str, method: str, model: 
 
 
 @bench_group.command("report")
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--out", default=None, type=click.Path(file_okay=False),
+              help="With several runs (e.g. the folds of a cross-validation): score their union and write the report here.")
 @json_option
-def report_command(run_dir: str, as_json: bool) -> None:
-    """Rescore a run folder from its predictions and rewrite its reports."""
+def report_command(run_dirs: tuple[str, ...], out: str | None, as_json: bool) -> None:
+    """Rescore run folder(s) from their predictions and rewrite the reports."""
     from ehrguard.benchmarks.report import jsonable, write_scare_report
     from ehrguard.benchmarks.rundir import RunDir
     from ehrguard.benchmarks.scare_run import score_records
+    from ehrguard.errors import RunError
 
-    rd = RunDir(run_dir)
-    config, records = rd.config(), rd.records()
-    metrics = score_records(records)
-    paths = write_scare_report(run_dir, metrics, config, records)
+    if len(run_dirs) > 1 and not out:
+        raise RunError("Several run folders are scored together into --out DIR; pass --out.")
+    records: dict[str, dict[str, Any]] = {}
+    for d in run_dirs:
+        for r in RunDir(d).records():
+            if r["key"] in records:
+                raise RunError(f"Item {r['key']} is in more than one of the runs; they must not overlap.")
+            records[r["key"]] = r
+    config = RunDir(run_dirs[0]).config()
+    if len(run_dirs) > 1:
+        config = {**config, "merged_from": list(run_dirs)}
+    target = out or run_dirs[0]
+    Path(target).mkdir(parents=True, exist_ok=True)
+    metrics = score_records(list(records.values()))
+    paths = write_scare_report(target, metrics, config, list(records.values()))
     if as_json:
         echo_json(jsonable(metrics))
     else:

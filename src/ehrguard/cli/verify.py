@@ -1,0 +1,58 @@
+"""``ehrguard verify``: check one candidate SQL for one question."""
+
+from __future__ import annotations
+
+import click
+from rich.markup import escape
+
+from ehrguard.cli.options import console, echo_json, json_option
+
+_COLORS = {"preserve": "green", "correct": "yellow", "ambiguous": "magenta", "unanswerable": "red"}
+
+
+def underline(sql: str, span: tuple[int, int]) -> str:
+    """The line of ``sql`` holding the span, with ``^`` under the span."""
+    start, end = span
+    line_start = sql.rfind("\n", 0, start) + 1
+    line_end = sql.find("\n", start)
+    line_end = len(sql) if line_end < 0 else line_end
+    line = sql[line_start:line_end]
+    return f"    {line}\n    {' ' * (start - line_start)}{'^' * max(1, min(end, line_end) - start)}"
+
+
+@click.command("verify")
+@click.option("--db", "db_path", required=True, help="Database file, or the name of a built database in $EHRGUARD_DB_DIR.")
+@click.option("--question", "-q", required=True, help="The user's question.")
+@click.option("--sql", "-s", required=True, help="The candidate SQL from the text-to-SQL model.")
+@click.option("--method", default="offline", show_default=True, help="Verification method (see `ehrguard bench methods`).")
+@click.option("--model", default=None, help="Model for LLM methods, as provider/model.")
+@click.option("--operating-point", default=None, help="offline: balanced (default), safety-first or preserve-first.")
+@click.option("--db-id", default=None, help="Database conventions (mimic_iv, eicu, mimicsql); guessed from the file name.")
+@json_option
+def verify_command(db_path: str, question: str, sql: str, method: str, model: str | None, operating_point: str | None,
+                   db_id: str | None, as_json: bool) -> None:
+    """Decide whether to preserve or correct a candidate SQL, or flag the question ambiguous or unanswerable.
+
+    Prints the verdict, the message for the user, and every finding of the checks with the
+    part of the SQL it points at underlined.
+    """
+    from ehrguard.verify import verify
+
+    options = {"operating_point": operating_point} if operating_point else {}
+    verdict = verify(question, sql, db=db_path, method=method, model=model, db_id=db_id, **options)
+    if as_json:
+        echo_json(verdict.to_dict())
+        return
+    color = _COLORS[verdict.action]
+    kind = f" ({verdict.subtype})" if verdict.subtype else ""
+    conf = f", confidence {verdict.confidence:.2f}" if verdict.confidence is not None else ""
+    console.print(f"[bold {color}]{verdict.action.upper()}[/bold {color}]{kind}{conf}")
+    if verdict.message:
+        console.print(escape(verdict.message))
+    if verdict.action == "correct":
+        console.print("[bold]Corrected SQL:[/bold]")
+        click.echo(verdict.sql)
+    for f in verdict.findings:
+        console.print(f"- [bold]{f.check}[/bold] ({f.severity}): {escape(f.message)}")
+        if f.span:
+            console.print(escape(underline(sql, f.span)), highlight=False)

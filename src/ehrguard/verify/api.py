@@ -1,0 +1,58 @@
+"""``ehrguard.verify()``: the one-call Python API of the verification layer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ehrguard.db.engine import Database, locate_database, open_database
+from ehrguard.verify.methods import Case, DatabaseContext, get_method
+from ehrguard.verify.verdict import Verdict
+
+_CONTEXTS: dict[str, DatabaseContext] = {}
+
+
+def database_context(db: str | Path | Database | DatabaseContext, db_id: str | None = None) -> DatabaseContext:
+    """An open database with its schema and value index, cached per path (they are costly to build)."""
+    if isinstance(db, DatabaseContext):
+        return db
+    if isinstance(db, (str, Path)):
+        path = locate_database(db)
+        key = str(path.resolve())
+        if key not in _CONTEXTS:
+            _CONTEXTS[key] = DatabaseContext(open_database(path), db_id or _guess_db_id(path), path)
+        return _CONTEXTS[key]
+    return DatabaseContext(db, db_id or getattr(db, "name", None) or "unknown")
+
+
+def _guess_db_id(path: Path) -> str:
+    stem = path.stem.lower()
+    for known in ("mimic_iv", "eicu", "mimicsql"):
+        if stem.startswith(known):
+            return known
+    return stem
+
+
+def verify(question: str, sql: str, *, db: str | Path | Database | DatabaseContext, method: str = "offline",
+           model: str | None = None, db_id: str | None = None, **options: Any) -> Verdict:
+    """Verify a candidate SQL for a question against a database.
+
+    Args:
+        question: the user's question, in plain language.
+        sql: the candidate SQL from any text-to-SQL model.
+        db: a database file, the name of a built database in ``$EHRGUARD_DB_DIR``, or an open database.
+        method: a registered method (``offline``, ...; see ``ehrguard bench methods``).
+        model: ``provider/model`` for LLM methods.
+        db_id: the database's conventions (``mimic_iv``, ``eicu``, ``mimicsql``); guessed from the file name.
+        **options: method options (``operating_point="safety-first"``, ...).
+
+    Returns:
+        A :class:`~ehrguard.verify.verdict.Verdict`: preserve / correct (with the SQL), ambiguous or
+        unanswerable (with a message for the user), plus findings and confidence.
+
+    Examples:
+        >>> v = verify("How many patients are there?", "SELECT COUNT(subject_id) FROM patients", db="mimic_iv")  # doctest: +SKIP
+        >>> v.action, v.sql  # doctest: +SKIP
+        ('correct', 'SELECT COUNT(DISTINCT subject_id) FROM patients')
+    """
+    return get_method(method, model=model, **options).verify(Case(question, sql, database_context(db, db_id)))

@@ -1,0 +1,1 @@
+"""The offline verifier: no LLM, every decision traceable to a finding or a classifier score."""

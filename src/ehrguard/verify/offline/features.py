@@ -1,0 +1,96 @@
+"""Hand-made features of a question, each with a name so a verdict can say why."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ehrguard.verify.offline.lexicon import (
+    INFEASIBLE_CUES,
+    MISSING_ATTRIBUTES,
+    OUT_OF_SCOPE_CUES,
+    REFERENCE_WORDS,
+    SMALL_TALK_CUES,
+    TIME_NOUNS,
+    VAGUE_WORDS,
+)
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9'’\-\.]*")
+# Patient ids of MIMIC (8 digits, or 4-6 in MIMIC-III) and eICU (003-10264).
+PATIENT_ID = re.compile(r"\b(?:\d{3}-\d{3,7}|\d{4,9})\b")
+_DEMONSTRATIVE = re.compile(r"\b(this|that|these|those)\s+([a-z]+)")
+_PERSONAL = {"he", "she", "him", "his", "her", "hers", "they", "them", "their", "theirs"}
+_NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
+
+
+def _lexicon_pattern(phrases: tuple[str, ...]) -> re.Pattern[str]:
+    # Longest first, so "more than usual" wins over "usual"; lookarounds keep whole words.
+    alternatives = "|".join(re.escape(p) for p in sorted(set(phrases), key=len, reverse=True))
+    return re.compile(r"(?<![a-z])(?:" + alternatives + r")(?![a-z])")
+
+
+_PATTERNS = {name: _lexicon_pattern(words) for name, words in (
+    ("vague", VAGUE_WORDS), ("out_of_scope", OUT_OF_SCOPE_CUES), ("small_talk", SMALL_TALK_CUES),
+    ("infeasible", INFEASIBLE_CUES), ("missing", MISSING_ATTRIBUTES))}
+
+
+def _phrase_hits(text: str, lexicon: str) -> list[str]:
+    return list(dict.fromkeys(m.group(0) for m in _PATTERNS[lexicon].finditer(text)))
+
+
+@dataclass(frozen=True)
+class QuestionCues:
+    """What the lexicons see in a question (kept in the verdict's details)."""
+
+    words: int
+    patient_id: bool
+    vague: tuple[str, ...]
+    references: tuple[str, ...]
+    out_of_scope: tuple[str, ...]
+    small_talk: tuple[str, ...]
+    infeasible: tuple[str, ...]
+    missing: tuple[str, ...]
+    numbers: int
+
+    def vector(self) -> np.ndarray:
+        return np.array(
+            [
+                min(self.words, 40) / 40, float(self.words <= 3), float(self.words <= 6), float(self.patient_id),
+                min(len(self.vague), 3) / 3, min(len(self.references), 3) / 3, min(len(self.out_of_scope), 3) / 3,
+                min(len(self.small_talk), 3) / 3, min(len(self.infeasible), 3) / 3, min(len(self.missing), 3) / 3,
+                min(self.numbers, 4) / 4,
+            ],
+            dtype=np.float32,
+        )
+
+
+FEATURE_NAMES = ("length", "very_short", "short", "patient_id", "vague", "references", "out_of_scope", "small_talk",
+                 "infeasible", "missing_attribute", "numbers")
+
+
+def question_cues(question: str) -> QuestionCues:
+    text = question.lower().strip()
+    words = _WORD.findall(text)
+    has_id = bool(PATIENT_ID.search(text))
+    refs = []
+    for m in _DEMONSTRATIVE.finditer(text):
+        named = re.match(r"\s*(?:\d{3}-\d{3,7}|\d{4,9})\b", text[m.end():])  # "that patient 10004235 ..." names the patient
+        if m.group(2) not in TIME_NOUNS and not named:
+            refs.append(f"{m.group(1)} {m.group(2)}")
+    bare = set(REFERENCE_WORDS) - {"this", "that", "these", "those"}
+    if has_id:
+        bare -= _PERSONAL  # with a patient named, his/her/their refer to that patient
+    refs += [w for w in words if w in bare]
+    return QuestionCues(
+        words=len(words),
+        patient_id=has_id,
+        vague=tuple(_phrase_hits(text, "vague")),
+        references=tuple(refs),
+        out_of_scope=tuple(_phrase_hits(text, "out_of_scope")),
+        small_talk=tuple(_phrase_hits(text, "small_talk")),
+        infeasible=tuple(_phrase_hits(text, "infeasible")),
+        missing=tuple(_phrase_hits(text, "missing")),
+        numbers=len(_NUMBER.findall(text)),
+    )

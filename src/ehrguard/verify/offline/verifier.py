@@ -1,0 +1,156 @@
+"""The offline verifier: SQL checks against the database, the question classifier, local repair,
+and a decision policy with named operating points. No LLM; milliseconds per item.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ehrguard.db.engine import Result
+from ehrguard.errors import ConfigError
+from ehrguard.verify.methods import Case, register_method
+from ehrguard.verify.offline.checks import SqlContext, repair, run_checks, summary
+from ehrguard.verify.offline.question import QuestionAssessment, shared_classifier
+from ehrguard.verify.verdict import Finding, Verdict
+
+
+@dataclass(frozen=True)
+class Policy:
+    """When to abstain: the question classifier's probability of ambiguous/unanswerable must
+    reach a threshold that depends on what the candidate SQL did. A query that returns rows is
+    strong evidence the question is answerable; one that runs but finds nothing is weaker
+    evidence; one that fails (or is missing) is none."""
+
+    abstain_if_rows: float
+    abstain_if_empty: float
+    abstain_if_failed: float
+    repair: bool = True
+
+    def threshold(self, outcome: str) -> float:
+        return {"rows": self.abstain_if_rows, "empty": self.abstain_if_empty}.get(outcome, self.abstain_if_failed)
+
+
+# The one place thresholds live. Chosen on the SCARE dev split by grouped cross-validation (docs/verifier.md).
+OPERATING_POINTS = {
+    "balanced": Policy(abstain_if_rows=0.8, abstain_if_empty=0.6, abstain_if_failed=0.3),
+    "safety-first": Policy(abstain_if_rows=0.6, abstain_if_empty=0.4, abstain_if_failed=0.25),
+    "preserve-first": Policy(abstain_if_rows=0.9, abstain_if_empty=0.8, abstain_if_failed=0.5),
+}
+
+
+def clarifying_message(subtype: str, a: QuestionAssessment) -> str:
+    cues = a.cues
+    if subtype == "vague-word" and cues.vague:
+        return f"What do you mean by '{cues.vague[0]}'? It has no agreed threshold; give a number, a range or a definition."
+    if subtype == "ambiguous-reference" and cues.references:
+        return f"Who or what does '{cues.references[0]}' refer to? Please name the patient, stay, drug or event you mean."
+    if subtype == "vague-question":
+        return "What exactly would you like to know: a value, a count, a date? For which patient and which period?"
+    return "The question can be read in more than one way; please make it specific (patient, measure, period)."
+
+
+def refusal_message(subtype: str, a: QuestionAssessment) -> str:
+    cues = a.cues
+    if subtype == "small-talk":
+        return "This is conversation, not a question about the records; there is nothing to look up."
+    if subtype == "out-of-scope":
+        what = f" ('{cues.out_of_scope[0]}')" if cues.out_of_scope else ""
+        return f"This asks for an analysis{what} beyond what one database query can return (models, predictions, generated data)."
+    if subtype == "missing-column":
+        what = f" '{cues.missing[0]}'" if cues.missing else " that"
+        return f"The database has no field for{what}; the records cannot answer this."
+    if subtype == "infeasible-faq":
+        return "This asks for information an EHR database does not hold (schedules, policies, future events, advice)."
+    return "The records cannot answer this question."
+
+
+def _outcome(ctx: SqlContext) -> str:
+    """rows / empty (ran, nothing or only NULL) / failed (did not run, or no query)."""
+    if _has_rows(ctx):
+        return "rows"
+    return "empty" if isinstance(ctx.execution, Result) else "failed"
+
+
+def _has_rows(ctx: SqlContext) -> bool:
+    result = ctx.execution
+    return isinstance(result, Result) and bool(result.rows) and not all(v is None for r in result.rows for v in r)
+
+
+class OfflineVerifier:
+    """Decide preserve / correct / ambiguous / unanswerable without an LLM."""
+
+    name = "offline"
+
+    def __init__(self, operating_point: str = "balanced", question_model: str | None = None, embeddings: str = "auto") -> None:
+        if operating_point not in OPERATING_POINTS:
+            raise ConfigError(f"Unknown operating point {operating_point!r}; choose one of {', '.join(OPERATING_POINTS)}.")
+        if embeddings not in ("auto", "on", "off"):
+            raise ConfigError("embeddings must be auto, on or off.")
+        self.operating_point = operating_point
+        self.policy = OPERATING_POINTS[operating_point]
+        self.classifier = shared_classifier(question_model, embeddings)
+
+    def describe(self) -> dict[str, Any]:
+        return {"method": self.name, "operating_point": self.operating_point, "policy": self.policy.__dict__,
+                "question_model": str(self.classifier.path), "question_model_sha256": self.classifier.sha256,
+                "features": self.classifier.name}
+
+    def verify(self, case: Case) -> Verdict:
+        assessment = self.classifier.assess(case.question)
+        ctx, findings = run_checks(case.question, case.sql, case.context)
+        abstained = any(f.check == "abstained" for f in findings)
+        fixed = self._try_repair(ctx) if self.policy.repair and not abstained and any(f.suggestion for f in findings) else None
+        # The evidence is what the SQL we would return does: the repaired one when there is one.
+        outcome = "failed" if abstained else ("rows" if fixed else _outcome(ctx))
+        threshold = self.policy.threshold(outcome)
+        amb, una = assessment.category["ambiguous"], assessment.category["unanswerable"]
+        details: dict[str, Any] = {
+            "question": {"category": assessment.category, "model": assessment.model,
+                         "cues": {k: v for k, v in assessment.cues.__dict__.items() if v}},
+            "sql": {**summary(findings), "outcome": outcome}, "threshold": threshold,
+        }
+        if amb + una >= threshold:  # not answerable, then the likelier of the two
+            category = "unanswerable" if una >= amb else "ambiguous"
+            subtype = assessment.best_subtype(category)
+            message = refusal_message(subtype, assessment) if category == "unanswerable" else clarifying_message(subtype, assessment)
+            if abstained:
+                message = "The text-to-SQL model produced no query for this question. " + message
+            return Verdict(category, subtype=subtype, message=message, findings=findings, confidence=round(amb + una, 4), details=details)
+        if abstained:
+            subtype = assessment.best_subtype("unanswerable")
+            return Verdict("unanswerable", subtype=subtype, findings=findings, confidence=round(una, 4), details=details,
+                           message="The text-to-SQL model produced no query for this question. " + refusal_message(subtype, assessment))
+        confidence = round(assessment.category["answerable"], 4)
+        if fixed is not None:
+            sql, new_findings = fixed
+            fixed_checks = ", ".join(sorted({f.check for f in findings if f.suggestion}))
+            details["repair"] = {"fixed": fixed_checks, "remaining": summary(new_findings)}
+            return Verdict("correct", sql=sql, message=f"Corrected ({fixed_checks}).", findings=findings, confidence=confidence, details=details)
+        message = "No problem found." if not findings else "Kept; the checks raised: " + "; ".join(f.message for f in findings[:3])
+        return Verdict("preserve", sql=case.sql, message=message, findings=findings, confidence=confidence, details=details)
+
+    @staticmethod
+    def _try_repair(ctx: SqlContext) -> tuple[str, list[Finding]] | None:
+        """Keep a repair only if it executes, returns rows, passes the checks and changes the answer."""
+        sql = repair(ctx)
+        if sql is None:
+            return None
+        new_ctx, new_findings = run_checks(ctx.question, sql, ctx.db)
+        if any(f.severity == "error" for f in new_findings) or not _has_rows(new_ctx):
+            return None
+        old = ctx.execution
+        if isinstance(old, Result) and isinstance(new_ctx.execution, Result) and old.rows == new_ctx.execution.rows:
+            return None
+        return sql, new_findings
+
+
+@register_method("offline", "no LLM: SQL checks on the database + question classifier + local repair")
+def _make_offline(model: str | None = None, **options: Any) -> OfflineVerifier:
+    if model:
+        raise ConfigError("offline uses no LLM; drop --model (use --method hybrid for an LLM on the hard cases).")
+    allowed = {"operating_point", "question_model", "embeddings"}
+    unknown = set(options) - allowed
+    if unknown:
+        raise ConfigError(f"offline options are {', '.join(sorted(allowed))}; got {', '.join(sorted(unknown))}.")
+    return OfflineVerifier(**options)

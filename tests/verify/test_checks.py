@@ -1,0 +1,102 @@
+"""Every SQL check on hand-written candidates against the real MIMIC-IV demo database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ehrguard.db import open_database
+from ehrguard.verify.methods import DatabaseContext
+from ehrguard.verify.offline.checks import repair, run_checks
+
+
+@pytest.fixture(scope="module")
+def ctx(mimic_iv_db: Path) -> DatabaseContext:
+    return DatabaseContext(open_database(mimic_iv_db), "mimic_iv", mimic_iv_db)
+
+
+def checks(ctx, sql, question="What is it?"):
+    sql_ctx, findings = run_checks(question, sql, ctx)
+    return sql_ctx, {f.check: f for f in findings}
+
+
+@pytest.mark.parametrize("sql", ["null", "", "  ", "N/A"])
+def test_a_missing_query_is_reported_and_nothing_else(ctx, sql):
+    _, found = checks(ctx, sql)
+    assert list(found) == ["abstained"]
+
+
+def test_a_write_is_refused_and_never_executed(ctx):
+    _, found = checks(ctx, "DELETE FROM patients")
+    assert list(found) == ["read_only"]
+    assert ctx.db.execute("SELECT COUNT(*) FROM patients").rows[0][0] > 0
+
+
+def test_unknown_table_and_column_get_the_nearest_name_and_a_repair(ctx):
+    sql = "SELECT gendr FROM patient WHERE subject_id = 10004235"
+    sql_ctx, found = checks(ctx, sql)
+    assert found["unknown_table"].suggestion == "patients" and found["unknown_column"].suggestion == "gender"
+    assert sql[slice(*found["unknown_column"].span)] == "gendr"
+    assert "execution" in found
+    fixed = repair(sql_ctx)
+    assert fixed == "SELECT gender FROM patients WHERE subject_id = 10004235"
+    assert ctx.db.execute(fixed).rows
+
+
+def test_columns_of_aliases_ctes_and_subqueries_are_not_flagged(ctx):
+    sql = ("WITH t AS (SELECT subject_id AS sid, gender FROM patients) "
+           "SELECT p.gender, COUNT(*) AS n FROM t p JOIN admissions a ON a.subject_id = p.sid GROUP BY p.gender ORDER BY n")
+    _, found = checks(ctx, sql)
+    assert "unknown_column" not in found and "unknown_table" not in found and "execution" not in found
+
+
+def test_engine_errors_empty_and_null_results(ctx):
+    _, found = checks(ctx, "SELECT no_such_function(1)")
+    assert "execution" in found and "no_such_function" in found["execution"].message
+    _, found = checks(ctx, "SELECT * FROM patients WHERE subject_id = 1")
+    assert "empty_result" in found and "unknown_patient" in found
+    _, found = checks(ctx, "SELECT MAX(dod) FROM patients WHERE subject_id = 1")
+    assert "null_result" in found
+
+
+def test_now_is_the_database_now(ctx):
+    sql = "SELECT COUNT(*) FROM admissions WHERE admittime >= datetime('now', '-1 year')"
+    sql_ctx, found = checks(ctx, sql)
+    assert "wrong_now" in found
+    fixed = repair(sql_ctx)
+    assert "2100-12-31 23:59:00" in fixed and "'now'" not in fixed
+
+
+def test_a_literal_that_is_not_in_the_column_is_found_and_repaired_only_when_clear(ctx):
+    label = ctx.db.execute("SELECT label FROM d_labitems WHERE label = 'glucose' LIMIT 1").rows
+    assert label, "the demo's d_labitems holds 'glucose'"
+    sql = "SELECT COUNT(*) FROM labevents WHERE itemid IN (SELECT itemid FROM d_labitems WHERE label = 'glucse')"
+    sql_ctx, found = checks(ctx, sql, "How many glucose tests were done?")
+    assert found["unknown_value"].suggestion == "'glucose'"
+    assert "'glucose'" in repair(sql_ctx)
+    # The same literal, stated word for word in the question: the user asked for it; not a typo to "fix".
+    sql_ctx, found = checks(ctx, sql, "How many glucse tests were done?")
+    assert "unknown_value" in found and found["unknown_value"].suggestion is None
+
+
+def test_identifiers_are_never_fuzzy_repaired(ctx):
+    sql = "SELECT gender FROM patients WHERE subject_id = 10004236"
+    sql_ctx, found = checks(ctx, sql, "What is the gender of patient 10004236?")
+    assert "unknown_patient" in found and found["unknown_patient"].suggestion is None
+    assert repair(sql_ctx) is None
+
+
+def test_counting_people_without_distinct(ctx):
+    sql = "SELECT COUNT(subject_id) FROM admissions WHERE admission_type = 'urgent'"
+    sql_ctx, found = checks(ctx, sql, "How many patients were admitted urgently?")
+    assert "count_without_distinct" in found
+    fixed = repair(sql_ctx)
+    assert fixed == "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE admission_type = 'urgent'"
+    _, found = checks(ctx, sql, "How many admissions were urgent?")  # counting rows is right here
+    assert "count_without_distinct" not in found
+
+
+def test_a_clean_query_has_no_findings(ctx):
+    _, found = checks(ctx, "SELECT gender FROM patients WHERE subject_id = 10004235", "What is the gender of patient 10004235?")
+    assert found == {}

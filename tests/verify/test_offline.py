@@ -1,0 +1,106 @@
+"""The offline verifier end to end: question types, repairs, the policy, the API and the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import ehrguard
+from ehrguard.cli import cli
+from ehrguard.errors import ConfigError
+from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES
+from ehrguard.verify.offline.embedding import load_embedder
+from ehrguard.verify.offline.verifier import OPERATING_POINTS
+
+CLEAN = "SELECT gender FROM patients WHERE subject_id = 10004235"
+
+# Hand-written questions of every type (none taken from a benchmark).
+QUESTIONS = {
+    "answerable": ["What is the gender of patient 10004235?", "How many patients were admitted in 2100?",
+                   "What was the last heart rate of patient 10004235 on the current icu visit?"],
+    "vague-question": ["Labs?", "Potassium?", "Vitals and meds?"],
+    "vague-word": ["Which patients had a significantly long stay in the icu?", "List the drugs given in unusually high doses since 2100."],
+    "ambiguous-reference": ["What was their last glucose value?", "When was that drug first prescribed to them?"],
+    "small-talk": ["Good morning! How was your weekend?", "Do you prefer coffee or tea on a night shift?"],
+    "out-of-scope": ["Train a neural network to predict sepsis from vital signs.", "Cluster the patients by their lab trajectories."],
+    "missing-column": ["What is the home address of patient 10004235?", "What was the blood type of patient 10004235?"],
+    "infeasible-faq": ["What are the visiting hours of the cardiology ward?", "When are Dr. Smith's rounds tomorrow?"],
+}
+
+
+@pytest.fixture(scope="module", params=["on", "off"])
+def embeddings(request, shared_data: Path, monkeypatch_module) -> str:
+    if request.param == "on":
+        monkeypatch_module.setenv("EHRGUARD_TOKENIZER", str(shared_data / "models" / "minilm-tokenizer.json"))
+        load_embedder.cache_clear()
+        assert load_embedder() is not None
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def v(question, sql, db, **kw):
+    return ehrguard.verify(question, sql, db=db, db_id="mimic_iv", **kw)
+
+
+@pytest.mark.parametrize("expected", list(QUESTIONS))
+def test_every_question_type_gets_its_category(expected, embeddings, mimic_iv_db):
+    category = CATEGORY_OF[expected]
+    for q in QUESTIONS[expected]:
+        verdict = v(q, CLEAN, mimic_iv_db, embeddings=embeddings)
+        got = "answerable" if verdict.action in ("preserve", "correct") else verdict.action
+        assert got == category, (q, verdict.action, verdict.subtype, verdict.details["question"])
+        if category != "answerable":
+            assert verdict.subtype in CLASSES and CATEGORY_OF[verdict.subtype] == category
+            assert verdict.message and verdict.sql is None and verdict.output == category
+
+
+def test_a_clean_candidate_is_preserved_with_no_findings(mimic_iv_db):
+    verdict = v("What is the gender of patient 10004235?", CLEAN, mimic_iv_db)
+    assert verdict.action == "preserve" and verdict.sql == CLEAN and verdict.findings == []
+    assert 0.5 < verdict.confidence <= 1.0
+
+
+def test_repairs_become_corrections_only_when_the_repaired_sql_is_clean(mimic_iv_db):
+    verdict = v("What is the gender of patient 10004235?", "SELECT gendr FROM patient WHERE subject_id = 10004235", mimic_iv_db)
+    assert verdict.action == "correct" and verdict.sql == CLEAN
+    assert {"unknown_table", "unknown_column"} <= {f.check for f in verdict.findings}
+    verdict = v("How many patients were admitted urgently?", "SELECT COUNT(subject_id) FROM admissions WHERE admission_type = 'urgent'", mimic_iv_db)
+    assert verdict.action == "correct" and "COUNT(DISTINCT subject_id)" in verdict.sql
+    # A fix that leaves another error in place is not a correction.
+    verdict = v("How many patients were admitted urgently?",
+                "SELECT COUNT(subject_id) FROM admissions WHERE admission_type = 'urgent' AND no_such_column = 1", mimic_iv_db)
+    assert verdict.action == "preserve" and "execution" in {f.check for f in verdict.findings}
+
+
+def test_a_missing_candidate_becomes_unanswerable_with_a_reason(mimic_iv_db):
+    verdict = v("What is the gender of patient 10004235?", "null", mimic_iv_db)
+    assert verdict.action == "unanswerable" and "no query" in verdict.message
+
+
+def test_operating_points_are_ordered_and_validated(mimic_iv_db):
+    for outcome in ("rows", "empty", "failed"):
+        t = [OPERATING_POINTS[p].threshold(outcome) for p in ("safety-first", "balanced", "preserve-first")]
+        assert t == sorted(t)
+    with pytest.raises(ConfigError, match="operating point"):
+        v("Labs?", CLEAN, mimic_iv_db, operating_point="reckless")
+    with pytest.raises(ConfigError, match="drop --model"):
+        v("Labs?", CLEAN, mimic_iv_db, model="openai/gpt-4o")
+
+
+def test_cli_verify_prints_the_verdict_and_underlines_findings(mimic_iv_db):
+    r = CliRunner().invoke(cli, ["verify", "--db", str(mimic_iv_db), "--db-id", "mimic_iv", "-q", "What is the gender of patient 10004235?",
+                                 "-s", "SELECT gendr FROM patient WHERE subject_id = 10004235"])
+    assert r.exit_code == 0, r.output
+    assert "CORRECT" in r.output and CLEAN in r.output and "^^^^^" in r.output and "did you mean 'gender'" in r.output
+    r = CliRunner().invoke(cli, ["verify", "--db", str(mimic_iv_db), "-q", "Labs?", "-s", "SELECT 1", "--json"])
+    out = json.loads(r.stdout)
+    assert out["action"] == "ambiguous" and out["output"] == "ambiguous" and out["subtype"] == "vague-question"
