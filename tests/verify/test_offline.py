@@ -87,7 +87,7 @@ def test_a_missing_candidate_becomes_unanswerable_with_a_reason(mimic_iv_db):
 
 
 def test_operating_points_are_ordered_and_validated(mimic_iv_db):
-    for outcome in ("rows", "empty", "failed"):
+    for outcome in ("rows", "empty", "failed"):  # safety-first abstains soonest, preserve-first last
         t = [OPERATING_POINTS[p].threshold(outcome) for p in ("safety-first", "balanced", "preserve-first")]
         assert t == sorted(t)
     with pytest.raises(ConfigError, match="operating point"):

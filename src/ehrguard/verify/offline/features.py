@@ -25,6 +25,35 @@ _PERSONAL = {"he", "she", "him", "his", "her", "hers", "they", "them", "their", 
 _NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
 
 
+_SQL_STRING = re.compile(r"'((?:[^']|'')*)'")
+_NOT_A_NAME = re.compile(r"^[\d\s:%/.\-]*$")  # dates, numbers, strftime formats
+
+
+def mask_values(question: str, sql: str | None) -> str:
+    """Replace the values the SQL names (its string literals found in the question) by ``X``.
+
+    A drug, lab test or diagnosis name can contain words that would otherwise look vague or
+    referential ("sepsis - severe", "that" in a long title); the candidate SQL has already
+    identified those names. Without SQL the question is returned unchanged.
+    """
+    if not sql:
+        return question
+    lowered = question.lower()
+    names = {m.group(1).replace("''", "'").lower() for m in _SQL_STRING.finditer(sql)}
+    spans = []
+    for name in sorted(names, key=len, reverse=True):
+        if len(name) < 4 or _NOT_A_NAME.match(name):
+            continue
+        start = lowered.find(name)
+        while start >= 0:
+            if not any(a <= start < b for a, b in spans):
+                spans.append((start, start + len(name)))
+            start = lowered.find(name, start + len(name))
+    for a, b in sorted(spans, reverse=True):
+        question = question[:a] + "X" + question[b:]
+    return question
+
+
 def _lexicon_pattern(phrases: tuple[str, ...]) -> re.Pattern[str]:
     # Longest first, so "more than usual" wins over "usual"; lookarounds keep whole words.
     alternatives = "|".join(re.escape(p) for p in sorted(set(phrases), key=len, reverse=True))

@@ -10,7 +10,7 @@ from typing import Any
 
 from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES, WEIGHTS_DIR, QuestionModel, featurize
 from ehrguard.verify.offline.embedding import Embedder, load_embedder
-from ehrguard.verify.offline.features import QuestionCues, question_cues
+from ehrguard.verify.offline.features import QuestionCues, mask_values, question_cues
 
 MODEL_FILES = {"minilm": WEIGHTS_DIR / "question_model_minilm.npz", "lexical": WEIGHTS_DIR / "question_model_lexical.npz"}
 
@@ -56,7 +56,9 @@ class QuestionClassifier:
     def name(self) -> str:
         return "minilm" if self.embedder is not None else "lexical"
 
-    def assess(self, question: str) -> QuestionAssessment:
+    def assess(self, question: str, sql: str | None = None) -> QuestionAssessment:
+        """Class probabilities for ``question``; ``sql`` (the candidate) lets the names it uses be masked first."""
+        question = mask_values(question, sql)
         emb = self.embedder.embed([question]) if self.embedder is not None else None
         cues = question_cues(question)
         p = self.model.probabilities(featurize([question], emb, [cues]))[0]

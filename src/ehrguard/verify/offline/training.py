@@ -27,6 +27,7 @@ import numpy as np
 
 from ehrguard.verify.offline.classifier import CLASSES, QuestionModel, featurize, train_softmax
 from ehrguard.verify.offline.embedding import Embedder
+from ehrguard.verify.offline.features import mask_values
 
 _VAGUE = ("significant", "sufficient", "long", "usual", "more than usual", "longer than usual", "enough", "critical",
           "relatively high", "unusually", "comparable", "similar", "recent", "abnormal", "high-risk", "elevated", "severe",
@@ -145,14 +146,19 @@ def _vague_question(rng: random.Random) -> str:
     return rng.choice(forms).format(c=c, d=rng.choice(_CONCEPTS), C=c.title())
 
 
-def generated_questions(answerable: list[str], seed: int = 0, per_class: int = 600) -> list[tuple[str, str]]:
+def generated_questions(answerable: list[tuple[str, str]], seed: int = 0, per_class: int = 600) -> list[tuple[str, str]]:
     """Our own training questions: ``per_class`` for each of the seven non-answerable classes, and about
-    ``per_class / 2`` answerable ones asking for attributes the schemas hold, in the missing-column forms."""
+    ``per_class / 2`` answerable ones asking for attributes the schemas hold, in the missing-column forms.
+
+    ``answerable`` holds (question, gold SQL) pairs; questions derived from one are masked with its SQL.
+    """
     rng = random.Random(seed)
     out: list[tuple[str, str]] = []
     for _ in range(per_class):
-        out.append((_inject_vague(rng, rng.choice(answerable)), "vague-word"))
-        out.append((_inject_reference(rng, rng.choice(answerable)), "ambiguous-reference"))
+        q, sql = rng.choice(answerable)
+        out.append((mask_values(_inject_vague(rng, q), sql), "vague-word"))
+        q, sql = rng.choice(answerable)
+        out.append((mask_values(_inject_reference(rng, q), sql), "ambiguous-reference"))
         out.append((_vague_question(rng), "vague-question"))
         out.append((_fill(rng, rng.choice(_SMALL_TALK)), "small-talk"))
         if rng.random() < 0.6:
@@ -167,21 +173,28 @@ def generated_questions(answerable: list[str], seed: int = 0, per_class: int = 6
     return out
 
 
-def ehrsql_questions(split_dir: str | Path) -> list[tuple[str, str]]:
+def ehrsql_pairs(split_dir: str | Path) -> list[tuple[str, str]]:
+    """(question, gold SQL or "null") of an EHRSQL-2024 split."""
     d = Path(split_dir)
     data = json.loads((d / "data.json").read_text())["data"]
     labels = json.loads((d / "label.json").read_text())
-    return [(x["question"], "answerable" if labels[x["id"]] != "null" else "infeasible-faq") for x in data]
+    return [(x["question"], labels[x["id"]]) for x in data]
 
 
-def scare_questions(paths: Iterable[str | Path]) -> list[tuple[str, str]]:
-    """(question, class) once per distinct question of SCARE files."""
-    seen: dict[str, str] = {}
+def ehrsql_questions(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Training examples from EHRSQL-2024: answerable, or (its unanswerable questions) infeasible-faq; masked with the gold SQL."""
+    return [(mask_values(q, sql) if sql != "null" else q, "answerable" if sql != "null" else "infeasible-faq") for q, sql in pairs]
+
+
+def scare_questions(paths: Iterable[str | Path]) -> list[tuple[str, str, str]]:
+    """(masked question, class, question) for each distinct (question, candidate SQL) of SCARE files."""
+    seen: dict[str, tuple[str, str, str]] = {}
     for p in paths:
         for it in json.loads(Path(p).read_text()):
             cls = "answerable" if it["type"] in ("easy", "medium", "hard") else it["type"]
-            seen.setdefault(it["question"], cls)
-    return list(seen.items())
+            masked = mask_values(it["question"], it["pred_sql"])
+            seen.setdefault(masked, (masked, cls, it["question"]))
+    return list(seen.values())
 
 
 def _class_weights(y: np.ndarray) -> np.ndarray:
@@ -224,19 +237,19 @@ def fold_of(question: str, k: int) -> int:
     return zlib.crc32(question.strip().lower().encode()) % k
 
 
-def cross_validate(scare: list[tuple[str, str]], base: list[tuple[str, str]], embedder: Embedder | None,
+def cross_validate(scare: list[tuple[str, str, str]], base: list[tuple[str, str]], embedder: Embedder | None,
                    cache: dict[str, np.ndarray], k: int = 5) -> dict[str, np.ndarray]:
-    """Out-of-fold class probabilities for every SCARE question (its fold never trains its model)."""
+    """Out-of-fold class probabilities for every SCARE (masked) question; folds group by the original question."""
     from ehrguard.verify.offline.classifier import featurize
 
     out: dict[str, np.ndarray] = {}
     for fold in range(k):
-        train = base + [(q, c) for q, c in scare if fold_of(q, k) != fold]
-        test = [q for q, _ in scare if fold_of(q, k) == fold]
+        train = base + [(m, c) for m, c, q in scare if fold_of(q, k) != fold]
+        test = [m for m, _, q in scare if fold_of(q, k) == fold]
         if not test:
             continue
         model = train_model(train, embedder, cache)
         x = featurize(test, embed_cached(test, embedder, cache) if embedder else None)
-        for q, row in zip(test, model.probabilities(x)):
-            out[q] = row
+        for m, row in zip(test, model.probabilities(x)):
+            out[m] = row
     return out

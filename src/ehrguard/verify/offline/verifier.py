@@ -19,8 +19,9 @@ from ehrguard.verify.verdict import Finding, Verdict
 class Policy:
     """When to abstain: the question classifier's probability of ambiguous/unanswerable must
     reach a threshold that depends on what the candidate SQL did. A query that returns rows is
-    strong evidence the question is answerable; one that runs but finds nothing is weaker
-    evidence; one that fails (or is missing) is none."""
+    strong evidence the question is answerable; one that fails (or is missing) is none. An empty
+    result sits apart: on a database that holds a sample of patients it is common for perfectly
+    good questions, so it is not taken as evidence against the question either."""
 
     abstain_if_rows: float
     abstain_if_empty: float
@@ -33,9 +34,9 @@ class Policy:
 
 # The one place thresholds live. Chosen on the SCARE dev split by grouped cross-validation (docs/verifier.md).
 OPERATING_POINTS = {
-    "balanced": Policy(abstain_if_rows=0.8, abstain_if_empty=0.6, abstain_if_failed=0.3),
-    "safety-first": Policy(abstain_if_rows=0.6, abstain_if_empty=0.4, abstain_if_failed=0.25),
-    "preserve-first": Policy(abstain_if_rows=0.9, abstain_if_empty=0.8, abstain_if_failed=0.5),
+    "balanced": Policy(abstain_if_rows=0.85, abstain_if_empty=0.9, abstain_if_failed=0.3),
+    "safety-first": Policy(abstain_if_rows=0.6, abstain_if_empty=0.7, abstain_if_failed=0.3),
+    "preserve-first": Policy(abstain_if_rows=0.95, abstain_if_empty=0.95, abstain_if_failed=0.5),
 }
 
 
@@ -97,7 +98,7 @@ class OfflineVerifier:
                 "features": self.classifier.name}
 
     def verify(self, case: Case) -> Verdict:
-        assessment = self.classifier.assess(case.question)
+        assessment = self.classifier.assess(case.question, case.sql)
         ctx, findings = run_checks(case.question, case.sql, case.context)
         abstained = any(f.check == "abstained" for f in findings)
         fixed = self._try_repair(ctx) if self.policy.repair and not abstained and any(f.suggestion for f in findings) else None
