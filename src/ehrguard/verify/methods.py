@@ -107,5 +107,5 @@ def available_methods() -> dict[str, str]:
 
 def _load_builtin_methods() -> None:
     # Importing the modules registers their methods.
-    import ehrguard.verify.baselines  # noqa: F401
+    import ehrguard.verify.baselines
     import ehrguard.verify.offline.verifier  # noqa: F401

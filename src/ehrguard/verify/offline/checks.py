@@ -24,8 +24,8 @@ from ehrguard.verify.methods import DatabaseContext
 from ehrguard.verify.verdict import Finding
 
 EXECUTION_TIMEOUT_S = 10.0
-_NOW_CALL = re.compile(r"""(?:datetime|date|strftime\s*\([^,]+,)\s*\(\s*['"]now['"]|current_(?:timestamp|date|time)\b""", re.I)
-_PEOPLE = re.compile(r"\b(patients|people|persons|individuals|subjects)\b", re.I)
+_NOW_CALL = re.compile(r"""(?:datetime|date|strftime\s*\([^,]+,)\s*\(\s*['"]now['"]|current_(?:timestamp|date|time)\b""", re.IGNORECASE)
+_PEOPLE = re.compile(r"\b(patients|people|persons|individuals|subjects)\b", re.IGNORECASE)
 _ID_COLUMNS = ("subject_id", "uniquepid", "patienthealthsystemstayid")
 
 
@@ -246,7 +246,7 @@ def check_patient_ids(ctx: SqlContext) -> list[Finding]:
 
 def check_count_distinct(ctx: SqlContext) -> list[Finding]:
     """Counting patients needs DISTINCT: one patient has many rows."""
-    if ctx.tree is None or not _PEOPLE.search(ctx.question) or not re.search(r"\bhow many|\bcount|\bnumber of", ctx.question, re.I):
+    if ctx.tree is None or not _PEOPLE.search(ctx.question) or not re.search(r"\bhow many|\bcount|\bnumber of", ctx.question, re.IGNORECASE):
         return []
     out = []
     for count in ctx.tree.find_all(exp.Count):
@@ -281,9 +281,9 @@ def _rename_columns(tree: exp.Expression, qual: str, old: str, new: str) -> Call
 
 
 def _anchor_now(sql: str) -> str:
-    sql = re.sub(r"""(['"])now\1""", f"'{NOW}'", sql, flags=re.I)
-    sql = re.sub(r"\bcurrent_timestamp\b|\bcurrent_time\b", f"'{NOW}'", sql, flags=re.I)
-    return re.sub(r"\bcurrent_date\b", f"'{NOW[:10]}'", sql, flags=re.I)
+    sql = re.sub(r"""(['"])now\1""", f"'{NOW}'", sql, flags=re.IGNORECASE)
+    sql = re.sub(r"\bcurrent_timestamp\b|\bcurrent_time\b", f"'{NOW}'", sql, flags=re.IGNORECASE)
+    return re.sub(r"\bcurrent_date\b", f"'{NOW[:10]}'", sql, flags=re.IGNORECASE)
 
 
 CHECKS: tuple[Callable[[SqlContext], list[Finding]], ...] = (

@@ -8,6 +8,7 @@ Weights are a small ``.npz``; ``ehrguard train question-model`` regenerates them
 
 from __future__ import annotations
 
+import itertools
 import re
 import zlib
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ WEIGHTS_DIR = Path(__file__).parent / "data"
 def _hashed_ngrams(text: str) -> np.ndarray:
     vec = np.zeros(HASH_DIM, dtype=np.float32)
     toks = ["<num>" if t.isdigit() else t for t in _TOKEN.findall(text.lower())]
-    grams = toks + [a + "_" + b for a, b in zip(toks, toks[1:])] + ["<s>_" + toks[0] if toks else "<empty>"]
+    grams = toks + [a + "_" + b for a, b in itertools.pairwise(toks)] + ["<s>_" + toks[0] if toks else "<empty>"]
     for g in grams:
         vec[zlib.crc32(g.encode()) % HASH_DIM] = 1.0
     return vec

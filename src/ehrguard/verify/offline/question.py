@@ -28,9 +28,15 @@ class QuestionAssessment:
 
 
 class QuestionClassifier:
-    """Loads the shipped (or a given) model; uses the embedding model when it is available."""
+    """Loads the shipped (or a given) model; uses the embedding model when it is available.
 
-    def __init__(self, model_path: str | Path | None = None, embeddings: str = "auto") -> None:
+    With embeddings, a cascade keeps most questions cheap: the lexical model answers first,
+    and the MiniLM model is consulted only when the lexical model is less sure than ``cascade``
+    (its probability of the likeliest category). ``cascade=1`` always consults MiniLM.
+    """
+
+    def __init__(self, model_path: str | Path | None = None, embeddings: str = "auto",
+                 lexical_path: str | Path | None = None, cascade: float = 0.9) -> None:
         embedder: Embedder | None = load_embedder() if embeddings in ("auto", "on") else None
         if embeddings == "on" and embedder is None:
             from ehrguard.errors import ConfigError
@@ -51,6 +57,10 @@ class QuestionClassifier:
             raise ConfigError(f"{self.path} needs sentence embeddings, which are not available here (see `ehrguard verify --help`).")
         self.embedder = embedder if self.model.uses_embeddings else None
         self.sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest()
+        self.cascade = cascade
+        self.lexical: QuestionModel | None = None
+        if self.embedder is not None and cascade < 1.0:
+            self.lexical = QuestionModel.load(Path(lexical_path) if lexical_path else MODEL_FILES["lexical"])
 
     @property
     def name(self) -> str:
@@ -59,16 +69,23 @@ class QuestionClassifier:
     def assess(self, question: str, sql: str | None = None) -> QuestionAssessment:
         """Class probabilities for ``question``; ``sql`` (the candidate) lets the names it uses be masked first."""
         question = mask_values(question, sql)
-        emb = self.embedder.embed([question]) if self.embedder is not None else None
         cues = question_cues(question)
-        p = self.model.probabilities(featurize([question], emb, [cues]))[0]
-        probs = {c: float(p[i]) for i, c in enumerate(CLASSES)}
-        category = {"answerable": 0.0, "ambiguous": 0.0, "unanswerable": 0.0}
-        for c, v in probs.items():
-            category[CATEGORY_OF[c]] += v
-        return QuestionAssessment(probs, category, cues, self.name)
+        if self.lexical is not None:
+            quick = _assessment(self.lexical.probabilities(featurize([question], None, [cues]))[0], cues, "lexical (cascade)")
+            if max(quick.category.values()) >= self.cascade:
+                return quick
+        emb = self.embedder.embed([question]) if self.embedder is not None else None
+        return _assessment(self.model.probabilities(featurize([question], emb, [cues]))[0], cues, self.name)
 
 
-@lru_cache(maxsize=4)
-def shared_classifier(model_path: str | None, embeddings: str) -> QuestionClassifier:
-    return QuestionClassifier(model_path, embeddings)
+def _assessment(p: Any, cues: QuestionCues, model: str) -> QuestionAssessment:
+    probs = {c: float(p[i]) for i, c in enumerate(CLASSES)}
+    category = {"answerable": 0.0, "ambiguous": 0.0, "unanswerable": 0.0}
+    for c, v in probs.items():
+        category[CATEGORY_OF[c]] += v
+    return QuestionAssessment(probs, category, cues, model)
+
+
+@lru_cache(maxsize=8)
+def shared_classifier(model_path: str | None, embeddings: str, lexical_path: str | None = None, cascade: float = 0.9) -> QuestionClassifier:
+    return QuestionClassifier(model_path, embeddings, lexical_path, cascade)

@@ -9,9 +9,11 @@ from typing import Any
 
 from ehrguard.db.engine import Result
 from ehrguard.errors import ConfigError
+from ehrguard.evaluation.execution_match import execution_match
 from ehrguard.verify.methods import Case, register_method
 from ehrguard.verify.offline.checks import SqlContext, repair, run_checks, summary
 from ehrguard.verify.offline.question import QuestionAssessment, shared_classifier
+from ehrguard.verify.offline.templates import load_bank
 from ehrguard.verify.verdict import Finding, Verdict
 
 
@@ -83,25 +85,35 @@ class OfflineVerifier:
 
     name = "offline"
 
-    def __init__(self, operating_point: str = "balanced", question_model: str | None = None, embeddings: str = "auto") -> None:
+    def __init__(self, operating_point: str = "balanced", question_model: str | None = None, embeddings: str = "auto",
+                 templates: str = "on", lexical_model: str | None = None, cascade: float | str = 0.9) -> None:
         if operating_point not in OPERATING_POINTS:
             raise ConfigError(f"Unknown operating point {operating_point!r}; choose one of {', '.join(OPERATING_POINTS)}.")
         if embeddings not in ("auto", "on", "off"):
             raise ConfigError("embeddings must be auto, on or off.")
+        if templates not in ("on", "off"):
+            raise ConfigError("templates must be on or off.")
+        self.use_templates = templates == "on"
         self.operating_point = operating_point
         self.policy = OPERATING_POINTS[operating_point]
-        self.classifier = shared_classifier(question_model, embeddings)
+        try:
+            cascade = float(cascade)
+        except ValueError:
+            raise ConfigError(f"cascade is a probability between 0.5 and 1 (1 = always use MiniLM); got {cascade!r}.") from None
+        self.classifier = shared_classifier(question_model, embeddings, lexical_model, cascade)
 
     def describe(self) -> dict[str, Any]:
         return {"method": self.name, "operating_point": self.operating_point, "policy": self.policy.__dict__,
                 "question_model": str(self.classifier.path), "question_model_sha256": self.classifier.sha256,
-                "features": self.classifier.name}
+                "features": self.classifier.name, "templates": self.use_templates, "cascade": self.classifier.cascade}
 
     def verify(self, case: Case) -> Verdict:
         assessment = self.classifier.assess(case.question, case.sql)
         ctx, findings = run_checks(case.question, case.sql, case.context)
         abstained = any(f.check == "abstained" for f in findings)
-        fixed = self._try_repair(ctx) if self.policy.repair and not abstained and any(f.suggestion for f in findings) else None
+        fixed = self._template_opinion(ctx) if self.use_templates and not abstained else None
+        if fixed is None and self.policy.repair and not abstained and any(f.suggestion for f in findings):
+            fixed = self._try_repair(ctx)
         # The evidence is what the SQL we would return does: the repaired one when there is one.
         outcome = "failed" if abstained else ("rows" if fixed else _outcome(ctx))
         threshold = self.policy.threshold(outcome)
@@ -124,15 +136,18 @@ class OfflineVerifier:
                            message="The text-to-SQL model produced no query for this question. " + refusal_message(subtype, assessment))
         confidence = round(assessment.category["answerable"], 4)
         if fixed is not None:
-            sql, new_findings = fixed
-            fixed_checks = ", ".join(sorted({f.check for f in findings if f.suggestion}))
-            details["repair"] = {"fixed": fixed_checks, "remaining": summary(new_findings)}
-            return Verdict("correct", sql=sql, message=f"Corrected ({fixed_checks}).", findings=findings, confidence=confidence, details=details)
+            sql, new_findings, how = fixed
+            details["repair"] = {"fixed": how, "remaining": summary(new_findings)}
+            if how == "template":
+                message = "Replaced by the SQL of a known question of the same form, which answers differently and runs cleanly."
+            else:
+                message = f"Corrected ({how})."
+            return Verdict("correct", sql=sql, message=message, findings=findings, confidence=confidence, details=details)
         message = "No problem found." if not findings else "Kept; the checks raised: " + "; ".join(f.message for f in findings[:3])
         return Verdict("preserve", sql=case.sql, message=message, findings=findings, confidence=confidence, details=details)
 
     @staticmethod
-    def _try_repair(ctx: SqlContext) -> tuple[str, list[Finding]] | None:
+    def _try_repair(ctx: SqlContext) -> tuple[str, list[Finding], str] | None:
         """Keep a repair only if it executes, returns rows, passes the checks and changes the answer."""
         sql = repair(ctx)
         if sql is None:
@@ -143,14 +158,32 @@ class OfflineVerifier:
         old = ctx.execution
         if isinstance(old, Result) and isinstance(new_ctx.execution, Result) and old.rows == new_ctx.execution.rows:
             return None
-        return sql, new_findings
+        return sql, new_findings, ", ".join(sorted({f.check for f in ctx.findings if f.suggestion}))
+
+    @staticmethod
+    def _template_opinion(ctx: SqlContext) -> tuple[str, list[Finding], str] | None:
+        """The template bank's SQL, when exactly one fill runs cleanly with rows and the candidate answers differently."""
+        bank = load_bank(ctx.db.db_id)
+        if bank is None:
+            return None
+        clean = []
+        for sql in bank.candidates(ctx.question):
+            t_ctx, t_findings = run_checks(ctx.question, sql, ctx.db)
+            if not any(f.severity == "error" for f in t_findings) and _has_rows(t_ctx):
+                clean.append((sql, t_findings))
+        if len(clean) != 1:
+            return None
+        sql, t_findings = clean[0]
+        if execution_match(ctx.db.db, ctx.sql, sql, db_id=ctx.db.db_id).match:
+            return None  # the candidate already answers as the known form does
+        return sql, t_findings, "template"
 
 
 @register_method("offline", "no LLM: SQL checks on the database + question classifier + local repair")
 def _make_offline(model: str | None = None, **options: Any) -> OfflineVerifier:
     if model:
         raise ConfigError("offline uses no LLM; drop --model (use --method hybrid for an LLM on the hard cases).")
-    allowed = {"operating_point", "question_model", "embeddings"}
+    allowed = {"operating_point", "question_model", "embeddings", "templates", "lexical_model", "cascade"}
     unknown = set(options) - allowed
     if unknown:
         raise ConfigError(f"offline options are {', '.join(sorted(allowed))}; got {', '.join(sorted(unknown))}.")

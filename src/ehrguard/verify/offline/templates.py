@@ -1,0 +1,166 @@
+"""A question-template bank: answer a question the way a known, checked question of the same form is answered.
+
+EHR question sets are written from templates ("When was the last time patient {id} was
+prescribed {drug}?"). Given pairs of (question, gold SQL) we may learn from, each pair is
+abstracted into a *skeleton*: the names the SQL uses, the patient id and the numbers become
+slots in both the question and the SQL. A new question that fits a skeleton word for word
+gets that skeleton's SQL with its own values filled in. The verifier uses the result as a
+second opinion on the candidate, and as the correction when the candidate is wrong and the
+filled SQL runs cleanly.
+
+Banks come from data users have, never from files inside this package: EHRSQL-2024 train
+for MIMIC-IV (``ehrsql-2024/mimic_iv/train``) and the EHRSQL eICU questions
+(``ehrsql/eicu/valid.json``) under ``$EHRGUARD_DATA_DIR``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ehrguard.config import setting
+from ehrguard.evaluation.execution_match import normalize_gold
+
+_SQL_STRING = re.compile(r"'((?:[^']|'')*)'")
+_PID = re.compile(r"(?<![\w-])(\d{3}-\d{3,7}|\d{4,9})(?![\w-])")
+_DIGITS = re.compile(r"(?<![\d])\d+(?![\d])")
+_WORD = re.compile(r"[a-z]+")
+_SHORTLIST = 40
+
+
+@dataclass(frozen=True)
+class Template:
+    pattern: re.Pattern[str]
+    sql: str  # str.format template; slots s0.. (names), p (patient id), n0.. (numbers)
+    words: frozenset[str]
+
+    def fill(self, match: re.Match[str]) -> str:
+        values = {k: v.replace("'", "''") for k, v in match.groupdict().items()}
+        return self.sql.format(**values)
+
+
+def abstract(question: str, sql: str) -> Template | None:
+    """The skeleton of one (question, SQL) pair, or None when its values cannot be placed unambiguously."""
+    q = re.sub(r"\s+", " ", question.lower().strip()).rstrip("?.! ")
+    sql = normalize_gold(sql)
+    template_sql = sql.replace("{", "{{").replace("}", "}}")
+    pieces: list[tuple[int, int, str, str]] = []  # (start, end, slot name, group regex)
+
+    def taken(a: int, b: int) -> bool:
+        return any(a < y and x < b for x, y, _, _ in pieces)
+
+    names = sorted({m.group(1).replace("''", "'") for m in _SQL_STRING.finditer(sql)}, key=len, reverse=True)
+    for i, name in enumerate(names):
+        low = name.lower()
+        if len(low) < 2 or not re.search(r"[a-z]", low) or q.count(low) != 1:
+            continue
+        a = q.find(low)
+        if taken(a, a + len(low)) or template_sql.count(f"'{name}'") != 1:
+            continue
+        pieces.append((a, a + len(low), f"s{i}", r".+?"))
+        template_sql = template_sql.replace(f"'{name}'", f"'{{s{i}}}'")
+    for m in _PID.finditer(q):
+        if taken(m.start(), m.end()):
+            continue
+        count = len(re.findall(rf"(?<![\w-]){re.escape(m.group(1))}(?![\w-])", template_sql))
+        if count >= 1 and "p" not in {p[2] for p in pieces}:
+            pieces.append((m.start(), m.end(), "p", r"\d{3}-\d{3,7}|\d{4,9}"))
+            template_sql = re.sub(rf"(?<![\w-]){re.escape(m.group(1))}(?![\w-])", "{p}", template_sql)
+    for i, m in enumerate(_DIGITS.finditer(q)):
+        if taken(m.start(), m.end()) or q.count(m.group(0)) != 1:
+            continue
+        hits = re.findall(rf"(?<!\d){m.group(0)}(?!\d)", template_sql)
+        if len(hits) == 1:
+            pieces.append((m.start(), m.end(), f"n{i}", r"\d+"))
+            template_sql = re.sub(rf"(?<!\d){m.group(0)}(?!\d)", f"{{n{i}}}", template_sql)
+    if not pieces:
+        return None
+    pattern, pos, fixed = "", 0, []
+    for a, b, name, group in sorted(pieces):
+        pattern += _fixed(q[pos:a]) + f"(?P<{name}>{group})"
+        fixed.append(q[pos:a])
+        pos = b
+    pattern += _fixed(q[pos:]) + r"[?.!\s]*"
+    fixed.append(q[pos:])
+    words = frozenset(w for part in fixed for w in _WORD.findall(part))
+    return Template(re.compile(pattern), template_sql, words)
+
+
+def _fixed(text: str) -> str:
+    return r"\s+".join(re.escape(part) for part in text.split(" "))
+
+
+class TemplateBank:
+    """Skeletons of many (question, SQL) pairs, searchable by the words of a new question."""
+
+    def __init__(self, pairs: list[tuple[str, str]]) -> None:
+        seen: dict[tuple[str, str], Template] = {}
+        for question, sql in pairs:
+            t = abstract(question, sql)
+            if t is not None:
+                seen.setdefault((t.pattern.pattern, t.sql), t)
+        self.templates = list(seen.values())
+        index: dict[str, list[int]] = defaultdict(list)
+        for i, t in enumerate(self.templates):
+            for w in t.words:
+                index[w].append(i)
+        # Words most skeletons share ("the", "patient") say little and cost most: left out of the index.
+        common = max(50, len(self.templates) // 5)
+        self._index = {w: ids for w, ids in index.items() if len(ids) <= common}
+
+    def __len__(self) -> int:
+        return len(self.templates)
+
+    def candidates(self, question: str) -> list[str]:
+        """Distinct SQL of every skeleton the question fits exactly (usually zero or one)."""
+        q = re.sub(r"\s+", " ", question.lower().strip())
+        words = set(_WORD.findall(q))
+        overlap: dict[int, int] = defaultdict(int)
+        for w in words:
+            for i in self._index.get(w, ()):
+                overlap[i] += 1
+        ranked = sorted(overlap, key=lambda i: (-overlap[i], i))[:_SHORTLIST]
+        out: list[str] = []
+        for i in ranked:
+            t = self.templates[i]
+            if not t.words <= words:
+                continue
+            m = t.pattern.fullmatch(q)
+            if m:
+                sql = t.fill(m)
+                if sql not in out:
+                    out.append(sql)
+        return out
+
+
+def _mimic_iv_pairs(data_dir: Path) -> list[tuple[str, str]]:
+    d = data_dir / "ehrsql-2024" / "mimic_iv" / "train"
+    if not (d / "label.json").is_file():
+        return []
+    data = json.loads((d / "data.json").read_text())["data"]
+    labels = json.loads((d / "label.json").read_text())
+    return [(x["question"], labels[x["id"]]) for x in data if labels[x["id"]] != "null"]
+
+
+def _eicu_pairs(data_dir: Path) -> list[tuple[str, str]]:
+    path = data_dir / "ehrsql" / "eicu" / "valid.json"
+    if not path.is_file():
+        return []
+    return [(x["question"], x["query"]) for x in json.loads(path.read_text()) if x.get("query") and x["query"] != "null" and not x.get("is_impossible")]
+
+
+BANK_SOURCES = {"mimic_iv": _mimic_iv_pairs, "eicu": _eicu_pairs}
+
+
+@lru_cache(maxsize=4)
+def load_bank(db_id: str, data_dir: str | None = None) -> TemplateBank | None:
+    """The bank for a database's conventions, or None when its source data is not available."""
+    source = BANK_SOURCES.get(db_id)
+    if source is None:
+        return None
+    pairs = source(Path(data_dir or setting("data_dir")))
+    return TemplateBank(pairs) if pairs else None
