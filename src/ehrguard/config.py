@@ -1,7 +1,8 @@
 """Settings: one table of name, default and help that drives the CLI, the environment and the docs.
 
 Every setting can come from a command-line flag, an ``EHRGUARD_<NAME>`` environment
-variable, or its default, in that order of precedence.
+variable, the config file (TOML, ``name = value``; see :func:`config_file`), or its default,
+in that order of precedence.
 """
 
 from __future__ import annotations
@@ -16,18 +17,40 @@ def _user_cache_dir() -> Path:
     return Path(base) / "ehrguard"
 
 
+def config_file() -> Path:
+    """``$EHRGUARD_CONFIG``, or ``~/.config/ehrguard/config.toml``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(os.environ.get("EHRGUARD_CONFIG") or Path(base) / "ehrguard" / "config.toml")
+
+
+def _file_values() -> dict[str, str]:
+    path = config_file()
+    if not path.is_file():
+        return {}
+    import tomllib
+
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        from ehrguard.errors import ConfigError
+
+        raise ConfigError(f"Cannot read the config file {path}: {exc}") from exc
+    return {str(k): str(v) for k, v in data.items()}
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str
     default: str
     help: str
+    secret: bool = False  # never printed or logged
 
     @property
     def env(self) -> str:
         return "EHRGUARD_" + self.name.upper()
 
     def value(self) -> str:
-        return os.environ.get(self.env) or self.default
+        return os.environ.get(self.env) or _file_values().get(self.name) or self.default
 
 
 SETTINGS: dict[str, Setting] = {
@@ -49,12 +72,20 @@ SETTINGS: dict[str, Setting] = {
             "Wall-clock limit of one query in seconds (SCARE and EHRSQL use 60).",
         ),
         Setting("max_rows", "10000", "Row cap of one query result; a capped result is flagged truncated."),
+        Setting("llm_base_url", "", "Base URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, ...); empty = api.openai.com."),
+        Setting("llm_api_key", "", "API key for openai/ models (falls back to OPENAI_API_KEY); never logged.", secret=True),
+        Setting("llm_timeout", "120", "Seconds to wait for one model reply."),
+        Setting("llm_retries", "4", "Retries of a failed call (429, 5xx, timeouts), with exponential backoff and jitter."),
+        Setting("llm_concurrency", "8", "Calls in flight at once, per model."),
+        Setting("llm_cache", "on", "Response cache: on, off, or replay-only (a miss is an error: exact reproduction)."),
+        Setting("llm_cache_path", str(_user_cache_dir() / "llm_cache.sqlite"), "The response cache (SQLite)."),
+        Setting("llm_prices", "", "JSON file of prices per million tokens: {model: {input: $, output: $}} (cost estimates)."),
     )
 }
 
 
 def setting(name: str) -> str:
-    """Return the effective value of a setting (environment first, then default)."""
+    """Return the effective value of a setting (environment first, then the config file, then the default)."""
     return SETTINGS[name].value()
 
 

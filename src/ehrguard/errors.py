@@ -50,3 +50,28 @@ class BuildError(DatabaseError):
 
 class RunError(EhrguardError):
     """A benchmark run cannot start or resume (for example, its folder holds a different run)."""
+
+
+class LLMError(EhrguardError):
+    """A model call failed. Callers record it as an error; it is never turned into a score or a label."""
+
+
+class ProviderError(LLMError):
+    """The model server answered with an error (``status`` holds the HTTP status, when there is one)."""
+
+    def __init__(self, message: str, status: int | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+
+class LLMTimeoutError(LLMError):
+    """The model did not answer within the time limit."""
+
+
+class StructuredOutputError(LLMError):
+    """The reply did not satisfy the requested JSON schema, even after asking once more."""
+
+
+class CacheMissError(LLMError):
+    """Replay-only cache mode, and this exact call was never made before."""

@@ -10,6 +10,7 @@ from ehrguard import __version__
 from ehrguard.cli.bench import bench_group
 from ehrguard.cli.db import db_group
 from ehrguard.cli.demo import demo_command
+from ehrguard.cli.llm import llm_group
 from ehrguard.cli.sql import sql_group
 from ehrguard.cli.train import train_group
 from ehrguard.cli.verify import verify_command
@@ -32,6 +33,7 @@ cli.add_command(db_group)
 cli.add_command(bench_group)
 cli.add_command(sql_group)
 cli.add_command(demo_command)
+cli.add_command(llm_group)
 cli.add_command(train_group)
 cli.add_command(verify_command)
 

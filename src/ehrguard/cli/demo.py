@@ -22,7 +22,8 @@ UNSAFE_SQL = "DELETE FROM patients"
 @json_option
 def demo_command(out_dir: Path | None, rebuild: bool, as_json: bool) -> None:
     """Build the MIMIC-IV database (or a SYNTHETIC one when no demo source is found), prove it
-    against the published EHRSQL answers, and show safe execution."""
+    against the published EHRSQL answers, show safe execution, and verify four candidate
+    queries with the offline verifier."""
     out_dir = out_dir or db_dir()
     source = data_dir() / "mimic-iv-demo-2.2"
     name = "mimic_iv" if source.is_dir() else "synthetic"
@@ -46,6 +47,7 @@ def demo_command(out_dir: Path | None, rebuild: bool, as_json: bool) -> None:
     except QueryRefusedError as exc:
         summary["unsafe_refused"] = True
         summary["unsafe_message"] = str(exc)
+    summary["verification"] = _verify_examples(out)
     split = data_dir() / "ehrsql-2024" / "mimic_iv" / "valid"
     if name == "mimic_iv" and split.is_dir():
         fidelity = check_fidelity(db, split)
@@ -61,3 +63,30 @@ def demo_command(out_dir: Path | None, rebuild: bool, as_json: bool) -> None:
     if "fidelity" in summary:
         f = summary["fidelity"]
         click.echo(f"EHRSQL-2024 valid answers reproduced: {f['reproduced']}/{f['total']} ({100 * f['share']:.2f}%)")
+    click.echo("\nThe offline verifier (no LLM) on four candidates:")
+    for v in summary["verification"]:
+        click.echo(f"- Q: {v['question']}\n  SQL: {v['sql']}\n  -> {v['action'].upper()}" + (f" ({v['subtype']})" if v["subtype"] else "")
+                   + f", {v['ms']} ms: {v['message']}" + (f"\n  corrected: {v['corrected']}" if v["corrected"] else ""))
+    click.echo("\nNext: ehrguard verify --db mimic_iv -q '...' -s '...'   |   ehrguard bench scare --help")
+
+
+def _verify_examples(db_path: Path) -> list[dict]:
+    """Four hand-written candidates, one per kind of verdict."""
+    import time
+
+    from ehrguard.verify import verify
+
+    pid = open_database(db_path).execute("SELECT MIN(subject_id) FROM patients").rows[0][0]
+    cases = [
+        (SAMPLE_QUESTION, SAMPLE_SQL),
+        (f"What is the gender of patient {pid}?", f"SELECT gendr FROM patient WHERE subject_id = {pid}"),
+        ("Labs?", "SELECT * FROM labevents LIMIT 10"),
+        ("Train a neural network to predict in-hospital mortality.", "SELECT hospital_expire_flag FROM admissions"),
+    ]
+    out = []
+    for question, sql in cases:
+        start = time.perf_counter()
+        verdict = verify(question, sql, db=db_path, db_id="mimic_iv")
+        out.append({"question": question, "sql": sql, "action": verdict.action, "subtype": verdict.subtype, "message": verdict.message,
+                    "corrected": verdict.sql if verdict.action == "correct" else None, "ms": round(1000 * (time.perf_counter() - start), 1)})
+    return out

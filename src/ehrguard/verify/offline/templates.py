@@ -9,8 +9,8 @@ second opinion on the candidate, and as the correction when the candidate is wro
 filled SQL runs cleanly.
 
 Banks come from data users have, never from files inside this package: EHRSQL-2024 train
-for MIMIC-IV (``ehrsql-2024/mimic_iv/train``) and the EHRSQL eICU questions
-(``ehrsql/eicu/valid.json``) under ``$EHRGUARD_DATA_DIR``.
+and valid for MIMIC-IV (``ehrsql-2024/mimic_iv/{train,valid}``) and the EHRSQL eICU
+questions (``ehrsql/eicu/valid.json``) under ``$EHRGUARD_DATA_DIR``. None of them is SCARE.
 """
 
 from __future__ import annotations
@@ -70,8 +70,9 @@ def abstract(question: str, sql: str) -> Template | None:
         if count >= 1 and "p" not in {p[2] for p in pieces}:
             pieces.append((m.start(), m.end(), "p", r"\d{3}-\d{3,7}|\d{4,9}"))
             template_sql = re.sub(rf"(?<![\w-]){re.escape(m.group(1))}(?![\w-])", "{p}", template_sql)
+    runs = [m.group(0) for m in _DIGITS.finditer(q)]
     for i, m in enumerate(_DIGITS.finditer(q)):
-        if taken(m.start(), m.end()) or q.count(m.group(0)) != 1:
+        if taken(m.start(), m.end()) or runs.count(m.group(0)) != 1:
             continue
         hits = re.findall(rf"(?<!\d){m.group(0)}(?!\d)", template_sql)
         if len(hits) == 1:
@@ -138,12 +139,15 @@ class TemplateBank:
 
 
 def _mimic_iv_pairs(data_dir: Path) -> list[tuple[str, str]]:
-    d = data_dir / "ehrsql-2024" / "mimic_iv" / "train"
-    if not (d / "label.json").is_file():
-        return []
-    data = json.loads((d / "data.json").read_text())["data"]
-    labels = json.loads((d / "label.json").read_text())
-    return [(x["question"], labels[x["id"]]) for x in data if labels[x["id"]] != "null"]
+    pairs = []
+    for split in ("train", "valid"):
+        d = data_dir / "ehrsql-2024" / "mimic_iv" / split
+        if not (d / "label.json").is_file():
+            continue
+        data = json.loads((d / "data.json").read_text())["data"]
+        labels = json.loads((d / "label.json").read_text())
+        pairs += [(x["question"], labels[x["id"]]) for x in data if labels[x["id"]] != "null"]
+    return pairs
 
 
 def _eicu_pairs(data_dir: Path) -> list[tuple[str, str]]:

@@ -28,6 +28,9 @@ class Policy:
     abstain_if_rows: float
     abstain_if_empty: float
     abstain_if_failed: float
+    # The question fits a known answerable question word for word, and that form's SQL runs
+    # cleanly with rows here: only a near-certain classifier overrides that.
+    abstain_if_known_form: float = 0.97
     repair: bool = True
 
     def threshold(self, outcome: str) -> float:
@@ -111,17 +114,21 @@ class OfflineVerifier:
         assessment = self.classifier.assess(case.question, case.sql)
         ctx, findings = run_checks(case.question, case.sql, case.context)
         abstained = any(f.check == "abstained" for f in findings)
-        fixed = self._template_opinion(ctx) if self.use_templates and not abstained else None
+        known = self._known_form(ctx) if self.use_templates and not abstained else None
+        fixed = known if known is not None and known[2] == "template" else None
         if fixed is None and self.policy.repair and not abstained and any(f.suggestion for f in findings):
             fixed = self._try_repair(ctx)
         # The evidence is what the SQL we would return does: the repaired one when there is one.
         outcome = "failed" if abstained else ("rows" if fixed else _outcome(ctx))
         threshold = self.policy.threshold(outcome)
+        if known is not None:
+            threshold = max(threshold, self.policy.abstain_if_known_form)
         amb, una = assessment.category["ambiguous"], assessment.category["unanswerable"]
         details: dict[str, Any] = {
             "question": {"category": assessment.category, "model": assessment.model,
                          "cues": {k: v for k, v in assessment.cues.__dict__.items() if v}},
             "sql": {**summary(findings), "outcome": outcome}, "threshold": threshold,
+            "known_form": None if known is None else known[2],
         }
         if amb + una >= threshold:  # not answerable, then the likelier of the two
             category = "unanswerable" if una >= amb else "ambiguous"
@@ -161,8 +168,10 @@ class OfflineVerifier:
         return sql, new_findings, ", ".join(sorted({f.check for f in ctx.findings if f.suggestion}))
 
     @staticmethod
-    def _template_opinion(ctx: SqlContext) -> tuple[str, list[Finding], str] | None:
-        """The template bank's SQL, when exactly one fill runs cleanly with rows and the candidate answers differently."""
+    def _known_form(ctx: SqlContext) -> tuple[str, list[Finding], str] | None:
+        """The template bank's opinion: None when the question fits no known form (or several that disagree);
+        else the form's SQL and its findings, with ``"template"`` when the candidate answers differently
+        (a correction) or ``"agrees"`` when it answers the same."""
         bank = load_bank(ctx.db.db_id)
         if bank is None:
             return None
@@ -175,7 +184,7 @@ class OfflineVerifier:
             return None
         sql, t_findings = clean[0]
         if execution_match(ctx.db.db, ctx.sql, sql, db_id=ctx.db.db_id).match:
-            return None  # the candidate already answers as the known form does
+            return sql, t_findings, "agrees"
         return sql, t_findings, "template"
 
 

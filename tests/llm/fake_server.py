@@ -1,0 +1,79 @@
+"""A real HTTP server speaking the OpenAI chat-completions protocol, with scripted faults."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def ok(text: str, prompt_tokens: int = 10, completion_tokens: int = 5) -> dict[str, Any]:
+    return {"status": 200, "body": {"id": "x", "model": "fake-model", "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+            "finish_reason": "stop"}], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}}
+
+
+class FakeOpenAI:
+    """Each request takes the next scripted response: {"status", "body" (dict or raw bytes), "delay", "headers"}.
+
+    With the script empty it answers ``default`` (if set). Records requests and the peak number in flight.
+    """
+
+    def __init__(self) -> None:
+        self.script: deque[dict[str, Any]] = deque()
+        self.default: dict[str, Any] | None = None
+        self.requests: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.peak = 0
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length))
+                with outer._lock:
+                    outer.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+                    step = outer.script.popleft() if outer.script else outer.default
+                    outer.in_flight += 1
+                    outer.peak = max(outer.peak, outer.in_flight)
+                try:
+                    time.sleep(step.get("delay", 0) if step else 0)
+                    if step is None:
+                        self.send_response(500)
+                        self.end_headers()
+                        self.wfile.write(b'{"error": "no scripted response"}')
+                        return
+                    payload = step["body"] if isinstance(step["body"], bytes) else json.dumps(step["body"]).encode()
+                    self.send_response(step["status"])
+                    for k, v in step.get("headers", {}).items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    with outer._lock:
+                        outer.in_flight -= 1
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeOpenAI:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()

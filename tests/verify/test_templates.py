@@ -1,0 +1,56 @@
+"""The template bank: skeletons of hand-written pairs, and the bank built from EHRSQL-2024 on the real database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import ehrguard
+from ehrguard.verify.offline.templates import TemplateBank, abstract, load_bank
+
+
+def test_names_ids_and_numbers_become_slots_in_question_and_sql():
+    t = abstract("When was patient 10004235 last prescribed heparin within 3 days?",
+                 "SELECT MAX(starttime) FROM prescriptions WHERE subject_id = 10004235 AND drug = 'heparin' AND x >= datetime(current_time, '-3 day')")
+    assert t is not None
+    m = t.pattern.fullmatch("when was patient 10001217 last prescribed insulin glargine within 5 days")
+    assert m is not None
+    sql = t.fill(m)
+    assert "subject_id = 10001217" in sql and "drug = 'insulin glargine'" in sql and "'-5 day'" in sql
+    assert "current_time" not in sql  # normalised to the database's now
+    assert t.pattern.fullmatch("when was patient 10001217 first prescribed insulin within 5 days") is None
+
+
+def test_ambiguous_placements_are_not_abstracted():
+    # The name occurs twice in the question: which one the SQL uses cannot be told.
+    assert abstract("Was heparin given after heparin?", "SELECT 1 FROM prescriptions WHERE drug = 'heparin'") is None
+    assert abstract("How many patients are there?", "SELECT COUNT(*) FROM patients") is None  # nothing to fill
+
+
+def test_a_quote_in_a_filled_value_is_escaped():
+    bank = TemplateBank([("What is the route of heparin?", "SELECT route FROM prescriptions WHERE drug = 'heparin'")])
+    assert bank.candidates("What is the route of o'brien's mix?") == ["SELECT route FROM prescriptions WHERE drug = 'o''brien''s mix'"]
+
+
+def test_the_ehrsql_bank_answers_a_new_question_of_a_known_form(shared_data: Path, mimic_iv_db: Path):
+    bank = load_bank("mimic_iv", str(shared_data))
+    assert bank is not None and len(bank) > 3000
+    drug = ehrguard.open_database(mimic_iv_db).execute("SELECT drug FROM prescriptions WHERE drug = 'trazodone' LIMIT 1").rows
+    assert drug
+    found = bank.candidates("What are the consumption methods of trazodone?")
+    assert any("prescriptions.drug = 'trazodone'" in sql for sql in found)
+
+
+def test_the_verifier_replaces_a_wrong_candidate_by_the_known_form(shared_data, mimic_iv_db, monkeypatch):
+    monkeypatch.setenv("EHRGUARD_DATA_DIR", str(shared_data))
+    load_bank.cache_clear()
+    question = "What are the consumption methods of trazodone?"
+    wrong = "SELECT DISTINCT route FROM prescriptions WHERE drug = 'heparin'"  # answers differently (SC, IV)
+    verdict = ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv")
+    assert verdict.action == "correct" and "'trazodone'" in verdict.sql and verdict.details["repair"]["fixed"] == "template"
+    right = "SELECT DISTINCT prescriptions.route FROM prescriptions WHERE prescriptions.drug = 'trazodone'"
+    assert ehrguard.verify(question, right, db=mimic_iv_db, db_id="mimic_iv").action == "preserve"
+    off = ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv", templates="off")
+    assert off.action != "correct"  # no bank, no correction of this kind
