@@ -73,3 +73,26 @@ def test_bench_scare_cli_writes_reports_and_rejects_bad_input(shared_data, mimic
         CliRunner().invoke(cli, ["bench", "scare", "--data", data, "--db-dir", str(tmp_path), "--method", "nope", "--out", str(tmp_path / "r3")], catch_exceptions=False)
     r = CliRunner().invoke(cli, ["bench", "methods"])
     assert "preserve_all" in r.output and "oracle" in r.output
+
+
+def test_an_llm_method_through_the_runner_logs_calls_and_records_failures(shared_data, mimic_iv_db, tmp_path, monkeypatch):
+    from ehrguard.llm import scripted
+
+    monkeypatch.setenv("EHRGUARD_LLM_CACHE", "off")
+    (tmp_path / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
+    reply = json.dumps({"reasoning": "r", "action": "unanswerable", "sql": "", "subtype": "small-talk", "message": "m"})
+    monkeypatch.setenv("EHRGUARD_LLM_RETRIES", "1")
+    monkeypatch.setattr("ehrguard.llm.client.time.sleep", lambda s: None)  # no real backoff waits in the test
+    scripted("bench-runner").enqueue(reply, TimeoutError("model timed out"), TimeoutError("model timed out"), reply)
+    r = CliRunner().invoke(cli, ["bench", "scare", "--data", str(shared_data / "scare" / "mimic_iv_dev.json"), "--db-dir", str(tmp_path),
+                                 "--method", "single_turn", "--model", "scripted/bench-runner", "--out", str(tmp_path / "run"),
+                                 "--limit", "3", "--json"])
+    assert r.exit_code == 0, r.output
+    metrics = json.loads(r.stdout)
+    assert len(metrics["errors"]) == 1 and metrics["llm_calls"] == 2
+    calls = (tmp_path / "run" / "calls.jsonl").read_text().splitlines()
+    assert len(calls) == 4 and sum("error" in json.loads(c) for c in calls) == 2  # the failed item: a try and a retry, each logged once
+    records = [json.loads(x) for x in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    failed = [x for x in records if x["error"]]
+    assert len(failed) == 1 and "timed out" in failed[0]["error"] and failed[0]["output"] is None
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["identity"]["model"] == "scripted/bench-runner"

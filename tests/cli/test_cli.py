@@ -41,7 +41,7 @@ def test_main_turns_errors_into_one_message(synthetic_db: Path):
     import sys
 
     proc = subprocess.run([sys.executable, "-m", "ehrguard", "sql", "run", "--db", str(synthetic_db), "DROP TABLE patients"],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 1
     assert "Error: Only SELECT/WITH queries may run here, not DROP" in proc.stderr
     assert "Traceback" not in proc.stderr

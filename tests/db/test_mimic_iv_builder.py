@@ -31,7 +31,7 @@ def test_schema_is_exactly_the_ehrsql_2024_one(mimic_iv_db: Path, shared_data: P
     import re
 
     spec = (shared_data / "ehrsql-2024" / "mimic_iv" / "mimic_iv.sql").read_text()
-    expected = {m.group(1): re.findall(r"^\s+(\w+) ", m.group(2), re.M) for m in re.finditer(r"CREATE TABLE (\w+)\s*\((.*?)\n\);", spec, re.S)}
+    expected = {m.group(1): re.findall(r"^\s+(\w+) ", m.group(2), re.MULTILINE) for m in re.finditer(r"CREATE TABLE (\w+)\s*\((.*?)\n\);", spec, re.DOTALL)}
     expected = {t: [c for c in cols if c != "FOREIGN"] for t, cols in expected.items()}
     conn = sqlite3.connect(mimic_iv_db)
     actual = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -41,7 +41,7 @@ def test_schema_is_exactly_the_ehrsql_2024_one(mimic_iv_db: Path, shared_data: P
 
 def test_row_counts_and_cohort(mimic_iv_db: Path):
     db = open_database(mimic_iv_db)
-    one = lambda sql: db.execute(sql).rows[0][0]  # noqa: E731
+    one = lambda sql: db.execute(sql).rows[0][0]
     assert one("SELECT count(*) FROM patients") == 94  # 4 current + 90 sampled others: fewer than 10 stays cross "now"
     assert one("SELECT count(DISTINCT subject_id) FROM admissions WHERE dischtime IS NULL") == 4
     assert one("SELECT count(*) FROM admissions") == 119
@@ -53,7 +53,7 @@ def test_row_counts_and_cohort(mimic_iv_db: Path):
 
 def test_time_shift_invariants(mimic_iv_db: Path):
     db = open_database(mimic_iv_db)
-    one = lambda sql: db.execute(sql).rows[0][0]  # noqa: E731
+    one = lambda sql: db.execute(sql).rows[0][0]
     # Every patient's first admission is in 2100 and nothing lies after "now".
     assert one("SELECT count(*) FROM (SELECT subject_id, min(admittime) m FROM admissions GROUP BY subject_id) WHERE m NOT LIKE '2100-%'") == 0
     for table, column in [("admissions", "admittime"), ("labevents", "charttime"), ("chartevents", "charttime"), ("prescriptions", "starttime"),

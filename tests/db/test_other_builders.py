@@ -24,8 +24,8 @@ def test_eicu_schema_counts_and_warnings(eicu, shared_data: Path):
     import re
 
     spec = (shared_data / "ehrsql" / "eicu" / "eicu.sql").read_text()
-    expected = {m.group(1): [c for c in re.findall(r"^\s+(\w+) ", m.group(2), re.M) if c != "FOREIGN"]
-                for m in re.finditer(r"CREATE TABLE (\w+)\s*\((.*?)\n\)", spec, re.S)}
+    expected = {m.group(1): [c for c in re.findall(r"^\s+(\w+) ", m.group(2), re.MULTILINE) if c != "FOREIGN"]
+                for m in re.finditer(r"CREATE TABLE (\w+)\s*\((.*?)\n\)", spec, re.DOTALL)}
     conn = sqlite3.connect(out)
     actual = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     conn.close()

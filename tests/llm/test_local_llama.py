@@ -7,6 +7,7 @@ JSON-schema-constrained reply that parses into one of the four actions.
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -40,7 +41,7 @@ def served(tmp_path_factory) -> str:
     port = _free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "ehrguard", "llm", "serve", "--model", "local/smollm2", "--port", str(port), "--n-ctx", "2048"],
+        proc = subprocess.Popen([sys.executable, "-m", "ehrguard", "llm", "serve", "--model", "local/smollm2", "--port", str(port), "--n-ctx", "8192"],
                                 stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 90
@@ -79,3 +80,26 @@ def test_in_process_model():
     llm = LLM("local/smollm2", cache="off")
     c = llm.complete(MSG, GenerateConfig(max_tokens=32, response_schema=SCHEMA))
     assert c.parsed["action"] in ACTIONS
+
+
+def test_a_scare_method_end_to_end_over_http(served, mimic_iv_db, tmp_path, monkeypatch):
+    """Structure only: the tiny model's judgement is meaningless, the plumbing is not."""
+    from ehrguard.db import open_database
+    from ehrguard.errors import LLMError
+    from ehrguard.verify.methods import Case, DatabaseContext, get_method
+
+    monkeypatch.setenv("EHRGUARD_LLM_CACHE", "off")
+    monkeypatch.setenv("EHRGUARD_LLM_BASE_URL", served)
+    log = tmp_path / "calls.jsonl"
+    method = get_method("single_turn", model="openai/smollm2", max_tokens=160, call_log=str(log))
+    ctx = DatabaseContext(open_database(mimic_iv_db), "mimic_iv", mimic_iv_db)
+    try:
+        verdict = method.verify(Case("How many patients are there?", "SELECT COUNT(DISTINCT subject_id) FROM patients", ctx))
+    except LLMError as exc:  # e.g. "correct" without SQL, or JSON cut off at max_tokens: recorded as an error, never a label
+        outcome = type(exc).__name__
+    else:
+        outcome = verdict.action
+        assert verdict.llm_calls >= 1 and verdict.trace[0].usage["prompt_tokens"] > 500  # the schema went over the wire
+    replies = [json.loads(line) for line in log.read_text().splitlines()]
+    assert any("reply" in r for r in replies), replies
+    assert outcome in ("preserve", "correct", "ambiguous", "unanswerable", "LLMError", "StructuredOutputError")

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-
-import pytest
 
 import ehrguard
 from ehrguard.verify.offline.templates import TemplateBank, abstract, load_bank

@@ -141,6 +141,10 @@ def score_records(records: list[dict[str, Any]]) -> dict[str, Any]:
     latencies = sorted(r.get("latency_s", 0.0) for r in records)
     metrics["latency_ms"] = _percentiles([1000 * x for x in latencies])
     metrics["llm_calls"] = sum(r.get("llm_calls", 0) or 0 for r in records)
+    metrics["llm_calls_per_item"] = round(metrics["llm_calls"] / len(records), 3) if records else float("nan")
+    decided = [r["details"]["decided"] for r in records if isinstance(r.get("details"), dict) and "decided" in r["details"]]
+    if decided:
+        metrics["decided_offline"] = round(100.0 * decided.count("offline") / len(decided), 1)
     metrics["tokens"] = {
         "prompt": sum((r.get("tokens") or {}).get("prompt", 0) for r in records),
         "completion": sum((r.get("tokens") or {}).get("completion", 0) for r in records),

@@ -75,7 +75,9 @@ def scare_command(data_files: tuple[str, ...], db_dir: str, method: str, model: 
     if limit is not None:
         items = items[:limit]
     options = _parse_options(method_options)
-    verifier = get_method(method, model=model, **options)
+    # LLM methods write every exchange to the run's call log (not part of the run's identity).
+    extra = {"call_log": str(Path(out) / "calls.jsonl")} if model else {}
+    verifier = get_method(method, model=model, **options, **extra)
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
     with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
         task = progress.add_task(f"{method}", total=len(items))

@@ -34,11 +34,17 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
 
     from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES
     from ehrguard.verify.offline.embedding import load_embedder
+    from ehrguard.verify.offline.features import mask_values
     from ehrguard.verify.offline.question import MODEL_FILES
     from ehrguard.verify.offline.training import (
-        cross_validate, ehrsql_pairs, ehrsql_questions, embed_cached, generated_questions, scare_questions, train_model,
+        cross_validate,
+        ehrsql_pairs,
+        ehrsql_questions,
+        embed_cached,
+        generated_questions,
+        scare_questions,
+        train_model,
     )
-    from ehrguard.verify.offline.features import mask_values
 
     data_dir = Path(setting("data_dir"))
     ehrsql_dir = ehrsql_dir or str(data_dir / "ehrsql-2024" / "mimic_iv" / "train")

@@ -51,7 +51,7 @@ def _fetch(url: str, target: Path, timeout: float) -> None:
     tmp = target.with_name(target.name + ".part")
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response, tmp.open("wb") as fh:  # noqa: S310 (https or file only)
+        with urllib.request.urlopen(url, timeout=timeout) as response, tmp.open("wb") as fh:
             while block := response.read(1 << 20):
                 fh.write(block)
     except OSError as exc:

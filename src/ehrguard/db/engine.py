@@ -67,7 +67,7 @@ class Database(Protocol):
     def close(self) -> None: ...
 
 
-_LEADING_COMMENTS = re.compile(r"^\s*(?:(?:--[^\n]*\n?)|(?:/\*.*?\*/)|\s)*", re.S)
+_LEADING_COMMENTS = re.compile(r"^\s*(?:(?:--[^\n]*\n?)|(?:/\*.*?\*/)|\s)*", re.DOTALL)
 
 
 def statement_keyword(sql: str) -> str:

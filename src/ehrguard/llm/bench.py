@@ -53,8 +53,7 @@ def measure(model: str, *, base_url: str | None = None, calls: int = 100, concur
         out["replay"] = {"seconds": round(time.perf_counter() - start, 3), "provider_calls": counter.calls}
 
     def timed(limit: int) -> float:
-        llm = LLM(model, base_url=base_url, cache="off", concurrency=limit)
-        llm._limit = __import__("threading").BoundedSemaphore(limit)  # a fresh limit for this measurement
+        llm = LLM(model, base_url=base_url, cache="off", concurrency=limit, shared_limit=False)
 
         async def run() -> None:
             await asyncio.gather(*(llm.acomplete(_messages(10_000 + i), config) for i in range(calls)))

@@ -15,6 +15,7 @@ import json
 import random
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from ehrguard.llm.usage import UsageTracker, load_prices
 
 PROVIDERS = ("openai", "local", "scripted")
 _LIMITS: dict[str, threading.BoundedSemaphore] = {}
+_POOLS: dict[str, ThreadPoolExecutor] = {}
 _LIMITS_LOCK = threading.Lock()
 _LOCAL_MODELS: dict[str, LocalLlama] = {}
 
@@ -79,17 +81,23 @@ class LLM:
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None, timeout_s: float | None = None,
                  retries: int | None = None, concurrency: int | None = None, cache: ResponseCache | str | None = None,
                  usage: UsageTracker | None = None, log: CallLog | str | Path | None = None, structured: str = "json_schema",
-                 backoff_s: float = 1.0, backoff_cap_s: float = 30.0) -> None:
+                 backoff_s: float = 1.0, backoff_cap_s: float = 30.0, shared_limit: bool = True) -> None:
         self.model = model
         self.timeout_s = float(timeout_s if timeout_s is not None else setting("llm_timeout"))
         self.provider = make_provider(model, base_url=base_url, api_key=api_key, timeout_s=self.timeout_s, structured=structured)
         self.retries = int(retries if retries is not None else setting("llm_retries"))
         limit = int(concurrency if concurrency is not None else setting("llm_concurrency"))
         key = f"{model}@{self.provider.base_url}"
-        with _LIMITS_LOCK:
-            if key not in _LIMITS:
-                _LIMITS[key] = threading.BoundedSemaphore(max(1, limit))
-            self._limit = _LIMITS[key]
+        if not shared_limit:  # a limit of its own (measurements), not the model's shared one
+            self._limit = threading.BoundedSemaphore(max(1, limit))
+            self._pool = ThreadPoolExecutor(max_workers=max(1, limit), thread_name_prefix="ehrguard-llm")
+        else:
+            with _LIMITS_LOCK:
+                if key not in _LIMITS:
+                    _LIMITS[key] = threading.BoundedSemaphore(max(1, limit))
+                    _POOLS[key] = ThreadPoolExecutor(max_workers=max(1, limit), thread_name_prefix="ehrguard-llm")
+                self._limit = _LIMITS[key]
+                self._pool = _POOLS[key]
         if cache is None or isinstance(cache, str):
             mode = cache or setting("llm_cache")
             cache = ResponseCache(setting("llm_cache_path"), mode)
@@ -114,15 +122,16 @@ class LLM:
             completion = self._call_with_retries(messages, config)
             if config.response_schema is not None:
                 completion = self._structured(messages, config, completion)
-        except LLMError as exc:
-            self.usage.record(self.model, error=True)
-            self._log(messages, None, exc)
+        except LLMError:
+            self.usage.record(self.model, error=True)  # each attempt is already in the call log
             raise
         self.cache.put(key, completion)
         return completion
 
     async def acomplete(self, messages: list[Message], config: GenerateConfig | None = None) -> Completion:
-        return await asyncio.to_thread(self.complete, messages, config)
+        # A pool as wide as the model's limit: asyncio's default pool (cores + 4 threads) would cap it lower.
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self.complete, messages, config)
 
     def _structured(self, messages: list[Message], config: GenerateConfig, completion: Completion) -> Completion:
         assert config.response_schema is not None
@@ -136,7 +145,9 @@ class LLM:
         second = self._call_with_retries(again, config)
         issues = _check(second.text, config.response_schema)
         if issues:
-            raise StructuredOutputError(f"{self.model} twice replied without the required JSON ({'; '.join(issues[:3])}).")
+            error = StructuredOutputError(f"{self.model} twice replied without the required JSON ({'; '.join(issues[:3])}).")
+            self._log(again, None, error)
+            raise error
         second.parsed = parse_json_reply(second.text)
         second.usage = {k: completion.usage.get(k, 0) + second.usage.get(k, 0) for k in ("prompt_tokens", "completion_tokens")}
         return second
@@ -146,7 +157,15 @@ class LLM:
         while True:
             try:
                 with self._limit:
-                    completion = self.provider.call(messages, config)
+                    try:
+                        completion = self.provider.call(messages, config)
+                    except TimeoutError as exc:  # a provider's own timeout: the typed error, retryable
+                        raise LLMTimeoutError(f"{self.model}: {exc}") from exc
+                    except ConnectionError as exc:
+                        raise ProviderError(f"{self.model}: {exc}", retryable=True) from exc
+                    except Exception as exc:
+                        self._log(messages, None, exc, attempt=attempt)
+                        raise
                 self.usage.record(self.model, usage=completion.usage, latency_s=completion.latency_s)
                 self._log(messages, completion, None)
                 return completion

@@ -85,7 +85,7 @@ class OpenAICompatible:
             err = ProviderError(f"{self.base_url} answered HTTP {exc.code}: {detail}{hint}", status=exc.code, retryable=retry)
             err.retry_after = _retry_after(exc.headers.get("Retry-After"))  # type: ignore[attr-defined]
             raise err from None
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise LLMTimeoutError(f"{self.base_url} did not answer within {timeout:.0f} s.") from None
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, (TimeoutError, socket.timeout)):

@@ -52,7 +52,7 @@ def parse_json_reply(text: str) -> Any:
         ValueError: no JSON value could be read.
     """
     text = text.strip()
-    fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
+    fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
     if fenced:
         text = fenced.group(1).strip()
     try:

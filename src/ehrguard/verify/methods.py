@@ -108,4 +108,6 @@ def available_methods() -> dict[str, str]:
 def _load_builtin_methods() -> None:
     # Importing the modules registers their methods.
     import ehrguard.verify.baselines
+    import ehrguard.verify.hybrid
+    import ehrguard.verify.llm_methods
     import ehrguard.verify.offline.verifier  # noqa: F401

@@ -96,4 +96,4 @@ def build_database(
     return report
 
 
-__all__ = ["BUILDERS", "Builder", "BuildReport", "Progress", "build_database", "get_builder"]
+__all__ = ["BUILDERS", "BuildReport", "Builder", "Progress", "build_database", "get_builder"]

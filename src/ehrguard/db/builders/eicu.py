@@ -24,7 +24,7 @@ from __future__ import annotations
 import calendar
 from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -77,7 +77,7 @@ def _sample_dates(rng: np.random.Generator, year: int, n: int) -> list[str]:
     out = []
     for k in range(n):
         seed = k / n + rng.random() / n
-        moment = datetime.fromtimestamp(start + seed * (end - start), tz=timezone.utc)
+        moment = datetime.fromtimestamp(start + seed * (end - start), tz=UTC)
         out.append(moment.strftime("%Y-%m-%d"))
     return out
 

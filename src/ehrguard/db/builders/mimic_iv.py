@@ -540,4 +540,4 @@ def build(source: Path, out: Path, progress: Progress) -> BuildReport:
     return report
 
 
-__all__ = ["build", "TABLES", "NOW"]
+__all__ = ["NOW", "TABLES", "build"]

@@ -46,7 +46,7 @@ def find_table(source: Path, relative: str, *, required: bool = True) -> Path | 
     Raises:
         DatasetError: the table is required and missing.
     """
-    stem = relative[:-4] if relative.endswith(".csv") else relative
+    stem = relative.removesuffix(".csv")
     candidates = [f"{stem}.csv", f"{stem}.csv.gz"]
     folder = (source / stem).parent
     name = Path(stem).name

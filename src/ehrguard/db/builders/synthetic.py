@@ -116,7 +116,7 @@ def build(source: Path, out: Path, progress: Progress) -> BuildReport:
                                          "last_careunit": unit, "intime": _fmt(intime), "outtime": None if outtime is None else _fmt(outtime)})
                 icu_end = outtime or now
                 for itemid in VITAL_ITEMIDS:
-                    label, unit_v, mean, sd = VITAL_LABELS[itemid]
+                    _label, unit_v, mean, sd = VITAL_LABELS[itemid]
                     for _ in range(3 if itemid in (224639, 226730) else 8):
                         t = intime + timedelta(minutes=rng.randint(0, int((icu_end - intime).total_seconds() // 60)))
                         rows["chartevents"].append({"subject_id": subject_id, "hadm_id": hadm_id, "stay_id": stay_id, "itemid": itemid,
