@@ -26,7 +26,10 @@ from ehrguard.config import setting
 from ehrguard.evaluation.execution_match import normalize_gold
 
 _SQL_STRING = re.compile(r"'((?:[^']|'')*)'")
-_PID = re.compile(r"(?<![\w-])(\d{3}-\d{3,7}|\d{4,9})(?![\w-])")
+# Patient ids: eICU's 003-10264, MIMIC's 8 digits (a 4-digit number is a year or a count, not an id).
+_PID = re.compile(r"(?<![\w-])(\d{3}-\d{3,7}|\d{7,9})(?![\w-])")
+_NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b")
 _DIGITS = re.compile(r"(?<![\d])\d+(?![\d])")
 _WORD = re.compile(r"[a-z]+")
 _SHORTLIST = 40
@@ -40,6 +43,9 @@ class Template:
 
     def fill(self, match: re.Match[str]) -> str:
         values = {k: v.replace("'", "''") for k, v in match.groupdict().items()}
+        for k, v in values.items():
+            if k.startswith("w"):  # "four" in the question is 4 in the SQL
+                values[k] = str(_NUMBER_WORDS.index(v) + 1)
         return self.sql.format(**values)
 
 
@@ -68,7 +74,7 @@ def abstract(question: str, sql: str) -> Template | None:
             continue
         count = len(re.findall(rf"(?<![\w-]){re.escape(m.group(1))}(?![\w-])", template_sql))
         if count >= 1 and "p" not in {p[2] for p in pieces}:
-            pieces.append((m.start(), m.end(), "p", r"\d{3}-\d{3,7}|\d{4,9}"))
+            pieces.append((m.start(), m.end(), "p", r"\d{3}-\d{3,7}|\d{7,9}"))
             template_sql = re.sub(rf"(?<![\w-]){re.escape(m.group(1))}(?![\w-])", "{p}", template_sql)
     runs = [m.group(0) for m in _DIGITS.finditer(q)]
     for i, m in enumerate(_DIGITS.finditer(q)):
@@ -78,6 +84,14 @@ def abstract(question: str, sql: str) -> Template | None:
         if len(hits) == 1:
             pieces.append((m.start(), m.end(), f"n{i}", r"\d+"))
             template_sql = re.sub(rf"(?<!\d){m.group(0)}(?!\d)", f"{{n{i}}}", template_sql)
+    for i, m in enumerate(_NUMBER_WORD.finditer(q)):
+        digits = str(_NUMBER_WORDS.index(m.group(1)) + 1)
+        if taken(m.start(), m.end()) or len(_NUMBER_WORD.findall(q)) != 1:
+            continue
+        hits = re.findall(rf"(?<![\d.'-]){digits}(?![\d.])", template_sql)
+        if len(hits) == 1:
+            pieces.append((m.start(), m.end(), f"w{i}", "|".join(_NUMBER_WORDS)))
+            template_sql = re.sub(rf"(?<![\d.'-]){digits}(?![\d.])", f"{{w{i}}}", template_sql)
     if not pieces:
         return None
     pattern, pos, fixed = "", 0, []
