@@ -90,6 +90,8 @@ def test_an_llm_method_through_the_runner_logs_calls_and_records_failures(shared
     assert r.exit_code == 0, r.output
     metrics = json.loads(r.stdout)
     assert len(metrics["errors"]) == 1 and metrics["llm_calls"] == 2
+    usage = metrics["llm_usage"]["scripted/bench-runner"]
+    assert (usage["calls"], usage["errors"]) == (4, 1)  # 2 answers + the failed item's 2 attempts; 1 call failed for good
     calls = (tmp_path / "run" / "calls.jsonl").read_text().splitlines()
     assert len(calls) == 4 and sum("error" in json.loads(c) for c in calls) == 2  # the failed item: a try and a retry, each logged once
     records = [json.loads(x) for x in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]

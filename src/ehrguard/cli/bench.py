@@ -84,6 +84,13 @@ def scare_command(data_files: tuple[str, ...], db_dir: str, method: str, model: 
         summary = run_scare(items, verifier, db_dir=db_dir, out=out, data_files=list(data_files), model=model, options=options,
                             concurrency=concurrency, retry_errors=retry_errors,
                             on_progress=lambda done, total: progress.update(task, completed=done))
+    llm = getattr(verifier, "llm", None)
+    if llm is not None:  # the usage of this invocation (resumed items are not counted again)
+        summary.metrics["llm_usage"] = llm.usage.summary()
+        for name, u in summary.metrics["llm_usage"].items():
+            cost = "" if u["estimated_cost_usd"] is None else f", ~${u['estimated_cost_usd']:.4f}"
+            console.print(f"{name}: {u['calls']} calls ({u['cache_hits']} cached, {u['errors']} failed), "
+                          f"{u['prompt_tokens']}+{u['completion_tokens']} tokens, p50 {u['latency_ms']['p50']} ms{cost}")
     if not no_report:
         rd = RunDir(out)
         wanted = {it.key for it in items}

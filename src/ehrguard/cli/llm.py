@@ -59,14 +59,15 @@ def usage_command(log_file: str, prices: str | None, as_json: bool) -> None:
             e = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{log_file} line {n} is not JSON: {exc}") from exc
-        tracker.record(e["model"], usage=e.get("usage"), latency_s=e.get("latency_s", 0.0), cached=bool(e.get("cached")), error="error" in e)
+        tracker.record(e["model"], usage=e.get("usage"), latency_s=e.get("latency_s", 0.0), cached=bool(e.get("cached")),
+                       failed_attempt="error" in e)
     summary = tracker.summary()
     if as_json:
         echo_json(summary)
         return
-    t = Table("model", "calls", "cache hits", "errors", "prompt tok", "completion tok", "p50 ms", "p99 ms", "est. cost $")
+    t = Table("model", "calls", "cache hits", "failed calls", "prompt tok", "completion tok", "p50 ms", "p99 ms", "est. cost $")
     for name, s in summary.items():
-        t.add_row(name, str(s["calls"]), str(s["cache_hits"]), str(s["errors"]), str(s["prompt_tokens"]), str(s["completion_tokens"]),
+        t.add_row(name, str(s["calls"]), str(s["cache_hits"]), str(s["failed_attempts"]), str(s["prompt_tokens"]), str(s["completion_tokens"]),
                   str(s["latency_ms"]["p50"]), str(s["latency_ms"]["p99"]), "-" if s["estimated_cost_usd"] is None else f"{s['estimated_cost_usd']:.4f}")
     console.print(t)
 

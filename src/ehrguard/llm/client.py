@@ -171,6 +171,7 @@ class LLM:
                 return completion
             except (ProviderError, LLMTimeoutError) as exc:
                 retryable = isinstance(exc, LLMTimeoutError) or exc.retryable
+                self.usage.record(self.model, failed_attempt=True)
                 self._log(messages, None, exc, attempt=attempt)
                 if not retryable or attempt >= self.retries:
                     if attempt:

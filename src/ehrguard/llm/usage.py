@@ -29,7 +29,8 @@ def load_prices(path: str | Path | None) -> dict[str, dict[str, float]]:
 class ModelUsage:
     calls: int = 0
     cache_hits: int = 0
-    errors: int = 0
+    failed_attempts: int = 0  # calls that failed (some were retried)
+    errors: int = 0  # requests that failed for good
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latencies: list[float] = field(default_factory=list)
@@ -41,16 +42,21 @@ class UsageTracker:
         self.models: dict[str, ModelUsage] = defaultdict(ModelUsage)
         self._lock = threading.Lock()
 
-    def record(self, model: str, *, usage: dict[str, int] | None = None, latency_s: float = 0.0, cached: bool = False, error: bool = False) -> None:
+    def record(self, model: str, *, usage: dict[str, int] | None = None, latency_s: float = 0.0, cached: bool = False,
+               error: bool = False, failed_attempt: bool = False) -> None:
+        """One call (an answer, a cache hit, or a failed attempt), or with ``error`` a request that failed for good."""
         with self._lock:
             m = self.models[model]
-            m.calls += 1
+            m.calls += not error  # a final failure was already counted as its attempts
             m.cache_hits += cached
             m.errors += error
+            m.failed_attempts += failed_attempt
+            if error or failed_attempt:
+                return
             if usage and not cached:
                 m.prompt_tokens += usage.get("prompt_tokens", 0)
                 m.completion_tokens += usage.get("completion_tokens", 0)
-            if not cached and not error:
+            if not cached:
                 m.latencies.append(latency_s)
 
     def summary(self) -> dict[str, Any]:
@@ -66,7 +72,7 @@ class UsageTracker:
                 cost = None
                 if price:
                     cost = round(m.prompt_tokens / 1e6 * price.get("input", 0) + m.completion_tokens / 1e6 * price.get("output", 0), 6)
-                out[name] = {"calls": m.calls, "cache_hits": m.cache_hits, "errors": m.errors, "prompt_tokens": m.prompt_tokens,
+                out[name] = {"calls": m.calls, "cache_hits": m.cache_hits, "failed_attempts": m.failed_attempts, "errors": m.errors, "prompt_tokens": m.prompt_tokens,
                              "completion_tokens": m.completion_tokens, "latency_ms": {"p50": q(0.5), "p90": q(0.9), "p99": q(0.99)},
                              "estimated_cost_usd": cost}
         return out

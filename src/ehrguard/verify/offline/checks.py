@@ -317,7 +317,7 @@ def repair(ctx: SqlContext) -> str | None:
     if ctx.fixes and ctx.tree is not None:
         for fix in ctx.fixes:
             fix()
-        sql = ctx.tree.sql(dialect="sqlite")
+        sql = ctx.tree.sql(dialect="duckdb" if ctx.db.schema.dialect == "duckdb" else "sqlite")
     for text_fix in ctx.text_fixes:
         sql = text_fix(sql)
     return sql if sql != ctx.sql else None
