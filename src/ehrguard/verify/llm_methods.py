@@ -193,43 +193,41 @@ class SingleTurn(LLMMethod):
 class SingleTurnVeri(LLMMethod):
     name = "single_turn_veri"
     prompts = ("joint.txt", "feedback.txt")
+    follow_up = "A verifier rejected this decision: {feedback}\nDecide again."
 
     def verify(self, case: Case) -> Verdict:
         trace: list[Exchange] = []
         hint = self._classify(case, trace) if self.classify else None
+        decision, revisions = self._decide_and_revise(case, hint, trace, self.max_retries)
+        return to_verdict(case, decision, trace, classifier=hint, retries=revisions)
+
+    def _decide_and_revise(self, case: Case, hint: dict[str, Any] | None, trace: list[Exchange], limit: int) -> tuple[dict[str, Any], int]:
+        """Decide, then review and redo until a review accepts the decision or ``limit`` revisions were made."""
         messages = self._joint_messages(case, hint)
         decision = self._ask(messages, JOINT_SCHEMA, trace)
-        retries = 0
-        while retries < self.max_retries:
+        revisions = 0
+        while revisions < limit:
             review = self._feedback(case, decision, trace)
             if review["correct"]:
                 break
-            retries += 1
+            revisions += 1
             messages = [*messages, {"role": "assistant", "content": trace[-2].reply},
-                        {"role": "user", "content": f"A verifier rejected this decision: {review['feedback']}\nDecide again."}]
+                        {"role": "user", "content": self.follow_up.format(feedback=review["feedback"])}]
             decision = self._ask(messages, JOINT_SCHEMA, trace)
-        return to_verdict(case, decision, trace, classifier=hint, retries=retries)
+        return decision, revisions
 
 
-class MultiTurnSelfRef(LLMMethod):
+class MultiTurnSelfRef(SingleTurnVeri):
+    """The conversation refines its own answer: ``rounds`` counts answers, the first included."""
+
     name = "multi_turn_selfref"
-    prompts = ("joint.txt", "feedback.txt")
+    follow_up = "Your own review of that answer: {feedback}\nRefine your answer."
 
     def verify(self, case: Case) -> Verdict:
         trace: list[Exchange] = []
         hint = self._classify(case, trace) if self.classify else None
-        messages = self._joint_messages(case, hint)
-        decision = self._ask(messages, JOINT_SCHEMA, trace)
-        rounds = 1
-        while rounds < self.rounds:
-            review = self._feedback(case, decision, trace)
-            if review["correct"]:
-                break
-            messages = [*messages, {"role": "assistant", "content": trace[-2].reply},
-                        {"role": "user", "content": f"Your own review of that answer: {review['feedback']}\nRefine your answer."}]
-            decision = self._ask(messages, JOINT_SCHEMA, trace)
-            rounds += 1
-        return to_verdict(case, decision, trace, classifier=hint, rounds=rounds)
+        decision, revisions = self._decide_and_revise(case, hint, trace, self.rounds - 1)
+        return to_verdict(case, decision, trace, classifier=hint, rounds=revisions + 1)
 
 
 def _factory(cls: type[LLMMethod], name: str, classify: bool):  # type: ignore[no-untyped-def]

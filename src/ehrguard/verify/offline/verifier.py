@@ -71,6 +71,16 @@ def refusal_message(subtype: str, a: QuestionAssessment) -> str:
     return "The records cannot answer this question."
 
 
+@dataclass(frozen=True)
+class Fix:
+    """A candidate replacement SQL: from the template bank ("template"), agreeing with the candidate
+    ("agrees"), or from local repair (the names of the checks it answers)."""
+
+    sql: str
+    findings: list[Finding]
+    how: str
+
+
 def _outcome(ctx: SqlContext) -> str:
     """rows / empty (ran, nothing or only NULL) / failed (did not run, or no query)."""
     if _has_rows(ctx):
@@ -115,7 +125,7 @@ class OfflineVerifier:
         ctx, findings = run_checks(case.question, case.sql, case.context)
         abstained = any(f.check == "abstained" for f in findings)
         known = self._known_form(ctx) if self.use_templates and not abstained else None
-        fixed = known if known is not None and known[2] == "template" else None
+        fixed = known if known is not None and known.how == "template" else None
         if fixed is None and self.policy.repair and not abstained and any(f.suggestion for f in findings):
             fixed = self._try_repair(ctx)
         # The evidence is what the SQL we would return does: the repaired one when there is one.
@@ -128,7 +138,7 @@ class OfflineVerifier:
             "question": {"category": assessment.category, "model": assessment.model,
                          "cues": {k: v for k, v in assessment.cues.__dict__.items() if v}},
             "sql": {**summary(findings), "outcome": outcome}, "threshold": threshold,
-            "known_form": None if known is None else known[2],
+            "known_form": None if known is None else known.how,
         }
         if amb + una >= threshold:  # not answerable, then the likelier of the two
             category = "unanswerable" if una >= amb else "ambiguous"
@@ -143,18 +153,17 @@ class OfflineVerifier:
                            message="The text-to-SQL model produced no query for this question. " + refusal_message(subtype, assessment))
         confidence = round(assessment.category["answerable"], 4)
         if fixed is not None:
-            sql, new_findings, how = fixed
-            details["repair"] = {"fixed": how, "remaining": summary(new_findings)}
-            if how == "template":
+            details["repair"] = {"fixed": fixed.how, "remaining": summary(fixed.findings)}
+            if fixed.how == "template":
                 message = "Replaced by the SQL of a known question of the same form, which answers differently and runs cleanly."
             else:
-                message = f"Corrected ({how})."
-            return Verdict("correct", sql=sql, message=message, findings=findings, confidence=confidence, details=details)
+                message = f"Corrected ({fixed.how})."
+            return Verdict("correct", sql=fixed.sql, message=message, findings=findings, confidence=confidence, details=details)
         message = "No problem found." if not findings else "Kept; the checks raised: " + "; ".join(f.message for f in findings[:3])
         return Verdict("preserve", sql=case.sql, message=message, findings=findings, confidence=confidence, details=details)
 
     @staticmethod
-    def _try_repair(ctx: SqlContext) -> tuple[str, list[Finding], str] | None:
+    def _try_repair(ctx: SqlContext) -> Fix | None:
         """Keep a repair only if it executes, returns rows, passes the checks and changes the answer."""
         sql = repair(ctx)
         if sql is None:
@@ -165,10 +174,10 @@ class OfflineVerifier:
         old = ctx.execution
         if isinstance(old, Result) and isinstance(new_ctx.execution, Result) and old.rows == new_ctx.execution.rows:
             return None
-        return sql, new_findings, ", ".join(sorted({f.check for f in ctx.findings if f.suggestion}))
+        return Fix(sql, new_findings, ", ".join(sorted({f.check for f in ctx.findings if f.suggestion})))
 
     @staticmethod
-    def _known_form(ctx: SqlContext) -> tuple[str, list[Finding], str] | None:
+    def _known_form(ctx: SqlContext) -> Fix | None:
         """The template bank's opinion: None when the question fits no known form (or several that disagree);
         else the form's SQL and its findings, with ``"template"`` when the candidate answers differently
         (a correction) or ``"agrees"`` when it answers the same."""
@@ -184,8 +193,8 @@ class OfflineVerifier:
             return None
         sql, t_findings = clean[0]
         if execution_match(ctx.db.db, ctx.sql, sql, db_id=ctx.db.db_id).match:
-            return sql, t_findings, "agrees"
-        return sql, t_findings, "template"
+            return Fix(sql, t_findings, "agrees")
+        return Fix(sql, t_findings, "template")
 
 
 @register_method("offline", "no LLM: SQL checks on the database + question classifier + local repair")
