@@ -8,6 +8,7 @@ import click
 
 from ehrguard import __version__
 from ehrguard.cli.bench import bench_group
+from ehrguard.cli.clinsql import clinsql_group
 from ehrguard.cli.db import db_group
 from ehrguard.cli.demo import demo_command
 from ehrguard.cli.llm import llm_group
@@ -31,6 +32,7 @@ def cli() -> None:
 
 cli.add_command(db_group)
 cli.add_command(bench_group)
+cli.add_command(clinsql_group)
 cli.add_command(sql_group)
 cli.add_command(demo_command)
 cli.add_command(llm_group)

@@ -1,0 +1,48 @@
+"""``ehrguard clinsql``: ClinSQL evaluation (rubric-tree rescoring)."""
+
+from __future__ import annotations
+
+import math
+
+import click
+from rich.table import Table
+
+from ehrguard.cli.options import console, echo_json, json_option
+
+
+@click.group("clinsql")
+def clinsql_group() -> None:
+    """ClinSQL: patient-similarity cohort questions over MIMIC-IV and their rubric-tree evaluation."""
+
+
+@clinsql_group.command("rescore")
+@click.option("--gradings", required=True, type=click.Path(exists=True, dir_okay=False), help="A *_detailed_grading.json (leaf decisions).")
+@click.option("--split", "split_dir", required=True, type=click.Path(exists=True, file_okay=False), help="The split's task folders (rubric trees).")
+@click.option("--published", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="A *_scoring_results.json to compare with (max |difference| per task).")
+@click.option("--variant", type=click.Choice(["clinsql", "mind2web2"]), default="clinsql", show_default=True,
+              help="Sequential nodes divide by the weights visited (clinsql) or by all (mind2web2: skipped children count 0).")
+@json_option
+def rescore_command(gradings: str, split_dir: str, published: str | None, variant: str, as_json: bool) -> None:
+    """Recompute every task's sql_score and results_score from the recorded leaf decisions."""
+    from ehrguard.clinsql.rescore import compare_with_published, rescore
+
+    result = rescore(gradings, split_dir, variant)
+    out = {"tasks": [{k: r[k] for k in ("task", "sql_score", "results_score")} for r in result["tasks"]],
+           "summary": result["summary"], "missing": result["missing"]}
+    if published:
+        out["comparison"] = compare_with_published(result, published)
+    if as_json:
+        echo_json({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()})
+        return
+    s = result["summary"]
+    t = Table("group", "tasks", "SQL score", "results score", title=f"ClinSQL rescored ({variant})")
+    t.add_row("all", str(s["total_samples"]), f"{100 * s['average_sql_score']:.2f}", f"{100 * s['average_results_score']:.2f}")
+    for name, g in list(s["difficulty_breakdown"].items()) + list(s["scenario_breakdown"].items()):
+        t.add_row(name, str(g["total_samples"]), f"{100 * g['average_sql_score']:.2f}", f"{100 * g['average_results_score']:.2f}")
+    console.print(t)
+    if result["missing"]:
+        console.print(f"{len(result['missing'])} task(s) of the split have no grading (no model output): {', '.join(result['missing'][:5])}")
+    if published:
+        c = out["comparison"]
+        console.print(f"vs published: {c['tasks']} tasks, max |delta| {c['max_abs_delta']:.2e}")

@@ -1,0 +1,1 @@
+"""ClinSQL: cohort text-to-SQL over MIMIC-IV and its rubric-tree evaluation."""
