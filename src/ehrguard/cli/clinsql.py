@@ -46,3 +46,30 @@ def rescore_command(gradings: str, split_dir: str, published: str | None, varian
     if published:
         c = out["comparison"]
         console.print(f"vs published: {c['tasks']} tasks, max |delta| {c['max_abs_delta']:.2e}")
+
+
+@clinsql_group.command("execcheck")
+@click.option("--split", "split_dir", required=True, type=click.Path(exists=True, file_okay=False), help="The split's task folders.")
+@click.option("--db", "db_path", required=True, help="The DuckDB MIMIC-IV from `ehrguard db build mimic_iv_raw` (file or name).")
+@click.option("--sql-from", default="gold", show_default=True,
+              help="gold, or a model's outputs folder in the published layout (<Scenario>/<level>/<id>/sql_<id>.sql).")
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per query.")
+@json_option
+def execcheck_command(split_dir: str, db_path: str, sql_from: str, timeout: float, as_json: bool) -> None:
+    """Transpile every task's BigQuery SQL to DuckDB and execute it; count successes and error classes."""
+    from ehrguard.clinsql.execcheck import execcheck
+    from ehrguard.db import locate_database, open_database
+
+    db = open_database(locate_database(db_path))
+    try:
+        result = execcheck(split_dir, db, None if sql_from == "gold" else sql_from, timeout_s=timeout)
+    finally:
+        db.close()
+    if as_json:
+        echo_json(result)
+        return
+    console.print(f"{result['executed']} / {result['n']} queries execute ({100 * result['executed'] / result['n']:.1f}%)")
+    t = Table("error class", "queries")
+    for cls, n in result["errors"].items():
+        t.add_row(cls, str(n))
+    console.print(t)
