@@ -52,7 +52,7 @@ def test_missing_leaf_decisions_score_zero_and_duplicate_ids_are_refused():
 
 
 def test_leaves_behind_a_failed_sequential_sibling_need_no_judge():
-    ids = lambda nodes: [n.id for n in nodes]  # noqa: E731
+    ids = lambda nodes: [n.id for n in nodes]
     assert ids(needed_leaves(TREE, {})) == ["gender", "age", "drug", "a", "b", "must"]
     assert ids(needed_leaves(TREE, {"drug": 0})) == ["gender", "age", "a", "b", "must"]
     assert ids(needed_leaves(TREE, {"drug": 1})) == ["gender", "age", "route", "a", "b", "must"]

@@ -20,7 +20,7 @@ from sqlglot.errors import ErrorLevel
 
 from ehrguard.errors import QueryExecutionError
 
-_DATASET = re.compile(r"^mimiciv(?:_\d+(?:_\d+)*)?_(hosp|icu|derived|ed|note)$", re.I)
+_DATASET = re.compile(r"^mimiciv(?:_\d+(?:_\d+)*)?_(hosp|icu|derived|ed|note)$", re.IGNORECASE)
 
 
 def local_tables(tree: exp.Expression) -> exp.Expression:
