@@ -73,3 +73,26 @@ def execcheck_command(split_dir: str, db_path: str, sql_from: str, timeout: floa
     for cls, n in result["errors"].items():
         t.add_row(cls, str(n))
     console.print(t)
+
+
+@clinsql_group.command("judge")
+@click.option("--split", "split_dir", required=True, type=click.Path(exists=True, file_okay=False), help="The split's task folders.")
+@click.option("--outputs", required=True, type=click.Path(exists=True, file_okay=False), help="A model's outputs (published layout).")
+@click.option("--model", required=True, help="The judge, as provider/model.")
+@click.option("--mode", type=click.Choice(["per-leaf", "per-tree"]), default="per-leaf", show_default=True)
+@click.option("--no-skip", is_flag=True, help="Also judge leaves that cannot change the score (behind a failed sequential sibling).")
+@click.option("--limit", type=int, default=None, help="Only the first N tasks.")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Write the gradings JSON here (readable by `clinsql rescore`).")
+def judge_command(split_dir: str, outputs: str, model: str, mode: str, no_skip: bool, limit: int | None, out: str) -> None:
+    """Judge a model's SQL and result tables against the rubric trees with an LLM."""
+    import json
+    from pathlib import Path
+
+    from ehrguard.clinsql.judge import judge_outputs
+    from ehrguard.llm import LLM
+
+    llm = LLM(model, log=str(Path(out).with_suffix(".calls.jsonl")))
+    result = judge_outputs(split_dir, outputs, llm, mode=mode, skip=not no_skip, limit=limit)
+    Path(out).write_text(json.dumps(result, indent=1))
+    s = result["summary"]
+    console.print(f"Judged {s['judged']} task(s), {s['errors']} error(s); {s['calls']} calls, {s['prompt_tokens']}+{s['completion_tokens']} tokens. Wrote {out}")
