@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 import click
 from rich.table import Table
 
+from ehrguard.benchmarks.report import jsonable
 from ehrguard.cli.options import console, echo_json, json_option
 
 
@@ -33,7 +32,7 @@ def rescore_command(gradings: str, split_dir: str, published: str | None, varian
     if published:
         out["comparison"] = compare_with_published(result, published)
     if as_json:
-        echo_json({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()})
+        echo_json(jsonable(out))
         return
     s = result["summary"]
     t = Table("group", "tasks", "SQL score", "results score", title=f"ClinSQL rescored ({variant})")
@@ -96,3 +95,24 @@ def judge_command(split_dir: str, outputs: str, model: str, mode: str, no_skip: 
     Path(out).write_text(json.dumps(result, indent=1))
     s = result["summary"]
     console.print(f"Judged {s['judged']} task(s), {s['errors']} error(s); {s['calls']} calls, {s['prompt_tokens']}+{s['completion_tokens']} tokens. Wrote {out}")
+
+
+@clinsql_group.command("resultcheck")
+@click.option("--split", "split_dir", required=True, type=click.Path(exists=True, file_okay=False), help="The split (gold result CSVs).")
+@click.option("--outputs", required=True, type=click.Path(exists=True, file_okay=False), help="A model's outputs (published layout).")
+@click.option("--published", default=None, type=click.Path(exists=True, dir_okay=False), help="Its *_scoring_results.json, for the agreement.")
+@click.option("--rel-tol", type=float, default=0.02, show_default=True, help="Relative tolerance of numeric cells.")
+@json_option
+def resultcheck_command(split_dir: str, outputs: str, published: str | None, rel_tol: float, as_json: bool) -> None:
+    """Judge-free: the share of gold result cells each output table reproduces, and its agreement with the judge."""
+    from ehrguard.clinsql.resultcheck import check_outputs
+
+    result = check_outputs(split_dir, outputs, published, rel_tol)
+    if as_json:
+        echo_json(jsonable(result))
+        return
+    console.print(f"{result['n']} tables, mean share of gold cells reproduced {100 * result['mean_score']:.1f}%")
+    if "agreement" in result:
+        a = result["agreement"]
+        console.print(f"vs the judge's results_score: Pearson r {a['pearson_r']:.3f}, mean |diff| {a['mean_abs_diff']:.3f}, "
+                      f"pass/fail agreement {100 * a['pass_agreement']:.1f}% ({a['n']} tasks)")
