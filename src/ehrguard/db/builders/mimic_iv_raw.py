@@ -8,6 +8,9 @@ command works on the 100-patient demo and on a full MIMIC-IV download.
 The demo copy here lacks ``icu/chartevents.csv.gz``; when it is absent, ``mimiciv_icu.chartevents``
 is rebuilt from the MEDS stand-in (``derived_meds/``) with ``hadm_id``/``stay_id`` recovered
 from ICU stay windows (the nearest stay of the patient when no window contains the time).
+
+``mimiciv_derived.charlson`` (the Charlson comorbidity index per admission) is computed from
+``diagnoses_icd`` (:mod:`.charlson`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ehrguard.db.builders.base import BuildReport, Progress
+from ehrguard.db.builders.charlson import charlson_sql
 from ehrguard.db.builders.meds import chartevents_sql, meds_events
 from ehrguard.db.builders.writer import atomic_output
 from ehrguard.errors import BuildError, DatasetError
@@ -62,6 +66,10 @@ def build(source: Path, out: Path, progress: Progress) -> BuildReport:
                     report.tables[f"mimiciv_{module}.{name}"] = con.execute(f"SELECT count(*) FROM mimiciv_{module}.{name}").fetchone()[0]
             if "chartevents" not in plan["icu"]:
                 _chartevents_from_meds(con, source, progress, report)
+            progress.step("mimiciv_derived.charlson")
+            con.execute("CREATE SCHEMA mimiciv_derived")
+            con.execute(charlson_sql())
+            report.tables["mimiciv_derived.charlson"] = con.execute("SELECT count(*) FROM mimiciv_derived.charlson").fetchone()[0]
             con.execute("CHECKPOINT")
         finally:
             con.close()
