@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,37 @@ def test_rounds_are_capped_and_every_attempt_is_kept(raw_db):
 def test_bigquery_answers_are_transpiled_to_run_here(raw_db):
     gen, _ = run(raw_db, [fenced("SELECT COUNT(*) FROM `physionet-data.mimiciv_3_1_hosp.patients` WHERE gender = 'F'")], dialect="bigquery")
     assert gen.succeeded and "physionet-data" in gen.final_sql  # kept as written for a BigQuery backend
+
+
+def test_bench_clinsql_resumes_and_writes_the_published_layout(raw_db, shared_data, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from ehrguard.cli import cli
+
+    raw_path = tmp_path / "raw.duckdb"
+    build_database("mimic_iv_raw", source=shared_data / "mimic-iv-demo-2.2", out=raw_path)
+    good = fenced("SELECT gender, COUNT(*) AS n FROM mimiciv_hosp.patients GROUP BY gender ORDER BY gender")
+    scripted("clinsql-bench").enqueue(fenced("SELECT nope"), good, good)
+    args = ["bench", "clinsql", "--split", str(shared_data / "clinsql" / "validation"), "--db", str(raw_path), "--model", "scripted/clinsql-bench",
+            "--out", str(tmp_path / "run"), "--limit", "2", "--hints", "gold", "--json"]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert (out["n"], out["executed"], out["refined"], out["errors"]) == (2, 2, 1, 0)
+    task = sorted((tmp_path / "run" / "outputs").glob("*/*/*"))[0]
+    summary = json.loads((task / "execution_summary.json").read_text())
+    assert len(summary["attempts"]) in (1, 2) and (task / f"sql_{task.name}.sql").exists()
+    assert (task / f"result_{task.name}.csv").read_text().startswith("gender,n")
+    r = CliRunner().invoke(cli, args)  # nothing left to do: no reply is needed
+    assert r.exit_code == 0 and json.loads(r.stdout)["n"] == 2
+    ok = CliRunner().invoke(cli, ["clinsql", "execcheck", "--split", str(shared_data / "clinsql" / "validation"), "--db", str(raw_path),
+                                  "--sql-from", str(tmp_path / "run" / "outputs"), "--json"])
+    assert json.loads(ok.stdout)["executed"] == 2  # the layout is the published one
+
+
+def test_gold_hints_name_codes_and_columns(shared_data):
+    from ehrguard.clinsql.bench import gold_hints
+    from ehrguard.clinsql.data import load_split
+
+    task = load_split(shared_data / "clinsql" / "validation")["Medication_Management/easy_level_queries/047"]
+    assert "iqr_atorvastatin_duration_days" in gold_hints(task)

@@ -215,6 +215,39 @@ def ehrsql_command(split_dir: str, db_path: str, predictions: str, as_json: bool
     console.print(t)
 
 
+@bench_group.command("clinsql")
+@click.option("--split", "split_dir", required=True, type=click.Path(exists=True, file_okay=False), help="ClinSQL split (task folders).")
+@click.option("--db", "db_path", required=True, help="The DuckDB MIMIC-IV (`ehrguard db build mimic_iv_raw`), a file or a name.")
+@click.option("--model", required=True, help="provider/model.")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Run folder; rerun to resume.")
+@click.option("--mode", type=click.Choice(["direct", "cot"]), default="cot", show_default=True)
+@click.option("--refine", type=int, default=2, show_default=True, help="Refinement rounds fed by execution errors.")
+@click.option("--dialect", type=click.Choice(["duckdb", "bigquery"]), default="duckdb", show_default=True)
+@click.option("--hints", type=click.Choice(["none", "gold"]), default="none", show_default=True,
+              help="gold: schema hints from the gold artifacts (ICD codes, answer columns) - an analysis setting.")
+@click.option("--limit", type=int, default=None, help="Only the first N tasks.")
+@json_option
+def clinsql_command(split_dir: str, db_path: str, model: str, out: str, mode: str, refine: int, dialect: str, hints: str,
+                    limit: int | None, as_json: bool) -> None:
+    """Generate SQL for every ClinSQL task (resumable); outputs in the published layout for judge/resultcheck."""
+    from ehrguard.clinsql.bench import run_clinsql
+    from ehrguard.db import locate_database, open_database
+    from ehrguard.llm import LLM
+
+    path = locate_database(db_path)
+    db = open_database(path)
+    try:
+        summary = run_clinsql(split_dir, db, path, LLM(model, log=str(Path(out) / "calls.jsonl")), out, mode=mode, refine=refine,
+                              dialect=dialect, hints=hints, limit=limit)
+    finally:
+        db.close()
+    if as_json:
+        echo_json(summary)
+    else:
+        console.print(f"{summary['n']} tasks: {summary['executed']} ran, {summary['refined']} needed refinement, {summary['errors']} model errors. "
+                      f"Outputs in {summary['outputs']}")
+
+
 @bench_group.command("methods")
 def methods_command() -> None:
     """List the verification methods."""

@@ -20,7 +20,7 @@ from ehrguard.errors import DatabaseError, LLMError
 from ehrguard.llm import LLM, GenerateConfig
 
 PROMPTS = Path(__file__).parent / "prompts"
-_FENCE = re.compile(r"```(?:sql)?\s*(.*?)```", re.S | re.IGNORECASE)
+_FENCE = re.compile(r"```(?:sql)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 MODES = ("direct", "cot")
 
 

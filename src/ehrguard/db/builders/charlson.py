@@ -44,7 +44,7 @@ CONDITIONS: dict[str, tuple[int, tuple[str, ...], tuple[str, ...]]] = {
     "malignant_cancer": (2, tuple(str(c) for c in range(140, 173)) + tuple(str(c) for c in range(174, 195)) + ("1950", "1951", "1952", "1953",
                                                                                                               "1954", "1955", "1958")
                          + tuple(str(c) for c in range(200, 209)) + ("2386",),
-                         tuple(f"C{c:02d}" for c in list(range(0, 27)) + list(range(30, 35)) + list(range(37, 42)) + [43]
+                         tuple(f"C{c:02d}" for c in list(range(27)) + list(range(30, 35)) + list(range(37, 42)) + [43]
                                + list(range(45, 59)) + list(range(60, 77)) + list(range(81, 86)) + [88] + list(range(90, 98)))),
     "severe_liver_disease": (3, ("4560", "4561", "4562", "5722", "5723", "5724", "5725", "5726", "5727", "5728"),
                              ("I850", "I859", "I864", "I982", "K704", "K711", "K721", "K729", "K765", "K766", "K767")),
