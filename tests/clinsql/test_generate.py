@@ -80,7 +80,7 @@ def test_bench_clinsql_resumes_and_writes_the_published_layout(raw_db, shared_da
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert (out["n"], out["executed"], out["refined"], out["errors"]) == (2, 2, 1, 0)
-    task = sorted((tmp_path / "run" / "outputs").glob("*/*/*"))[0]
+    task = min((tmp_path / "run" / "outputs").glob("*/*/*"))
     summary = json.loads((task / "execution_summary.json").read_text())
     assert len(summary["attempts"]) in (1, 2) and (task / f"sql_{task.name}.sql").exists()
     assert (task / f"result_{task.name}.csv").read_text().startswith("gender,n")

@@ -35,7 +35,7 @@ def generate_command(db_path: str, question: str, model: str, mode: str, refine:
         echo_json(out)
         return
     for i, a in enumerate(gen.attempts, 1):
-        console.print(f"[bold]Attempt {i}[/bold]: " + ("[green]ran[/green], %d rows" % a.rows if a.error is None else f"[red]{a.error}[/red]"))
+        console.print(f"[bold]Attempt {i}[/bold]: " + (f"[green]ran[/green], {a.rows} rows" if a.error is None else f"[red]{a.error}[/red]"))
     if gen.final_sql:
         click.echo(gen.final_sql)
     if gen.result is not None:

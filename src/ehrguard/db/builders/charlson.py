@@ -65,7 +65,6 @@ def charlson_sql() -> str:
     flags = ",\n    ".join(_flag(n) for n in CONDITIONS)
     plain = [n for n in CONDITIONS if n not in ("mild_liver_disease", "severe_liver_disease", "diabetes_without_cc", "diabetes_with_cc",
                                                   "malignant_cancer", "metastatic_solid_tumor")]
-    score = " + ".join(f"{CONDITIONS[n][0]} * {n}" for n in plain)
     return f"""
 CREATE TABLE mimiciv_derived.charlson AS
 WITH diag AS (
