@@ -24,6 +24,15 @@ def _shared_data() -> Path | None:
 SHARED_DATA = _shared_data()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Tests never write into the user's cache: the audit log and the LLM response cache go to a temp dir.
+    import tempfile
+
+    scratch = Path(tempfile.mkdtemp(prefix="ehrguard-tests-"))
+    os.environ.setdefault("EHRGUARD_AUDIT_PATH", str(scratch / "audit.sqlite"))
+    os.environ.setdefault("EHRGUARD_LLM_CACHE_PATH", str(scratch / "llm_cache.sqlite"))
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     import duckdb
     import sqlglot

@@ -13,6 +13,7 @@ from ehrguard.cli.db import db_group
 from ehrguard.cli.demo import demo_command
 from ehrguard.cli.generate import generate_command
 from ehrguard.cli.llm import llm_group
+from ehrguard.cli.serve import audit_group, serve_command
 from ehrguard.cli.sql import sql_group
 from ehrguard.cli.train import train_group
 from ehrguard.cli.verify import verify_command
@@ -40,6 +41,8 @@ cli.add_command(generate_command)
 cli.add_command(llm_group)
 cli.add_command(train_group)
 cli.add_command(verify_command)
+cli.add_command(serve_command)
+cli.add_command(audit_group)
 
 
 def main() -> None:

@@ -36,10 +36,17 @@ def verify_command(db_path: str, question: str, sql: str, method: str, model: st
     Prints the verdict, the message for the user, and every finding of the checks with the
     part of the SQL it points at underlined.
     """
+    import time
+
+    from ehrguard.audit import AuditLog
     from ehrguard.verify import verify
 
     options = {"operating_point": operating_point} if operating_point else {}
+    start = time.perf_counter()
     verdict = verify(question, sql, db=db_path, method=method, model=model, db_id=db_id, **options)
+    AuditLog().record(caller="cli", interface="cli", db=db_path, question=question, candidate_sql=sql, action=verdict.action,
+                      subtype=verdict.subtype, message=verdict.message, findings=[f.__dict__ for f in verdict.findings],
+                      duration_ms=round(1000 * (time.perf_counter() - start), 3))
     if as_json:
         echo_json(verdict.to_dict())
         return

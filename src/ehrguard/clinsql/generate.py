@@ -71,7 +71,7 @@ def generate(question: str, db: Database, llm: LLM, *, mode: str = "cot", refine
     if mode not in MODES:
         raise ValueError(f"mode is one of {MODES}")
     system = (PROMPTS / f"generate_{mode}.txt").read_text().format(
-        dialect="DuckDB" if dialect == "duckdb" else "BigQuery", schema=schema_text(db), question=question,
+        dialect={"duckdb": "DuckDB", "bigquery": "BigQuery", "sqlite": "SQLite"}[dialect], schema=schema_text(db), question=question,
         hints=f"\nHints:\n{hints}\n" if hints else "")
     messages = [{"role": "user", "content": system}]
     gen = Generation(question)

@@ -1,0 +1,106 @@
+"""The audit log: every decision ehrguard makes for a caller, in SQLite.
+
+One row per request (REST API, web app, MCP, ``ehrguard verify``): time, caller (a token's
+id, never the token), interface, database, question, candidate SQL, verdict with its
+findings, the SQL executed and its row count, duration, and the ids of the LLM exchanges.
+Result values are stored only when ``audit_store_values`` is on (rows can hold patient data).
+The schema is versioned (``schema_migrations``); entries older than the retention are pruned.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ehrguard.config import setting
+
+MIGRATIONS = [
+    """CREATE TABLE decisions (
+        id INTEGER PRIMARY KEY,
+        time REAL NOT NULL,
+        caller TEXT,
+        interface TEXT NOT NULL,
+        db TEXT,
+        question TEXT,
+        candidate_sql TEXT,
+        action TEXT,
+        subtype TEXT,
+        message TEXT,
+        findings TEXT,
+        executed_sql TEXT,
+        row_count INTEGER,
+        duration_ms REAL,
+        llm_exchanges TEXT,
+        result_values TEXT,
+        error TEXT
+    )""",
+    "CREATE INDEX decisions_time ON decisions(time)",
+]
+FIELDS = ("time", "caller", "interface", "db", "question", "candidate_sql", "action", "subtype", "message", "findings",
+          "executed_sql", "row_count", "duration_ms", "llm_exchanges", "result_values", "error")
+
+
+class AuditLog:
+    def __init__(self, path: str | Path | None = None, *, retention_days: float | None = None, store_values: bool | None = None) -> None:
+        self.path = Path(path or setting("audit_path"))
+        self.retention_days = float(retention_days if retention_days is not None else setting("audit_retention_days"))
+        self.store_values = store_values if store_values is not None else setting("audit_store_values") == "on"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self._lock:
+            self._conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied REAL NOT NULL)")
+            done = {r[0] for r in self._conn.execute("SELECT version FROM schema_migrations")}
+            for version, statement in enumerate(MIGRATIONS, 1):
+                if version not in done:
+                    self._conn.execute(statement)
+                    self._conn.execute("INSERT INTO schema_migrations VALUES (?, ?)", (version, time.time()))
+
+    def record(self, **entry: Any) -> int:
+        """Store one decision; returns its id. Unknown keys are refused (a typo must not lose data silently)."""
+        unknown = set(entry) - set(FIELDS)
+        if unknown:
+            raise ValueError(f"Unknown audit fields: {', '.join(sorted(unknown))}")
+        entry.setdefault("time", time.time())
+        if not self.store_values:
+            entry.pop("result_values", None)
+        for key in ("findings", "llm_exchanges", "result_values"):
+            if key in entry and not isinstance(entry[key], str) and entry[key] is not None:
+                entry[key] = json.dumps(entry[key], default=str)
+        cols = [k for k in FIELDS if k in entry]
+        with self._lock:
+            cur = self._conn.execute(f"INSERT INTO decisions ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})", [entry[k] for k in cols])
+            if self.retention_days > 0:
+                self._conn.execute("DELETE FROM decisions WHERE time < ?", (time.time() - self.retention_days * 86400,))
+            return int(cur.lastrowid or 0)
+
+    def entries(self, since: float | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        sql = f"SELECT {', '.join(('id',) + FIELDS)} FROM decisions" + (" WHERE time >= ?" if since else "") + " ORDER BY id DESC"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        with self._lock:
+            rows = self._conn.execute(sql, (since,) if since else ()).fetchall()
+        return [dict(zip(("id",) + FIELDS, r)) for r in rows]
+
+    def export(self, fmt: str = "jsonl", since: float | None = None) -> str:
+        rows = list(reversed(self.entries(since)))
+        if fmt == "jsonl":
+            return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=("id",) + FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+        return buf.getvalue()
+
+    def close(self) -> None:
+        self._conn.close()

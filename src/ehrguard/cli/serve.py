@@ -1,0 +1,55 @@
+"""``ehrguard serve`` (REST API + web app) and ``ehrguard audit``."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+
+import click
+
+from ehrguard.cli.options import console
+from ehrguard.errors import ConfigError
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8000, show_default=True)
+@click.option("--no-auth", is_flag=True, help="No bearer token (allowed only on a loopback address).")
+@click.option("--workers", type=int, default=1, show_default=True)
+def serve_command(host: str, port: int, no_auth: bool, workers: int) -> None:
+    """Serve the REST API (/v1/verify, /v1/ask, /v1/sql, /v1/databases, /healthz; OpenAPI at /docs) and the web app at /."""
+    import uvicorn
+
+    from ehrguard.server.app import create_app
+
+    if no_auth and host not in LOOPBACK:
+        raise ConfigError(f"--no-auth is only allowed on a loopback address, not {host}: set EHRGUARD_API_TOKENS instead.")
+    app = create_app(auth=not no_auth)
+    console.print(f"ehrguard on http://{host}:{port}/ ({'no auth, loopback only' if no_auth else 'bearer tokens required'})")
+    uvicorn.run(app, host=host, port=port, workers=workers, log_level="warning")
+
+
+@click.group("audit")
+def audit_group() -> None:
+    """The audit log of every decision (API, web app, MCP, `ehrguard verify`)."""
+
+
+@audit_group.command("export")
+@click.option("--since", default=None, help="Only entries from this date/time on (ISO 8601, e.g. 2026-11-01 or 2026-11-01T12:00).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
+def export_command(since: str | None, fmt: str) -> None:
+    """Write the audit log to stdout."""
+    from ehrguard.audit import AuditLog
+
+    start = None
+    if since:
+        try:
+            start = datetime.fromisoformat(since).timestamp()
+        except ValueError:
+            raise ConfigError(f"--since takes an ISO date or date-time (2026-11-01, 2026-11-01T12:00), got {since!r}.") from None
+    sys.stdout.write(AuditLog().export(fmt, since=start))
+
+
+__all__ = ["audit_group", "serve_command"]

@@ -1,0 +1,1 @@
+"""The REST API and the web app (``ehrguard serve``)."""

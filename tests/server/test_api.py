@@ -1,0 +1,129 @@
+"""The REST API in process (real app, real databases): verdicts, the one error shape, auth, limits, audit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+from ehrguard.audit import AuditLog
+from ehrguard.cli import cli
+from ehrguard.llm import scripted
+from ehrguard.server.app import create_app
+
+ROOT = Path(__file__).resolve().parents[2]
+AUTH = {"Authorization": "Bearer test-token"}
+
+
+@pytest.fixture
+def env(mimic_iv_db: Path, tmp_path: Path, monkeypatch):
+    dbs = tmp_path / "dbs"
+    dbs.mkdir()
+    (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
+    monkeypatch.setenv("EHRGUARD_DB_DIR", str(dbs))
+    monkeypatch.setenv("EHRGUARD_LLM_CACHE", "off")
+    audit = AuditLog(tmp_path / "audit.sqlite")
+    app = create_app(tokens=["test-token"], audit=audit, rate_limit=1000)
+    return TestClient(app), audit
+
+
+def verify(client, question, sql, **kw):
+    return client.post("/v1/verify", json={"db": "mimic_iv", "question": question, "sql": sql, **kw}, headers=AUTH)
+
+
+def test_every_verdict_type_over_http_and_in_the_audit_log(env):
+    client, audit = env
+    cases = {
+        "preserve": ("What is the gender of patient 10004235?", "SELECT gender FROM patients WHERE subject_id = 10004235"),
+        "correct": ("What is the gender of patient 10004235?", "SELECT gendr FROM patient WHERE subject_id = 10004235"),
+        "ambiguous": ("Labs?", "SELECT * FROM labevents"),
+        "unanswerable": ("Train a neural network to predict sepsis.", "SELECT 1"),
+    }
+    for action, (q, sql) in cases.items():
+        r = verify(client, q, sql)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["action"] == action and body["audit_id"] > 0 and "usage" in body
+    assert body["subtype"] == "out-of-scope"
+    fixed = verify(client, *cases["correct"]).json()
+    assert fixed["sql"] == "SELECT gender FROM patients WHERE subject_id = 10004235"
+    assert any(f["span"] for f in fixed["findings"])
+    entries = audit.entries()
+    assert len(entries) == 5 and {e["action"] for e in entries} == set(cases) and all(e["caller"] != "test-token" for e in entries)
+
+
+def test_one_error_shape_for_every_failure(env):
+    client, _ = env
+    checks = [
+        (client.get("/v1/databases"), 401, "unauthorized"),
+        (client.get("/v1/databases", headers={"Authorization": "Bearer wrong"}), 401, "unauthorized"),
+        (verify(client, "q" * 3000, "SELECT 1"), 413, "too_large"),
+        (client.post("/v1/verify", json={"db": "mimic_iv"}, headers=AUTH), 422, "invalid_request"),
+        (client.post("/v1/verify", json={"db": "nope", "question": "q", "sql": "SELECT 1"}, headers=AUTH), 404, "database_not_found"),
+        (client.post("/v1/verify", json={"db": "../etc/passwd", "question": "q", "sql": "SELECT 1"}, headers=AUTH), 400, "invalid_request"),
+        (client.post("/v1/sql", json={"db": "mimic_iv", "sql": "DELETE FROM patients"}, headers=AUTH), 400, "query_refused"),
+        (verify(client, "q", "SELECT 1", method="no_such_method"), 400, "bad_configuration"),
+        (client.get("/v1/nothing-here", headers=AUTH), 404, "not_found"),
+    ]
+    for response, status, code in checks:
+        assert response.status_code == status, (response.status_code, response.text)
+        assert set(response.json()) == {"error"} and response.json()["error"]["code"] == code and response.json()["error"]["message"]
+
+
+def test_rate_limit_sql_switch_databases_and_health(mimic_iv_db, tmp_path, monkeypatch):
+    dbs = tmp_path / "dbs"
+    dbs.mkdir()
+    (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
+    monkeypatch.setenv("EHRGUARD_DB_DIR", str(dbs))
+    client = TestClient(create_app(tokens=["test-token"], audit=AuditLog(tmp_path / "a.sqlite"), rate_limit=3, allow_sql=False))
+    assert client.get("/healthz").json()["status"] == "ok"
+    assert client.get("/v1/databases", headers=AUTH).json() == {"databases": [{"name": "mimic_iv", "file": "mimic_iv.sqlite"}]}
+    assert client.post("/v1/sql", json={"db": "mimic_iv", "sql": "SELECT 1"}, headers=AUTH).status_code == 403
+    assert client.get("/v1/databases", headers=AUTH).status_code == 200  # the third request of the minute
+    r = client.get("/v1/databases", headers=AUTH)
+    assert r.status_code == 429 and r.json()["error"]["code"] == "rate_limited"
+
+
+def test_auth_is_required_unless_explicitly_off():
+    from ehrguard.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="EHRGUARD_API_TOKENS"):
+        create_app(tokens=[])
+    r = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0", "--no-auth"])
+    assert r.exit_code != 0 and "loopback" in str(r.exception)
+
+
+def test_ask_generates_verifies_and_executes(env):
+    client, _ = env
+    r = client.post("/v1/ask", json={"db": "mimic_iv", "question": "How many patients are there?"}, headers=AUTH)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "no_model"
+    scripted("api-ask").enqueue("```sql\nSELECT COUNT(DISTINCT subject_id) FROM patients\n```")
+    r = client.post("/v1/ask", json={"db": "mimic_iv", "question": "How many patients are there?", "model": "scripted/api-ask"}, headers=AUTH)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["verdict"]["action"] == "preserve" and body["result"]["rows"][0][0] > 0
+
+
+def test_the_committed_openapi_spec_is_current(env):
+    client, _ = env
+    committed = json.loads((ROOT / "docs" / "openapi.json").read_text())
+    assert client.get("/openapi.json").json() == committed, "regenerate: python -m ehrguard.server.openapi > docs/openapi.json"
+
+
+def test_audit_export_round_trip(tmp_path, monkeypatch):
+    path = tmp_path / "audit.sqlite"
+    monkeypatch.setenv("EHRGUARD_AUDIT_PATH", str(path))
+    log = AuditLog(path)
+    log.record(caller="x", interface="api", db="mimic_iv", question="q1", candidate_sql="SELECT 1", action="preserve", result_values=[[1]])
+    log.record(caller="x", interface="cli", db="mimic_iv", question="q2", candidate_sql="SELECT 2", action="unanswerable")
+    out = CliRunner().invoke(cli, ["audit", "export", "--format", "jsonl"]).output.splitlines()
+    rows = [json.loads(x) for x in out]
+    assert [r["question"] for r in rows] == ["q1", "q2"] and rows[0]["result_values"] is None  # values are not stored by default
+    csv_out = CliRunner().invoke(cli, ["audit", "export", "--format", "csv", "--since", "2000-01-01"]).output
+    assert csv_out.splitlines()[0].startswith("id,time,caller") and len(csv_out.splitlines()) == 3
+    assert CliRunner().invoke(cli, ["audit", "export", "--since", "yesterday"]).exit_code != 0
+    with pytest.raises(ValueError, match="Unknown audit fields"):
+        log.record(qeustion="typo")
