@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import ehrguard
-from ehrguard.verify.offline.templates import TemplateBank, abstract, load_bank
+from ehrguard.verify.offline.templates import TemplateBank, abstract, load_bank, reset_banks
 
 
 def test_names_ids_and_numbers_become_slots_in_question_and_sql():
@@ -42,7 +42,7 @@ def test_the_ehrsql_bank_answers_a_new_question_of_a_known_form(shared_data: Pat
 
 def test_the_verifier_replaces_a_wrong_candidate_by_the_known_form(shared_data, mimic_iv_db, monkeypatch):
     monkeypatch.setenv("EHRGUARD_DATA_DIR", str(shared_data))
-    load_bank.cache_clear()
+    reset_banks()
     question = "What are the consumption methods of trazodone?"
     wrong = "SELECT DISTINCT route FROM prescriptions WHERE drug = 'heparin'"  # answers differently (SC, IV)
     verdict = ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv")

@@ -13,7 +13,7 @@ from ehrguard.cli.db import db_group
 from ehrguard.cli.demo import demo_command
 from ehrguard.cli.generate import generate_command
 from ehrguard.cli.llm import llm_group
-from ehrguard.cli.serve import audit_group, serve_command
+from ehrguard.cli.serve import audit_group, mcp_command, serve_command
 from ehrguard.cli.sql import sql_group
 from ehrguard.cli.train import train_group
 from ehrguard.cli.verify import verify_command
@@ -43,6 +43,7 @@ cli.add_command(train_group)
 cli.add_command(verify_command)
 cli.add_command(serve_command)
 cli.add_command(audit_group)
+cli.add_command(mcp_command)
 
 
 def main() -> None:

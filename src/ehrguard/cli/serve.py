@@ -31,6 +31,16 @@ def serve_command(host: str, port: int, no_auth: bool, workers: int) -> None:
     uvicorn.run(app, host=host, port=port, workers=workers, log_level="warning")
 
 
+@click.command("mcp")
+@click.option("--method", default="offline", show_default=True, help="Verification method behind every tool.")
+@click.option("--model", default=None, help="provider/model for LLM methods and the ask tool.")
+def mcp_command(method: str, model: str | None) -> None:
+    """Serve MCP over stdio for agents (Claude Desktop, Cursor, ...): list_databases, get_schema, verify_sql, run_sql, ask."""
+    from ehrguard.server.mcp import build_server
+
+    build_server(method=method, model=model).run("stdio")
+
+
 @click.group("audit")
 def audit_group() -> None:
     """The audit log of every decision (API, web app, MCP, `ehrguard verify`)."""
@@ -52,4 +62,4 @@ def export_command(since: str | None, fmt: str) -> None:
     sys.stdout.write(AuditLog().export(fmt, since=start))
 
 
-__all__ = ["audit_group", "serve_command"]
+__all__ = ["audit_group", "mcp_command", "serve_command"]

@@ -90,6 +90,9 @@ def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: Aud
     token_ids = {t: hashlib.sha256(t.encode()).hexdigest()[:12] for t in token_list}
     limiter = RateLimiter(int(rate_limit if rate_limit is not None else setting("api_rate_limit")))
     log = audit or AuditLog()
+    from ehrguard.verify.methods import get_method
+
+    get_method("offline")  # load the question models now, not under the first requests
     sql_enabled = allow_sql if allow_sql is not None else setting("api_sql") == "on"
 
     @app.exception_handler(ApiError)

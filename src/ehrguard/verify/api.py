@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from ehrguard.verify.methods import Case, DatabaseContext, get_method
 from ehrguard.verify.verdict import Verdict
 
 _CONTEXTS: dict[str, DatabaseContext] = {}
+_LOCK = threading.Lock()
 
 
 def database_context(db: str | Path | Database | DatabaseContext, db_id: str | None = None) -> DatabaseContext:
@@ -19,9 +21,10 @@ def database_context(db: str | Path | Database | DatabaseContext, db_id: str | N
     if isinstance(db, (str, Path)):
         path = locate_database(db)
         key = str(path.resolve())
-        if key not in _CONTEXTS:
-            _CONTEXTS[key] = DatabaseContext(open_database(path), db_id or _guess_db_id(path), path)
-        return _CONTEXTS[key]
+        with _LOCK:
+            if key not in _CONTEXTS:
+                _CONTEXTS[key] = DatabaseContext(open_database(path), db_id or _guess_db_id(path), path)
+            return _CONTEXTS[key]
     return DatabaseContext(db, db_id or getattr(db, "name", None) or "unknown")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -86,6 +87,15 @@ def _assessment(p: Any, cues: QuestionCues, model: str) -> QuestionAssessment:
     return QuestionAssessment(probs, category, cues, model)
 
 
-@lru_cache(maxsize=8)
+_LOADING = threading.Lock()
+
+
 def shared_classifier(model_path: str | None, embeddings: str, lexical_path: str | None = None, cascade: float = 0.9) -> QuestionClassifier:
+    """One classifier per configuration for the whole process; concurrent first calls load it once."""
+    with _LOADING:
+        return _classifier(model_path, embeddings, lexical_path, cascade)
+
+
+@lru_cache(maxsize=8)
+def _classifier(model_path: str | None, embeddings: str, lexical_path: str | None, cascade: float) -> QuestionClassifier:
     return QuestionClassifier(model_path, embeddings, lexical_path, cascade)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
@@ -174,9 +175,22 @@ def _eicu_pairs(data_dir: Path) -> list[tuple[str, str]]:
 BANK_SOURCES = {"mimic_iv": _mimic_iv_pairs, "eicu": _eicu_pairs}
 
 
-@lru_cache(maxsize=4)
+_LOADING = threading.Lock()
+
+
 def load_bank(db_id: str, data_dir: str | None = None) -> TemplateBank | None:
-    """The bank for a database's conventions, or None when its source data is not available."""
+    """The bank for a database's conventions, or None when its source data is not available (built once per process)."""
+    with _LOADING:
+        return _load_bank(db_id, data_dir)
+
+
+def reset_banks() -> None:
+    """Forget the loaded banks (after the data directory changed)."""
+    _load_bank.cache_clear()
+
+
+@lru_cache(maxsize=4)
+def _load_bank(db_id: str, data_dir: str | None) -> TemplateBank | None:
     source = BANK_SOURCES.get(db_id)
     if source is None:
         return None

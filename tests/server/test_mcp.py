@@ -1,0 +1,50 @@
+"""The MCP server through the SDK's own client over stdio, in a real subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+def _payload(result) -> dict:
+    if getattr(result, "structuredContent", None):
+        sc = result.structuredContent
+        return sc.get("result", sc) if isinstance(sc, dict) and set(sc) == {"result"} else sc
+    return json.loads(result.content[0].text)
+
+
+def test_tools_over_stdio(mimic_iv_db: Path, tmp_path: Path):
+    dbs = tmp_path / "dbs"
+    dbs.mkdir()
+    (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
+    env = {**os.environ, "EHRGUARD_DB_DIR": str(dbs), "EHRGUARD_AUDIT_PATH": str(tmp_path / "audit.sqlite")}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "ehrguard", "mcp"], env=env)
+
+    async def session() -> dict:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            tools = {t.name for t in (await s.list_tools()).tools}
+            out = {"tools": tools}
+            out["dbs"] = _payload(await s.call_tool("list_databases", {}))
+            out["schema"] = (await s.call_tool("get_schema", {"db": "mimic_iv"})).content[0].text
+            q = "What is the gender of patient 10004235?"
+            out["fixed"] = _payload(await s.call_tool("run_sql", {"db": "mimic_iv", "question": q, "sql": "SELECT gendr FROM patient WHERE subject_id = 10004235"}))
+            out["refused"] = _payload(await s.call_tool("run_sql", {"db": "mimic_iv", "question": "Train a model to predict sepsis.", "sql": "SELECT * FROM patients"}))
+            out["verify"] = _payload(await s.call_tool("verify_sql", {"db": "mimic_iv", "question": "Labs?", "sql": "SELECT 1"}))
+            out["missing"] = _payload(await s.call_tool("verify_sql", {"db": "../x", "question": "q", "sql": "SELECT 1"}))
+            return out
+
+    out = asyncio.run(asyncio.wait_for(session(), 120))
+    assert out["tools"] == {"list_databases", "get_schema", "verify_sql", "run_sql", "ask"}
+    assert out["dbs"] == {"databases": ["mimic_iv"]}
+    assert "CREATE TABLE patients" in out["schema"]
+    assert out["fixed"]["executed"] and out["fixed"]["verdict"]["action"] == "correct" and out["fixed"]["rows"][0][0] in ("f", "m")
+    assert out["refused"]["executed"] is False and out["refused"]["verdict"]["action"] == "unanswerable" and out["refused"]["reason"]
+    assert out["verify"]["action"] == "ambiguous"
+    assert "not a path" in out["missing"]["error"]

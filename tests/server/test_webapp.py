@@ -1,0 +1,92 @@
+"""The web app in a real headless browser (Debian chromium via Playwright) against a real server process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+if not Path(CHROMIUM).exists():
+    pytest.skip("Debian's chromium is not installed (apt-get install chromium)", allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(mimic_iv_db: Path, tmp_path_factory):
+    dbs = tmp_path_factory.mktemp("dbs")
+    (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
+    port = _free_port()
+    env = {**os.environ, "EHRGUARD_DB_DIR": str(dbs), "EHRGUARD_AUDIT_PATH": str(tmp_path_factory.mktemp("audit") / "audit.sqlite")}
+    proc = subprocess.Popen([sys.executable, "-m", "ehrguard", "serve", "--port", str(port), "--no-auth"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(url + "/healthz", timeout=1)
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"server did not start: {proc.stderr.read().decode() if proc.stderr else ''}")
+            time.sleep(0.2)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+CASES = [
+    ("preserve", "What is the gender of patient 10004235?", "SELECT gender FROM patients WHERE subject_id = 10004235", "Answer"),
+    ("correct", "What is the gender of patient 10004235?", "SELECT gendr FROM patient WHERE subject_id = 10004235", "Corrected"),
+    ("ambiguous", "Labs?", "SELECT * FROM labevents LIMIT 5", "Needs clarification"),
+    ("unanswerable", "Train a neural network to predict sepsis.", "SELECT 1", "Can't answer"),
+]
+
+
+def test_each_verdict_card(server):
+    ARTIFACTS.mkdir(exist_ok=True)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1000, "height": 900})
+        page.goto(server + "/")
+        page.wait_for_selector("#db option", state="attached")
+        assert page.locator("#db").input_value() == "mimic_iv"
+        for action, question, sql, title in CASES:
+            page.fill("#question", question)
+            page.fill("#sql", sql)
+            page.keyboard.press("Tab")
+            page.click("#check")
+            card = page.wait_for_selector(f".card[data-action='{action}']", timeout=15000)
+            assert title in card.inner_text()
+            if action == "preserve":
+                page.wait_for_selector(".card table td")
+                assert page.locator(".card table td").first.inner_text().lower() in ("f", "m")
+            if action == "correct":
+                assert page.locator(".diff ins").first.inner_text().strip() in ("gender", "patients")
+                assert page.locator("mark.finding").count() >= 2  # the findings underline the SQL
+            if action == "ambiguous":
+                assert page.locator("#clarify").is_visible()
+            page.screenshot(path=str(ARTIFACTS / f"webapp-{action}.png"), full_page=True)
+        page.wait_for_function("document.querySelectorAll('#history li').length >= 4")
+        assert "unanswerable" in page.locator("#history").inner_text()
+        # keyboard only: labels are tied to their fields
+        assert page.locator("label[for='question']").count() == 1 and page.locator("label[for='sql']").count() == 1
+        browser.close()
