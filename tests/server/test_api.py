@@ -107,6 +107,29 @@ def test_ask_generates_verifies_and_executes(env):
     assert body["verdict"]["action"] == "preserve" and body["result"]["rows"][0][0] > 0
 
 
+def test_llm_exchanges_are_traceable_from_the_audit_log(env, monkeypatch, tmp_path):
+    client, audit = env
+    log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("EHRGUARD_LLM_CACHE", "off")
+    reply = json.dumps({"reasoning": "r", "action": "preserve", "sql": "", "subtype": "none", "message": "fine"})
+    scripted("api-verify").enqueue(reply)
+    from ehrguard.verify import llm_methods
+
+    real = llm_methods.LLMMethod.__init__
+
+    def with_log(self, model, **kw):  # route the method's call log to a file we can read
+        real(self, model, **{**kw, "call_log": str(log)})
+
+    monkeypatch.setattr(llm_methods.LLMMethod, "__init__", with_log)
+    r = verify(client, "What is the gender of patient 10004235?", "SELECT gender FROM patients WHERE subject_id = 10004235",
+               method="single_turn", model="scripted/api-verify")
+    assert r.status_code == 200, r.text
+    entry = audit.entries(limit=1)[0]
+    ids = json.loads(entry["llm_exchanges"])
+    logged = [json.loads(x)["id"] for x in log.read_text().splitlines()]
+    assert len(ids) == 1 and ids == logged
+
+
 def test_the_committed_openapi_spec_is_current(env):
     client, _ = env
     committed = json.loads((ROOT / "docs" / "openapi.json").read_text())

@@ -85,6 +85,10 @@ def test_each_verdict_card(server):
             if action == "ambiguous":
                 assert page.locator("#clarify").is_visible()
             page.screenshot(path=str(ARTIFACTS / f"webapp-{action}.png"), full_page=True)
+        page.fill("#question", "How many patients are there?")
+        page.fill("#sql", "")
+        page.click("#check")
+        assert "name a model" in page.wait_for_selector(".card[data-action='error']").inner_text()
         page.wait_for_function("document.querySelectorAll('#history li').length >= 4")
         assert "unanswerable" in page.locator("#history").inner_text()
         # keyboard only: labels are tied to their fields

@@ -15,6 +15,7 @@ import json
 import random
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -182,9 +183,12 @@ class LLM:
                 attempt += 1
 
     def _log(self, messages: list[Message], completion: Completion | None, error: Exception | None, attempt: int = 0) -> None:
+        call_id = uuid.uuid4().hex[:16]
+        if completion is not None:
+            completion.call_id = call_id
         if self.log is None:
             return
-        entry: dict[str, Any] = {"model": self.model, "messages": messages, "attempt": attempt}
+        entry: dict[str, Any] = {"id": call_id, "model": self.model, "messages": messages, "attempt": attempt}
         if completion is not None:
             entry.update(reply=completion.text, usage=completion.usage, latency_s=round(completion.latency_s, 4), cached=completion.cached,
                          finish_reason=completion.finish_reason)

@@ -34,6 +34,7 @@ class Completion:
     cached: bool = False
     raw: Any = None  # the server's response, kept for the call log
     parsed: Any = None  # the JSON value, when a response schema was given
+    call_id: str = ""  # this exchange's id in the call log (a cache hit gets a new id)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

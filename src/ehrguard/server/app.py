@@ -172,7 +172,7 @@ def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: Aud
         out["audit_id"] = log.record(
             caller=who, interface=interface, db=body.db, question=body.question, candidate_sql=body.sql, action=verdict.action,
             subtype=verdict.subtype, message=verdict.message, findings=[f.__dict__ for f in verdict.findings],
-            duration_ms=round(1000 * (time.perf_counter() - start), 3), llm_exchanges=[i for i, _ in enumerate(verdict.trace)])
+            duration_ms=round(1000 * (time.perf_counter() - start), 3), llm_exchanges=[ex.call_id for ex in verdict.trace])
         return out
 
     @app.post("/v1/sql")

@@ -122,7 +122,7 @@ class LLMMethod:
 
     def _ask(self, messages: list[dict[str, str]], schema: dict[str, Any], trace: list[Exchange]) -> dict[str, Any]:
         c = self.llm.complete(messages, GenerateConfig(temperature=0.0, seed=0, max_tokens=self.max_tokens, response_schema=schema))
-        trace.append(Exchange(self.llm.model, [dict(m) for m in messages], c.text, dict(c.usage), c.latency_s, c.cached))
+        trace.append(Exchange(self.llm.model, [dict(m) for m in messages], c.text, dict(c.usage), c.latency_s, c.cached, c.call_id))
         return c.parsed
 
     def _classify(self, case: Case, trace: list[Exchange]) -> dict[str, Any]:

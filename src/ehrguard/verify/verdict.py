@@ -35,6 +35,7 @@ class Exchange:
     usage: dict[str, int] = field(default_factory=dict)
     latency_s: float = 0.0
     cached: bool = False
+    call_id: str = ""  # the exchange's id in the LLM call log
 
 
 @dataclass
