@@ -49,19 +49,27 @@ def rescore_command(gradings: str, split_dir: str, published: str | None, varian
 
 @clinsql_group.command("execcheck")
 @click.option("--split", "split_dir", required=True, type=click.Path(exists=True, file_okay=False), help="The split's task folders.")
-@click.option("--db", "db_path", required=True, help="The DuckDB MIMIC-IV from `ehrguard db build mimic_iv_raw` (file or name).")
+@click.option("--db", "db_path", required=True,
+              help="The DuckDB MIMIC-IV from `ehrguard db build mimic_iv_raw` (file or name), or bigquery:PROJECT to run the SQL as written.")
+@click.option("--max-bytes-billed", type=int, default=10 * 1024**3, show_default=True, help="BigQuery: the cap per query.")
 @click.option("--sql-from", default="gold", show_default=True,
               help="gold, or a model's outputs folder in the published layout (<Scenario>/<level>/<id>/sql_<id>.sql).")
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per query.")
 @json_option
-def execcheck_command(split_dir: str, db_path: str, sql_from: str, timeout: float, as_json: bool) -> None:
-    """Transpile every task's BigQuery SQL to DuckDB and execute it; count successes and error classes."""
+def execcheck_command(split_dir: str, db_path: str, max_bytes_billed: int, sql_from: str, timeout: float, as_json: bool) -> None:
+    """Transpile every task's BigQuery SQL to DuckDB and execute it (or send it as written to BigQuery); count successes and error classes."""
     from ehrguard.clinsql.execcheck import execcheck
     from ehrguard.db import locate_database, open_database
 
-    db = open_database(locate_database(db_path))
+    bigquery = db_path.startswith("bigquery:")
+    if bigquery:
+        from ehrguard.db.bigquery import BigQueryDatabase
+
+        db = BigQueryDatabase(db_path.split(":", 1)[1] or None, max_bytes_billed=max_bytes_billed)
+    else:
+        db = open_database(locate_database(db_path))
     try:
-        result = execcheck(split_dir, db, None if sql_from == "gold" else sql_from, timeout_s=timeout)
+        result = execcheck(split_dir, db, None if sql_from == "gold" else sql_from, timeout_s=timeout, transpile=not bigquery)
     finally:
         db.close()
     if as_json:
@@ -81,8 +89,9 @@ def execcheck_command(split_dir: str, db_path: str, sql_from: str, timeout: floa
 @click.option("--mode", type=click.Choice(["per-leaf", "per-tree"]), default="per-leaf", show_default=True)
 @click.option("--no-skip", is_flag=True, help="Also judge leaves that cannot change the score (behind a failed sequential sibling).")
 @click.option("--limit", type=int, default=None, help="Only the first N tasks.")
+@click.option("--concurrency", type=int, default=4, show_default=True, help="Tasks judged at the same time.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Write the gradings JSON here (readable by `clinsql rescore`).")
-def judge_command(split_dir: str, outputs: str, model: str, mode: str, no_skip: bool, limit: int | None, out: str) -> None:
+def judge_command(split_dir: str, outputs: str, model: str, mode: str, no_skip: bool, limit: int | None, concurrency: int, out: str) -> None:
     """Judge a model's SQL and result tables against the rubric trees with an LLM."""
     import json
     from pathlib import Path
@@ -91,7 +100,7 @@ def judge_command(split_dir: str, outputs: str, model: str, mode: str, no_skip: 
     from ehrguard.llm import LLM
 
     llm = LLM(model, log=str(Path(out).with_suffix(".calls.jsonl")))
-    result = judge_outputs(split_dir, outputs, llm, mode=mode, skip=not no_skip, limit=limit)
+    result = judge_outputs(split_dir, outputs, llm, mode=mode, skip=not no_skip, limit=limit, concurrency=concurrency)
     Path(out).write_text(json.dumps(result, indent=1))
     s = result["summary"]
     console.print(f"Judged {s['judged']} task(s), {s['errors']} error(s); {s['calls']} calls, {s['prompt_tokens']}+{s['completion_tokens']} tokens. Wrote {out}")

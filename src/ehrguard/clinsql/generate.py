@@ -57,8 +57,12 @@ class Generation:
 
 
 def schema_text(db: Database) -> str:
+    """Tables with their columns and types, plus the notes a clinician-analyst needs for MIMIC-IV."""
     schema = read_schema(db)
-    return "\n".join(f"{t.qualified_name}({', '.join(f'{c.name} {c.type}' for c in t.columns)})" for t in schema.tables)
+    text = "\n".join(f"{t.qualified_name}({', '.join(f'{c.name} {c.type}' for c in t.columns)})" for t in schema.tables)
+    if any(t.namespace == "mimiciv_hosp" or t.name == "patients" for t in schema.tables):
+        text += "\n\n" + (PROMPTS / "mimic_iv_notes.txt").read_text().strip()
+    return text
 
 
 def generate(question: str, db: Database, llm: LLM, *, mode: str = "cot", refine: int = 2, dialect: str = "duckdb",

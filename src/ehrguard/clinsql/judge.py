@@ -100,7 +100,7 @@ def calls_needed(tree: Node, decisions: dict[str, float], mode: str, skip: bool)
 
 
 def judge_outputs(split_dir: str | Path, outputs_dir: str | Path, llm: LLM, *, mode: str = "per-leaf", skip: bool = True,
-                  limit: int | None = None, max_rows: int = 30) -> dict[str, Any]:
+                  limit: int | None = None, max_rows: int = 30, concurrency: int = 4) -> dict[str, Any]:
     """Judge a model's outputs (published layout) with ``llm``; returns gradings in the published
     ``*_detailed_grading.json`` shape (plus ``errors``), which ``rescore`` reads back."""
     from ehrguard.clinsql.data import load_split
@@ -108,23 +108,31 @@ def judge_outputs(split_dir: str | Path, outputs_dir: str | Path, llm: LLM, *, m
     tasks = list(load_split(split_dir).values())[:limit]
     evaluations, errors = [], []
     usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
-    for t in tasks:
+    def one(t: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[Judgement]]:
         folder = Path(outputs_dir) / t.key
         sql_file, csv_file = folder / f"sql_{t.id}.sql", folder / f"result_{t.id}.csv"
         if not sql_file.is_file():
-            continue  # no output: not graded, as in the published gradings
+            return None, None, []  # no output: not graded, as in the published gradings
         csv_text = "\n".join(csv_file.read_text().splitlines()[: max_rows + 1]) if csv_file.is_file() else "(no result file)"
         try:
             sql_j = judge_tree(t.sql_tree(), question=t.question, artifact="SQL query", content=sql_file.read_text(), llm=llm, mode=mode, skip=skip)
             res_j = judge_tree(t.results_tree(), question=t.question, artifact="result table (CSV)", content=csv_text, llm=llm, mode=mode, skip=skip)
         except LLMError as exc:
-            errors.append({"task": t.key, "error": f"{type(exc).__name__}: {exc}"})
-            continue
-        for j in (sql_j, res_j):
-            for k in ("calls", "prompt_tokens", "completion_tokens"):
-                usage[k] += getattr(j, k)
-        evaluations.append({"sample_path": str(folder), "sql_score": sql_j.score, "results_score": res_j.score,
-                            "sql_evaluations": sql_j.decisions, "results_evaluations": res_j.decisions})
+            return None, {"task": t.key, "error": f"{type(exc).__name__}: {exc}"}, []
+        return ({"sample_path": str(folder), "sql_score": sql_j.score, "results_score": res_j.score,
+                 "sql_evaluations": sql_j.decisions, "results_evaluations": res_j.decisions}, None, [sql_j, res_j])
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:  # tasks in parallel; the LLM layer caps calls per model
+        for evaluation, error, judgements in pool.map(one, tasks):
+            if error:
+                errors.append(error)
+            if evaluation:
+                evaluations.append(evaluation)
+                for j in judgements:
+                    for k in ("calls", "prompt_tokens", "completion_tokens"):
+                        usage[k] += getattr(j, k)
     spent = llm.usage.summary().get(llm.model, {})  # every call, the failed tasks' too
     return {"summary": {"judged": len(evaluations), "errors": len(errors), "mode": mode, "skip": skip,
                         "calls": spent.get("calls", 0), "prompt_tokens": spent.get("prompt_tokens", 0),
