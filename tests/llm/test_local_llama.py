@@ -82,7 +82,12 @@ def test_in_process_model():
     assert c.parsed["action"] in ACTIONS
 
 
-def test_a_scare_method_end_to_end_over_http(served, mimic_iv_db, tmp_path, monkeypatch):
+METHODS = ["two_stage", "single_turn", "single_turn_veri", "multi_turn_selfref", "single_turn_cls", "single_turn_veri_cls",
+           "multi_turn_selfref_cls", "hybrid"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_scare_method_end_to_end_over_http(method, served, mimic_iv_db, tmp_path, monkeypatch):
     """Structure only: the tiny model's judgement is meaningless, the plumbing is not."""
     from ehrguard.db import open_database
     from ehrguard.errors import LLMError
@@ -91,10 +96,15 @@ def test_a_scare_method_end_to_end_over_http(served, mimic_iv_db, tmp_path, monk
     monkeypatch.setenv("EHRGUARD_LLM_CACHE", "off")
     monkeypatch.setenv("EHRGUARD_LLM_BASE_URL", served)
     log = tmp_path / "calls.jsonl"
-    method = get_method("single_turn", model="openai/smollm2", max_tokens=160, call_log=str(log))
+    options: dict = {"max_tokens": 160}
+    if method.startswith(("single_turn_veri", "multi_turn")):
+        options["max_retries" if "veri" in method else "rounds"] = 2
+    verifier = get_method(method, model="openai/smollm2", call_log=str(log), **options)
     ctx = DatabaseContext(open_database(mimic_iv_db), "mimic_iv", mimic_iv_db)
+    # hybrid settles clear cases offline: give it one the offline layer leaves open (a candidate that fails)
+    sql = "SELECT COUNT(DISTINCT subject_id) FROM patient" if method == "hybrid" else "SELECT COUNT(DISTINCT subject_id) FROM patients"
     try:
-        verdict = method.verify(Case("How many patients are there?", "SELECT COUNT(DISTINCT subject_id) FROM patients", ctx))
+        verdict = verifier.verify(Case("How many patients were admitted in the last year?", sql, ctx))
     except LLMError as exc:  # e.g. "correct" without SQL, or JSON cut off at max_tokens: recorded as an error, never a label
         outcome = type(exc).__name__
     else:

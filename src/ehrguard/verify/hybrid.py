@@ -65,7 +65,7 @@ class Hybrid(LLMMethod):
 
 @register_method("hybrid", "offline first; an LLM (with the offline evidence) only for the unclear cases")
 def _make_hybrid(model: str | None = None, **options: Any) -> Hybrid:
-    allowed = {"operating_point", "clear_answerable", "clear_refusal", "call_log"}
+    allowed = {"operating_point", "clear_answerable", "clear_refusal", "call_log", "max_tokens"}
     unknown = set(options) - allowed
     if unknown:
         raise ConfigError(f"hybrid options are {', '.join(sorted(allowed))}; got {', '.join(sorted(unknown))}.")
