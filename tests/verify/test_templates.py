@@ -51,3 +51,16 @@ def test_the_verifier_replaces_a_wrong_candidate_by_the_known_form(shared_data, 
     assert ehrguard.verify(question, right, db=mimic_iv_db, db_id="mimic_iv").action == "preserve"
     off = ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv", templates="off")
     assert off.action != "correct"  # no bank, no correction of this kind
+
+
+def test_paraphrases_of_a_known_form_match_it():
+    bank = TemplateBank([("Count the number of patients who stayed in ward 12 since 2100.",
+                          "SELECT COUNT(DISTINCT subject_id) FROM transfers WHERE careunit = 'ward 12' AND x >= '2100'")])
+    for asked in ("What number of patients who stayed in ward 14 since 2100?", "How many patients who stayed in ward 14 since 2100?",
+                  "Could you tell me the number of patients who stayed in ward 14 since 2100?"):
+        found = bank.candidates(asked)
+        assert found == ["SELECT COUNT(DISTINCT subject_id) FROM transfers WHERE careunit = 'ward 14' AND x >= '2100'"], asked
+    # the year is a number slot here (it appears once in the SQL)
+    assert bank.candidates("How many patients who stayed in ward 14 since 2101?") == [
+        "SELECT COUNT(DISTINCT subject_id) FROM transfers WHERE careunit = 'ward 14' AND x >= '2101'"]
+    assert bank.candidates("How many patients were moved to ward 14 since 2101?") == []  # another form

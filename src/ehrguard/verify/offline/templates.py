@@ -50,9 +50,33 @@ class Template:
         return self.sql.format(**values)
 
 
+# Ways of asking the same thing: both bank questions and new ones are rewritten to one form
+# before skeletons are built or matched (general English paraphrases, not benchmark phrases).
+_PARAPHRASES = [(re.compile(p), r) for p, r in (
+    (r"^(?:please )?(?:can|could|would) you (?:please )?(?:tell me|show me|let me know|provide me with|provide|find out|calculate|count|list|get me|give me)\s+", ""),
+    (r"^(?:please )?(?:tell me|show me|let me know|find out|give me|get me|i want to know|i'd like to know)\s+", ""),
+    (r"^(?:what number of|what is the number of|what is the count of|what's the number of|count the number of|calculate the number of|"
+     r"count the total number of|calculate the total number of|what is the total number of|what's the total number of|the number of|"
+     r"number of|how many number of|the total number of)\b", "how many"),
+    (r"\bhospital encounter\b", "hospital visit"),
+    (r"\bicu stay\b", "icu visit"),
+    (r"\b(?:during|in) (the|their|this|that) (first|last|current) (hospital visit|icu visit)\b", r"on \1 \2 \3"),
+    (r"\bmedications?\b", "drug"),
+    (r"\bdrugs\b", "drug"),
+    (r"\bwhat's\b", "what is"),
+)]
+
+
+def canonical(question: str) -> str:
+    q = re.sub(r"\s+", " ", question.lower().strip()).rstrip("?.! ")
+    for pattern, replacement in _PARAPHRASES:
+        q = pattern.sub(replacement, q)
+    return q.strip()
+
+
 def abstract(question: str, sql: str) -> Template | None:
     """The skeleton of one (question, SQL) pair, or None when its values cannot be placed unambiguously."""
-    q = re.sub(r"\s+", " ", question.lower().strip()).rstrip("?.! ")
+    q = canonical(question)
     sql = normalize_gold(sql)
     template_sql = sql.replace("{", "{{").replace("}", "}}")
     pieces: list[tuple[int, int, str, str]] = []  # (start, end, slot name, group regex)
@@ -133,7 +157,7 @@ class TemplateBank:
 
     def candidates(self, question: str) -> list[str]:
         """Distinct SQL of every skeleton the question fits exactly (usually zero or one)."""
-        q = re.sub(r"\s+", " ", question.lower().strip())
+        q = canonical(question)
         words = set(_WORD.findall(q))
         overlap: dict[int, int] = defaultdict(int)
         for w in words:
