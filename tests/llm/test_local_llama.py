@@ -8,17 +8,14 @@ JSON-schema-constrained reply that parses into one of the four actions.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
 from ehrguard.llm import LLM, GenerateConfig, ResponseCache
 from ehrguard.llm.providers import smollm2_path
+from tests.helpers import free_port, wait_until_serving
 
 pytest.importorskip("llama_cpp", reason="the local extra is not installed: pip install 'ehrguard[local]'")
 if smollm2_path() is None:
@@ -30,30 +27,16 @@ MSG = [{"role": "system", "content": "You check SQL queries. Answer in JSON."},
        {"role": "user", "content": "Question: how many patients are there? SQL: SELECT COUNT(*) FROM patients. Which action?"}]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory) -> str:
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "ehrguard", "llm", "serve", "--model", "local/smollm2", "--port", str(port), "--n-ctx", "8192"],
                                 stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 90
     try:
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/models", timeout=2).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"llama.cpp server did not start: {Path(log).read_text()[-2000:]}")
-                time.sleep(0.3)
+        wait_until_serving(f"{base}/models", proc, log)
         yield base
     finally:
         proc.terminate()

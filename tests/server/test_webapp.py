@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import free_port, wait_until_serving
 
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -24,30 +23,18 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-component-update", "--disable-sync"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(mimic_iv_db: Path, tmp_path_factory):
     dbs = tmp_path_factory.mktemp("dbs")
     (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "EHRGUARD_DB_DIR": str(dbs), "EHRGUARD_AUDIT_PATH": str(tmp_path_factory.mktemp("audit") / "audit.sqlite")}
-    proc = subprocess.Popen([sys.executable, "-m", "ehrguard", "serve", "--port", str(port), "--no-auth"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = tmp_path_factory.mktemp("log") / "serve.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "ehrguard", "serve", "--port", str(port), "--no-auth"], env=env,
+                                stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(url + "/healthz", timeout=1)
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"server did not start: {proc.stderr.read().decode() if proc.stderr else ''}")
-            time.sleep(0.2)
+    wait_until_serving(url + "/healthz", proc, log, timeout_s=60)
     yield url
     proc.terminate()
     proc.wait(timeout=10)

@@ -55,9 +55,9 @@ class Template:
 _PARAPHRASES = [(re.compile(p), r) for p, r in (
     (r"^(?:please )?(?:can|could|would) you (?:please )?(?:tell me|show me|let me know|provide me with|provide|find out|calculate|count|list|get me|give me)\s+", ""),
     (r"^(?:please )?(?:tell me|show me|let me know|find out|give me|get me|i want to know|i'd like to know)\s+", ""),
-    (r"^(?:what number of|what is the number of|what is the count of|what's the number of|count the number of|calculate the number of|"
-     r"count the total number of|calculate the total number of|what is the total number of|what's the total number of|the number of|"
-     r"number of|how many number of|the total number of)\b", "how many"),
+    ((r"^(?:what number of|what is the number of|what is the count of|what's the number of|count the number of|calculate the number of|"
+      r"count the total number of|calculate the total number of|what is the total number of|what's the total number of|the number of|"
+      r"number of|how many number of|the total number of)\b"), "how many"),
     (r"\bhospital encounter\b", "hospital visit"),
     (r"\bicu stay\b", "icu visit"),
     (r"\b(?:during|in) (the|their|this|that) (first|last|current) (hospital visit|icu visit)\b", r"on \1 \2 \3"),
