@@ -80,6 +80,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("llm_cache", "on", "Response cache: on, off, or replay-only (a miss is an error: exact reproduction)."),
         Setting("llm_cache_path", str(_user_cache_dir() / "llm_cache.sqlite"), "The response cache (SQLite)."),
         Setting("llm_prices", "", "JSON file of prices per million tokens: {model: {input: $, output: $}} (cost estimates)."),
+        Setting("template_bank", "on", "off: the offline verifier does not use the EHRSQL template bank (from the data dir)."),
         Setting("audit_path", str(_user_cache_dir() / "audit.sqlite"), "The audit log of every decision (SQLite)."),
         Setting("audit_retention_days", "365", "Audit entries older than this are deleted (0 keeps everything)."),
         Setting("audit_store_values", "off", "on: also store result rows in the audit log (they can hold patient data)."),

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from ehrguard.audit import AuditLog
 from ehrguard.cli import cli
+from ehrguard.db import open_database
 from ehrguard.llm import scripted
 from ehrguard.server.app import create_app
 
@@ -34,7 +35,7 @@ def verify(client, question, sql, **kw):
     return client.post("/v1/verify", json={"db": "mimic_iv", "question": question, "sql": sql, **kw}, headers=AUTH)
 
 
-def test_every_verdict_type_over_http_and_in_the_audit_log(env):
+def test_every_verdict_type_over_http_and_in_the_audit_log(env, mimic_iv_db):
     client, audit = env
     cases = {
         "preserve": ("What is the gender of patient 10004235?", "SELECT gender FROM patients WHERE subject_id = 10004235"),
@@ -49,7 +50,9 @@ def test_every_verdict_type_over_http_and_in_the_audit_log(env):
         assert body["action"] == action and body["audit_id"] > 0 and "usage" in body
     assert body["subtype"] == "out-of-scope"
     fixed = verify(client, *cases["correct"]).json()
-    assert fixed["sql"] == "SELECT gender FROM patients WHERE subject_id = 10004235"
+    # Local repair or the template bank (when EHRSQL-2024 is in the data dir) may write it; either must answer the same.
+    db = open_database(mimic_iv_db)
+    assert db.execute(fixed["sql"]).rows == db.execute("SELECT gender FROM patients WHERE subject_id = 10004235").rows
     assert any(f["span"] for f in fixed["findings"])
     entries = audit.entries()
     assert len(entries) == 5 and {e["action"] for e in entries} == set(cases) and all(e["caller"] != "test-token" for e in entries)

@@ -31,7 +31,8 @@ def test_a_quote_in_a_filled_value_is_escaped():
     assert bank.candidates("What is the route of o'brien's mix?") == ["SELECT route FROM prescriptions WHERE drug = 'o''brien''s mix'"]
 
 
-def test_the_ehrsql_bank_answers_a_new_question_of_a_known_form(shared_data: Path, mimic_iv_db: Path):
+def test_the_ehrsql_bank_answers_a_new_question_of_a_known_form(shared_data: Path, mimic_iv_db: Path, monkeypatch):
+    monkeypatch.setenv("EHRGUARD_TEMPLATE_BANK", "on")
     bank = load_bank("mimic_iv", str(shared_data))
     assert bank is not None and len(bank) > 3000
     drug = ehrguard.open_database(mimic_iv_db).execute("SELECT drug FROM prescriptions WHERE drug = 'trazodone' LIMIT 1").rows
@@ -42,6 +43,7 @@ def test_the_ehrsql_bank_answers_a_new_question_of_a_known_form(shared_data: Pat
 
 def test_the_verifier_replaces_a_wrong_candidate_by_the_known_form(shared_data, mimic_iv_db, monkeypatch):
     monkeypatch.setenv("EHRGUARD_DATA_DIR", str(shared_data))
+    monkeypatch.setenv("EHRGUARD_TEMPLATE_BANK", "on")
     reset_banks()
     question = "What are the consumption methods of trazodone?"
     wrong = "SELECT DISTINCT route FROM prescriptions WHERE drug = 'heparin'"  # answers differently (SC, IV)
@@ -51,6 +53,8 @@ def test_the_verifier_replaces_a_wrong_candidate_by_the_known_form(shared_data, 
     assert ehrguard.verify(question, right, db=mimic_iv_db, db_id="mimic_iv").action == "preserve"
     off = ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv", templates="off")
     assert off.action != "correct"  # no bank, no correction of this kind
+    monkeypatch.setenv("EHRGUARD_TEMPLATE_BANK", "off")
+    assert load_bank("mimic_iv") is None
 
 
 def test_paraphrases_of_a_known_form_match_it():

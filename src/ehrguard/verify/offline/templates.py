@@ -203,9 +203,12 @@ _LOADING = threading.Lock()
 
 
 def load_bank(db_id: str, data_dir: str | None = None) -> TemplateBank | None:
-    """The bank for a database's conventions, or None when its source data is not available (built once per process)."""
+    """The bank for a database's conventions, or None when its source data is not available or
+    ``EHRGUARD_TEMPLATE_BANK=off`` (built once per process and data directory)."""
+    if setting("template_bank") == "off":
+        return None
     with _LOADING:
-        return _load_bank(db_id, data_dir)
+        return _load_bank(db_id, data_dir or setting("data_dir"))
 
 
 def reset_banks() -> None:
@@ -214,9 +217,9 @@ def reset_banks() -> None:
 
 
 @lru_cache(maxsize=4)
-def _load_bank(db_id: str, data_dir: str | None) -> TemplateBank | None:
+def _load_bank(db_id: str, data_dir: str) -> TemplateBank | None:
     source = BANK_SOURCES.get(db_id)
     if source is None:
         return None
-    pairs = source(Path(data_dir or setting("data_dir")))
+    pairs = source(Path(data_dir))
     return TemplateBank(pairs) if pairs else None
