@@ -84,6 +84,12 @@ class AuditLog:
                 self._conn.execute("DELETE FROM decisions WHERE time < ?", (time.time() - self.retention_days * 86400,))
             return int(cur.lastrowid or 0)
 
+    def record_verdict(self, verdict: Any, *, caller: str, interface: str, db: str, question: str, sql: str, started: float) -> int:
+        """Store one verification: the verdict, its findings and LLM exchange ids, timed from ``started`` (a perf_counter)."""
+        return self.record(caller=caller, interface=interface, db=db, question=question, candidate_sql=sql, action=verdict.action,
+                           subtype=verdict.subtype, message=verdict.message, findings=[f.__dict__ for f in verdict.findings],
+                           duration_ms=round(1000 * (time.perf_counter() - started), 3), llm_exchanges=[ex.call_id for ex in verdict.trace])
+
     def entries(self, since: float | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         sql = f"SELECT {', '.join(('id',) + FIELDS)} FROM decisions" + (" WHERE time >= ?" if since else "") + " ORDER BY id DESC"
         if limit:

@@ -44,9 +44,7 @@ def verify_command(db_path: str, question: str, sql: str, method: str, model: st
     options = {"operating_point": operating_point} if operating_point else {}
     start = time.perf_counter()
     verdict = verify(question, sql, db=db_path, method=method, model=model, db_id=db_id, **options)
-    AuditLog().record(caller="cli", interface="cli", db=db_path, question=question, candidate_sql=sql, action=verdict.action,
-                      subtype=verdict.subtype, message=verdict.message, findings=[f.__dict__ for f in verdict.findings],
-                      duration_ms=round(1000 * (time.perf_counter() - start), 3), llm_exchanges=[ex.call_id for ex in verdict.trace])
+    AuditLog().record_verdict(verdict, caller="cli", interface="cli", db=db_path, question=question, sql=sql, started=start)
     if as_json:
         echo_json(verdict.to_dict())
         return

@@ -169,10 +169,8 @@ def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: Aud
             raise
         out = verdict.to_dict()
         out["usage"] = {"llm_calls": verdict.llm_calls, "tokens": verdict.tokens}
-        out["audit_id"] = log.record(
-            caller=who, interface=interface, db=body.db, question=body.question, candidate_sql=body.sql, action=verdict.action,
-            subtype=verdict.subtype, message=verdict.message, findings=[f.__dict__ for f in verdict.findings],
-            duration_ms=round(1000 * (time.perf_counter() - start), 3), llm_exchanges=[ex.call_id for ex in verdict.trace])
+        out["audit_id"] = log.record_verdict(verdict, caller=who, interface=interface, db=body.db, question=body.question, sql=body.sql,
+                                             started=start)
         return out
 
     @app.post("/v1/sql")

@@ -38,9 +38,7 @@ def build_server(audit: AuditLog | None = None, method: str = "offline", model: 
 
         start = time.perf_counter()
         verdict = verify(question, sql, db=_db_path(db), method=method, model=model)
-        log.record(caller="mcp", interface="mcp", db=db, question=question, candidate_sql=sql, action=verdict.action, subtype=verdict.subtype,
-                   message=verdict.message, findings=[f.__dict__ for f in verdict.findings], duration_ms=round(1000 * (time.perf_counter() - start), 3),
-                   llm_exchanges=[ex.call_id for ex in verdict.trace])
+        log.record_verdict(verdict, caller="mcp", interface="mcp", db=db, question=question, sql=sql, started=start)
         return {"action": verdict.action, "sql": verdict.sql, "subtype": verdict.subtype, "message": verdict.message,
                 "findings": [{"check": f.check, "severity": f.severity, "message": f.message} for f in verdict.findings]}
 
