@@ -28,6 +28,10 @@ class DatabaseNotFoundError(DatabaseError):
     """The database file or name does not exist."""
 
 
+class DatabaseNameError(DatabaseNotFoundError):
+    """A path was given where only the name of a built database is accepted (network callers never name server files)."""
+
+
 class QueryRefusedError(DatabaseError):
     """The statement was refused before it ran: not a single read-only SELECT."""
 

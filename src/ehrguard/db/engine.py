@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from ehrguard.errors import (
     DatabaseError,
+    DatabaseNameError,
     DatabaseNotFoundError,
     QueryExecutionError,
     QueryRefusedError,
@@ -327,11 +328,46 @@ def locate_database(name_or_path: str | Path) -> Path:
     p = Path(name_or_path).expanduser()
     if p.is_file():
         return p
-    for suffix in (".sqlite", ".duckdb"):
-        candidate = db_dir() / f"{name_or_path}{suffix}"
-        if candidate.is_file():
-            return candidate
+    built = _built(str(name_or_path))
+    if built is not None:
+        return built
     raise DatabaseNotFoundError(
         f"No database {str(name_or_path)!r}: not a file, and not built in {db_dir()}. "
         f"Build it with: ehrguard db build {p.stem} --out {db_dir() / (p.stem + '.sqlite')}"
     )
+
+
+DB_SUFFIXES = (".sqlite", ".duckdb")
+
+
+def _built(name: str) -> Path | None:
+    from ehrguard.config import db_dir
+
+    for suffix in DB_SUFFIXES:
+        candidate = db_dir() / f"{name}{suffix}"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def built_databases() -> list[Path]:
+    """The database files in ``$EHRGUARD_DB_DIR``, by name."""
+    from ehrguard.config import db_dir
+
+    folder = db_dir()
+    return sorted(p for p in folder.glob("*") if p.suffix in DB_SUFFIXES) if folder.is_dir() else []
+
+
+def named_database(name: str) -> Path:
+    """A built database by its name only, for callers over a network (REST, MCP), who never name a server file.
+
+    Raises:
+        DatabaseNameError: ``name`` looks like a path.
+        DatabaseNotFoundError: no built database of that name.
+    """
+    if not name or any(c in name for c in "/\\") or name.startswith("."):
+        raise DatabaseNameError(f"Name a built database (see the list of databases), not a path: {name!r}.")
+    path = _built(name)
+    if path is None:
+        raise DatabaseNotFoundError(f"No database named {name!r} on this server (see the list of databases).")
+    return path

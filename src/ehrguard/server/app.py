@@ -23,8 +23,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ehrguard import __version__
 from ehrguard.audit import AuditLog
-from ehrguard.config import db_dir, setting
-from ehrguard.errors import ConfigError, DatabaseNotFoundError, EhrguardError, LLMError, QueryRefusedError
+from ehrguard.config import setting
+from ehrguard.db.engine import built_databases, named_database
+from ehrguard.errors import ConfigError, DatabaseNameError, DatabaseNotFoundError, EhrguardError, LLMError, QueryRefusedError
 
 MAX_QUESTION = 2_000
 MAX_SQL = 20_000
@@ -112,6 +113,8 @@ def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: Aud
 
     @app.exception_handler(EhrguardError)
     async def _ehrguard(request: Request, exc: EhrguardError) -> JSONResponse:
+        if isinstance(exc, DatabaseNameError):
+            return _error(400, "invalid_request", str(exc))
         if isinstance(exc, DatabaseNotFoundError):
             return _error(404, "database_not_found", str(exc))
         if isinstance(exc, QueryRefusedError):
@@ -143,14 +146,13 @@ def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: Aud
 
     @app.get("/v1/databases")
     def databases(who: str = Depends(caller)) -> dict[str, Any]:
-        found = sorted(p.name for p in db_dir().glob("*") if p.suffix in (".sqlite", ".duckdb")) if db_dir().is_dir() else []
-        return {"databases": [{"name": Path(n).stem, "file": n} for n in found]}
+        return {"databases": [{"name": p.stem, "file": p.name} for p in built_databases()]}
 
     @app.get("/v1/databases/{db}/schema")
     def schema(db: str, who: str = Depends(caller)) -> dict[str, Any]:
         from ehrguard.verify.api import database_context
 
-        return database_context(_db_path(db)).schema.to_dict()
+        return database_context(named_database(db)).schema.to_dict()
 
     @app.post("/v1/verify")
     def verify(body: VerifyRequest, who: str = Depends(caller)) -> dict[str, Any]:
@@ -162,7 +164,7 @@ def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: Aud
         start = time.perf_counter()
         options = {"operating_point": body.operating_point} if body.operating_point else {}
         try:
-            verdict = run_verify(body.question, body.sql, db=_db_path(body.db), method=body.method, model=body.model, **options)
+            verdict = run_verify(body.question, body.sql, db=named_database(body.db), method=body.method, model=body.model, **options)
         except EhrguardError as exc:
             log.record(caller=who, interface=interface, db=body.db, question=body.question, candidate_sql=body.sql,
                        error=f"{type(exc).__name__}: {exc}", duration_ms=1000 * (time.perf_counter() - start))
@@ -180,7 +182,7 @@ def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: Aud
         from ehrguard.db import open_database
 
         start = time.perf_counter()
-        result = open_database(_db_path(body.db)).execute(body.sql, max_rows=body.max_rows)
+        result = open_database(named_database(body.db)).execute(body.sql, max_rows=body.max_rows)
         log.record(caller=who, interface="api-sql", db=body.db, candidate_sql=body.sql, executed_sql=body.sql, row_count=len(result.rows),
                    duration_ms=round(1000 * (time.perf_counter() - start), 3), result_values=result.rows)
         return result.to_dict()
@@ -193,7 +195,7 @@ def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: Aud
         from ehrguard.db import open_database
         from ehrguard.llm import LLM
 
-        path = _db_path(body.db)
+        path = named_database(body.db)
         db = open_database(path)
         gen = generate(body.question, db, LLM(body.model), mode="direct", refine=1, dialect="sqlite" if path.suffix == ".sqlite" else "duckdb")
         if gen.final_sql is None:
@@ -214,14 +216,3 @@ def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: Aud
         return FileResponse(STATIC / "index.html")
 
     return app
-
-
-def _db_path(name: str) -> Path:
-    """Only databases built into $EHRGUARD_DB_DIR, by name: an API caller never names a server file."""
-    if not name or any(c in name for c in "/\\") or name.startswith("."):
-        raise ApiError(400, "invalid_request", f"db is the name of a built database (see GET /v1/databases), not a path: {name!r}.")
-    for suffix in (".sqlite", ".duckdb"):
-        path = db_dir() / f"{name}{suffix}"
-        if path.is_file():
-            return path
-    raise DatabaseNotFoundError(f"No database named {name!r} on this server (see GET /v1/databases).")

@@ -9,24 +9,13 @@ call is written to the audit log with the caller ``mcp``.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from mcp.server.fastmcp import FastMCP
 
 from ehrguard.audit import AuditLog
-from ehrguard.config import db_dir
-from ehrguard.errors import DatabaseNotFoundError, EhrguardError
-
-
-def _db_path(name: str) -> Path:
-    if not name or any(c in name for c in "/\\") or name.startswith("."):
-        raise DatabaseNotFoundError(f"Name a built database (see list_databases), not a path: {name!r}.")
-    for suffix in (".sqlite", ".duckdb"):
-        path = db_dir() / f"{name}{suffix}"
-        if path.is_file():
-            return path
-    raise DatabaseNotFoundError(f"No database named {name!r} (see list_databases).")
+from ehrguard.db.engine import built_databases, named_database
+from ehrguard.errors import EhrguardError
 
 
 def build_server(audit: AuditLog | None = None, method: str = "offline", model: str | None = None) -> FastMCP:
@@ -37,7 +26,7 @@ def build_server(audit: AuditLog | None = None, method: str = "offline", model: 
         from ehrguard.verify import verify
 
         start = time.perf_counter()
-        verdict = verify(question, sql, db=_db_path(db), method=method, model=model)
+        verdict = verify(question, sql, db=named_database(db), method=method, model=model)
         log.record_verdict(verdict, caller="mcp", interface="mcp", db=db, question=question, sql=sql, started=start)
         return {"action": verdict.action, "sql": verdict.sql, "subtype": verdict.subtype, "message": verdict.message,
                 "findings": [{"check": f.check, "severity": f.severity, "message": f.message} for f in verdict.findings]}
@@ -45,15 +34,14 @@ def build_server(audit: AuditLog | None = None, method: str = "offline", model: 
     @server.tool()
     def list_databases() -> dict[str, Any]:
         """The EHR databases on this machine."""
-        found = sorted(p.stem for p in db_dir().glob("*") if p.suffix in (".sqlite", ".duckdb")) if db_dir().is_dir() else []
-        return {"databases": found}
+        return {"databases": [p.stem for p in built_databases()]}
 
     @server.tool()
     def get_schema(db: str) -> str:
         """CREATE TABLE statements of a database."""
         from ehrguard.verify.api import database_context
 
-        return database_context(_db_path(db)).schema.render_ddl()
+        return database_context(named_database(db)).schema.render_ddl()
 
     @server.tool()
     def verify_sql(db: str, question: str, sql: str) -> dict[str, Any]:
@@ -72,7 +60,7 @@ def build_server(audit: AuditLog | None = None, method: str = "offline", model: 
             verdict = _verify(db, question, sql)
             if verdict["action"] not in ("preserve", "correct"):
                 return {"executed": False, "verdict": verdict, "reason": verdict["message"]}
-            result = open_database(_db_path(db)).execute(verdict["sql"], max_rows=min(max_rows, 10_000))
+            result = open_database(named_database(db)).execute(verdict["sql"], max_rows=min(max_rows, 10_000))
         except EhrguardError as exc:
             return {"executed": False, "error": str(exc)}
         log.record(caller="mcp", interface="mcp-run", db=db, question=question, candidate_sql=sql, executed_sql=verdict["sql"],
@@ -88,7 +76,7 @@ def build_server(audit: AuditLog | None = None, method: str = "offline", model: 
         from ehrguard.db import open_database
         from ehrguard.llm import LLM
 
-        path = _db_path(db)
+        path = named_database(db)
         gen = generate(question, open_database(path), LLM(model), mode="direct", refine=1, dialect="sqlite" if path.suffix == ".sqlite" else "duckdb")
         if gen.final_sql is None:
             return {"executed": False, "error": "The model wrote no SQL."}
