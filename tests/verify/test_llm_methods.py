@@ -121,3 +121,18 @@ def test_methods_need_a_model_and_describe_their_prompts(ctx):
         get_method("single_turn")
     d = get_method("single_turn_veri_cls", model="scripted/describe").describe()
     assert set(d["prompt_sha256"]) == {"case.txt", "classify.txt", "feedback.txt", "joint.txt"}
+
+
+def test_the_candidate_runs_once_however_many_review_rounds(ctx, monkeypatch):
+    ran: list[str] = []
+    real = ctx.db.execute
+
+    def counting(sql, **kw):
+        ran.append(sql)
+        return real(sql, **kw)
+
+    monkeypatch.setattr(ctx.db, "execute", counting)
+    always_no = [joint("preserve"), feedback(False), joint("preserve"), feedback(False), joint("preserve")]
+    v, p = run(ctx, "single_turn_veri", always_no, max_retries=2)
+    assert v.details["retries"] == 2 and ran.count(SQL) == 1
+    assert all("It returns: columns ['gender']" in h[-1]["content"] for h in p.history if h[-1]["content"].count("Decision: preserve"))

@@ -117,8 +117,11 @@ class LLMMethod:
     def _system(self, template: str, ctx: DatabaseContext) -> str:
         return prompt(template).format(evidence=evidence(ctx.db_id), schema=schema_text(ctx))
 
-    def _case(self, case: Case) -> str:
-        return prompt("case.txt").format(question=case.question, sql=case.sql, result=execution_summary(case.context, case.sql))
+    def _case(self, case: Case, result: str | None = None) -> str:
+        """The question, the candidate and what it returns (``result``: that summary, when already computed)."""
+        if result is None:
+            result = execution_summary(case.context, case.sql)
+        return prompt("case.txt").format(question=case.question, sql=case.sql, result=result)
 
     def _ask(self, messages: list[dict[str, str]], schema: dict[str, Any], trace: list[Exchange]) -> dict[str, Any]:
         c = self.llm.complete(messages, GenerateConfig(temperature=0.0, seed=0, max_tokens=self.max_tokens, response_schema=schema))
@@ -130,18 +133,21 @@ class LLMMethod:
                     {"role": "user", "content": f"Question: {case.question}"}]
         return self._ask(messages, CLASSIFY_SCHEMA, trace)
 
-    def _joint_messages(self, case: Case, hint: dict[str, Any] | None) -> list[dict[str, str]]:
-        user = self._case(case)
+    def _joint_messages(self, case: Case, hint: dict[str, Any] | None, result: str | None = None) -> list[dict[str, str]]:
+        user = self._case(case, result)
         if hint is not None:
             user += (f"\n\nA separate classifier judged this question {hint['label']}"
                      + (f" ({hint['subtype']})" if hint.get("subtype") not in (None, "none") else "")
                      + f". Its reasoning: {hint['reasoning']}\nUse this as a signal, not as the answer.")
         return [{"role": "system", "content": self._system("joint.txt", case.context)}, {"role": "user", "content": user}]
 
-    def _feedback(self, case: Case, decision: dict[str, Any], trace: list[Exchange]) -> dict[str, Any]:
-        shown = decision["sql"] if decision["action"] == "correct" else (case.sql if decision["action"] == "preserve" else decision["action"])
-        user = (self._case(case) + f"\n\nDecision: {decision['action']}"
-                + (f"\nSQL after the decision:\n{shown}\nIt returns: {execution_summary(case.context, shown)}" if decision["action"] in ("preserve", "correct") else "")
+    def _feedback(self, case: Case, result: str, decision: dict[str, Any], trace: list[Exchange]) -> dict[str, Any]:
+        """A review of ``decision``; ``result`` is what the candidate returns (computed once per verification)."""
+        action = decision["action"]
+        shown = decision["sql"] if action == "correct" else case.sql
+        returns = result if action == "preserve" else execution_summary(case.context, shown) if action == "correct" else ""
+        user = (self._case(case, result) + f"\n\nDecision: {action}"
+                + (f"\nSQL after the decision:\n{shown}\nIt returns: {returns}" if action in ("preserve", "correct") else "")
                 + f"\nReasoning given: {decision.get('reasoning', '')}")
         return self._ask([{"role": "system", "content": self._system("feedback.txt", case.context)}, {"role": "user", "content": user}],
                          FEEDBACK_SCHEMA, trace)
@@ -203,11 +209,12 @@ class SingleTurnVeri(LLMMethod):
 
     def _decide_and_revise(self, case: Case, hint: dict[str, Any] | None, trace: list[Exchange], limit: int) -> tuple[dict[str, Any], int]:
         """Decide, then review and redo until a review accepts the decision or ``limit`` revisions were made."""
-        messages = self._joint_messages(case, hint)
+        result = execution_summary(case.context, case.sql)  # the candidate runs once, whatever the number of rounds
+        messages = self._joint_messages(case, hint, result)
         decision = self._ask(messages, JOINT_SCHEMA, trace)
         revisions = 0
         while revisions < limit:
-            review = self._feedback(case, decision, trace)
+            review = self._feedback(case, result, decision, trace)
             if review["correct"]:
                 break
             revisions += 1
