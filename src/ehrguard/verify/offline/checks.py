@@ -295,13 +295,12 @@ CHECKS: tuple[Callable[[SqlContext], list[Finding]], ...] = (
 def run_checks(question: str, sql: str, db: DatabaseContext) -> tuple[SqlContext, list[Finding]]:
     """Run every check; returns the shared context (parse tree, execution) and the findings."""
     ctx = SqlContext(question, sql, db)
-    if check_abstained(ctx):
-        return ctx, check_abstained(ctx)
-    findings: list[Finding] = []
-    for check in CHECKS[1:]:
-        findings += check(ctx)
-        if findings and findings[-1].check == "read_only":
-            break  # never execute or inspect a statement that could write
+    findings = check_abstained(ctx)  # CHECKS[0]: with no query there is nothing else to check
+    if not findings:
+        for check in CHECKS[1:]:
+            findings += check(ctx)
+            if findings and findings[-1].check == "read_only":
+                break  # never execute or inspect a statement that could write
     ctx.findings = findings
     return ctx, findings
 
