@@ -8,8 +8,9 @@ import numpy as np
 from click.testing import CliRunner
 
 from ehrguard.cli import cli
+from ehrguard.db.fidelity import ehrsql_pairs
 from ehrguard.verify.offline.question import MODEL_FILES
-from ehrguard.verify.offline.training import ehrsql_pairs, generated_questions
+from ehrguard.verify.offline.training import generated_questions
 
 
 def test_generated_questions_are_deterministic(shared_data: Path):

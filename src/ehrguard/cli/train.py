@@ -32,13 +32,13 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
     """Train the question classifier (answerable / 3 ambiguous / 4 unanswerable classes)."""
     import numpy as np
 
+    from ehrguard.db.fidelity import ehrsql_pairs
     from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES
     from ehrguard.verify.offline.embedding import load_embedder
     from ehrguard.verify.offline.features import mask_values
     from ehrguard.verify.offline.question import MODEL_FILES
     from ehrguard.verify.offline.training import (
         cross_validate,
-        ehrsql_pairs,
         ehrsql_questions,
         embed_cached,
         generated_questions,

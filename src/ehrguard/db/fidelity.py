@@ -67,6 +67,12 @@ def load_ehrsql_split(split_dir: str | Path) -> tuple[dict[str, str], dict[str, 
     return questions, labels, answers
 
 
+def ehrsql_pairs(split_dir: str | Path) -> list[tuple[str, str]]:
+    """(question, gold SQL or "null") of an EHRSQL-2024 split, in the split's order."""
+    questions, labels, _ = load_ehrsql_split(split_dir)
+    return [(question, labels[qid]) for qid, question in questions.items()]
+
+
 def tables_in(sql: str, tables: list[str]) -> list[str]:
     return [t for t in tables if re.search(rf"\b{re.escape(t)}\b", sql)]
 

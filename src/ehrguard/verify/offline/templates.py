@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ehrguard.config import setting
+from ehrguard.db.fidelity import ehrsql_pairs
 from ehrguard.evaluation.execution_match import normalize_gold
 
 _SQL_STRING = re.compile(r"'((?:[^']|'')*)'")
@@ -181,11 +182,8 @@ def _mimic_iv_pairs(data_dir: Path) -> list[tuple[str, str]]:
     pairs = []
     for split in ("train", "valid"):
         d = data_dir / "ehrsql-2024" / "mimic_iv" / split
-        if not (d / "label.json").is_file():
-            continue
-        data = json.loads((d / "data.json").read_text())["data"]
-        labels = json.loads((d / "label.json").read_text())
-        pairs += [(x["question"], labels[x["id"]]) for x in data if labels[x["id"]] != "null"]
+        if (d / "label.json").is_file():
+            pairs += [(q, sql) for q, sql in ehrsql_pairs(d) if sql != "null"]
     return pairs
 
 

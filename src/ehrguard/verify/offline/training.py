@@ -173,14 +173,6 @@ def generated_questions(answerable: list[tuple[str, str]], seed: int = 0, per_cl
     return out
 
 
-def ehrsql_pairs(split_dir: str | Path) -> list[tuple[str, str]]:
-    """(question, gold SQL or "null") of an EHRSQL-2024 split."""
-    d = Path(split_dir)
-    data = json.loads((d / "data.json").read_text())["data"]
-    labels = json.loads((d / "label.json").read_text())
-    return [(x["question"], labels[x["id"]]) for x in data]
-
-
 def ehrsql_questions(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """Training examples from EHRSQL-2024: answerable, or (its unanswerable questions) infeasible-faq; masked with the gold SQL."""
     return [(mask_values(q, sql) if sql != "null" else q, "answerable" if sql != "null" else "infeasible-faq") for q, sql in pairs]
