@@ -68,3 +68,16 @@ def test_paraphrases_of_a_known_form_match_it():
     assert bank.candidates("How many patients who stayed in ward 14 since 2101?") == [
         "SELECT COUNT(DISTINCT subject_id) FROM transfers WHERE careunit = 'ward 14' AND x >= '2101'"]
     assert bank.candidates("How many patients were moved to ward 14 since 2101?") == []  # another form
+
+
+def test_skeletons_do_not_depend_on_string_hashing():
+    import os
+    import subprocess
+    import sys
+
+    code = ("from ehrguard.verify.offline.templates import abstract; "
+            "print(abstract('Was heparin or insulin given to patient 10004235?', "
+            "\"SELECT 1 FROM prescriptions WHERE subject_id = 10004235 AND (drug = 'heparin' OR drug = 'insulin')\").pattern.pattern)")
+    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in (1, 2, 3, 4)}
+    assert len(seen) == 1

@@ -85,7 +85,8 @@ def abstract(question: str, sql: str) -> Template | None:
     def taken(a: int, b: int) -> bool:
         return any(a < y and x < b for x, y, _, _ in pieces)
 
-    names = sorted({m.group(1).replace("''", "'") for m in _SQL_STRING.finditer(sql)}, key=len, reverse=True)
+    # Longest first, ties by text: a set's order varies between processes (string hashing), the slot names must not.
+    names = sorted({m.group(1).replace("''", "'") for m in _SQL_STRING.finditer(sql)}, key=lambda n: (-len(n), n))
     for i, name in enumerate(names):
         low = name.lower()
         if len(low) < 2 or not re.search(r"[a-z]", low) or q.count(low) != 1:
