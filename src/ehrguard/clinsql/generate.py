@@ -59,7 +59,7 @@ class Generation:
 def schema_text(db: Database) -> str:
     """Tables with their columns and types, plus the notes a clinician-analyst needs for MIMIC-IV."""
     schema = read_schema(db)
-    text = "\n".join(f"{t.qualified_name}({', '.join(f'{c.name} {c.type}' for c in t.columns)})" for t in schema.tables)
+    text = schema.render_compact(types=True)
     if any(t.namespace == "mimiciv_hosp" or t.name == "patients" for t in schema.tables):
         text += "\n\n" + (PROMPTS / "mimic_iv_notes.txt").read_text().strip()
     return text

@@ -74,9 +74,12 @@ class Schema:
             parts.append(f"CREATE TABLE {t.qualified_name}\n(\n" + ",\n".join(lines) + "\n);")
         return "\n\n".join(parts)
 
-    def render_compact(self) -> str:
-        """One line per table: ``table(col, col, ...)``."""
-        return "\n".join(f"{t.qualified_name}({', '.join(c.name for c in t.columns)})" for t in self.tables)
+    def render_compact(self, types: bool = False) -> str:
+        """One line per table: ``table(col, col, ...)``, or ``table(col TYPE, ...)`` with ``types``."""
+        def column(c: ColumnInfo) -> str:
+            return f"{c.name} {c.type}" if types else c.name
+
+        return "\n".join(f"{t.qualified_name}({', '.join(column(c) for c in t.columns)})" for t in self.tables)
 
 
 def read_schema(db: Any) -> Schema:

@@ -25,7 +25,7 @@ _PERSONAL = {"he", "she", "him", "his", "her", "hers", "they", "them", "their", 
 _NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
 
 
-_SQL_STRING = re.compile(r"'((?:[^']|'')*)'")
+SQL_STRING_LITERAL = re.compile(r"'((?:[^']|'')*)'")
 _NOT_A_NAME = re.compile(r"^[\d\s:%/.\-]*$")  # dates, numbers, strftime formats
 
 
@@ -39,7 +39,7 @@ def mask_values(question: str, sql: str | None) -> str:
     if not sql:
         return question
     lowered = question.lower()
-    names = {m.group(1).replace("''", "'").lower() for m in _SQL_STRING.finditer(sql)}
+    names = {m.group(1).replace("''", "'").lower() for m in SQL_STRING_LITERAL.finditer(sql)}
     spans = []
     for name in sorted(names, key=len, reverse=True):
         if len(name) < 4 or _NOT_A_NAME.match(name):

@@ -26,8 +26,8 @@ from pathlib import Path
 from ehrguard.config import setting
 from ehrguard.db.fidelity import ehrsql_pairs
 from ehrguard.evaluation.execution_match import normalize_gold
+from ehrguard.verify.offline.features import SQL_STRING_LITERAL
 
-_SQL_STRING = re.compile(r"'((?:[^']|'')*)'")
 # Patient ids: eICU's 003-10264, MIMIC's 8 digits (a 4-digit number is a year or a count, not an id).
 _PID = re.compile(r"(?<![\w-])(\d{3}-\d{3,7}|\d{7,9})(?![\w-])")
 _NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
@@ -86,7 +86,7 @@ def abstract(question: str, sql: str) -> Template | None:
         return any(a < y and x < b for x, y, _, _ in pieces)
 
     # Longest first, ties by text: a set's order varies between processes (string hashing), the slot names must not.
-    names = sorted({m.group(1).replace("''", "'") for m in _SQL_STRING.finditer(sql)}, key=lambda n: (-len(n), n))
+    names = sorted({m.group(1).replace("''", "'") for m in SQL_STRING_LITERAL.finditer(sql)}, key=lambda n: (-len(n), n))
     for i, name in enumerate(names):
         low = name.lower()
         if len(low) < 2 or not re.search(r"[a-z]", low) or q.count(low) != 1:
