@@ -51,7 +51,7 @@ def test_the_verifier_replaces_a_wrong_candidate_by_the_known_form(shared_data, 
     assert verdict.action == "correct" and "'trazodone'" in verdict.sql and verdict.details["repair"]["fixed"] == "template"
     right = "SELECT DISTINCT prescriptions.route FROM prescriptions WHERE prescriptions.drug = 'trazodone'"
     assert ehrguard.verify(question, right, db=mimic_iv_db, db_id="mimic_iv").action == "preserve"
-    off = ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv", templates="off")
+    off = ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv", templates="off", forms="off")
     assert off.action != "correct"  # no bank, no correction of this kind
     monkeypatch.setenv("EHRGUARD_TEMPLATE_BANK", "off")
     assert load_bank("mimic_iv") is None

@@ -39,7 +39,7 @@ class Hybrid(LLMMethod):
         if v.action == "preserve":
             return not v.findings and (p["answerable"] >= self.clear_answerable or v.details.get("known_form") == "agrees")
         if v.action == "correct":
-            return v.details.get("repair", {}).get("fixed") == "template"
+            return v.details.get("repair", {}).get("fixed") in ("template", "form")
         return (v.confidence or 0.0) >= self.clear_refusal
 
     def verify(self, case: Case) -> Verdict:

@@ -29,9 +29,9 @@ from ehrguard.evaluation.execution_match import normalize_gold
 from ehrguard.verify.offline.features import SQL_STRING_LITERAL
 
 # Patient ids: eICU's 003-10264, MIMIC's 8 digits (a 4-digit number is a year or a count, not an id).
-_PID = re.compile(r"(?<![\w-])(\d{3}-\d{3,7}|\d{7,9})(?![\w-])")
-_NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
-_NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b")
+PATIENT_ID = re.compile(r"(?<![\w-])(\d{3}-\d{3,7}|\d{7,9})(?![\w-])")
+NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b")
 _DIGITS = re.compile(r"(?<![\d])\d+(?![\d])")
 _WORD = re.compile(r"[a-z]+")
 _SHORTLIST = 40
@@ -47,7 +47,7 @@ class Template:
         values = {k: v.replace("'", "''") for k, v in match.groupdict().items()}
         for k, v in values.items():
             if k.startswith("w"):  # "four" in the question is 4 in the SQL
-                values[k] = str(_NUMBER_WORDS.index(v) + 1)
+                values[k] = str(NUMBER_WORDS.index(v) + 1)
         return self.sql.format(**values)
 
 
@@ -75,8 +75,10 @@ def canonical(question: str) -> str:
     return q.strip()
 
 
-def abstract(question: str, sql: str) -> Template | None:
-    """The skeleton of one (question, SQL) pair, or None when its values cannot be placed unambiguously."""
+def skeleton(question: str, sql: str, *, allow_empty: bool = False) -> tuple[str, str, list[tuple[int, int, str, str]]] | None:
+    """(canonical question, SQL template, slots) of one (question, SQL) pair, or None when none of its
+    values can be placed unambiguously (unless ``allow_empty``). A slot is (start, end, name, group regex)
+    in the question."""
     q = canonical(question)
     sql = normalize_gold(sql)
     template_sql = sql.replace("{", "{{").replace("}", "}}")
@@ -96,7 +98,7 @@ def abstract(question: str, sql: str) -> Template | None:
             continue
         pieces.append((a, a + len(low), f"s{i}", r".+?"))
         template_sql = template_sql.replace(f"'{name}'", f"'{{s{i}}}'")
-    for m in _PID.finditer(q):
+    for m in PATIENT_ID.finditer(q):
         if taken(m.start(), m.end()):
             continue
         count = len(re.findall(rf"(?<![\w-]){re.escape(m.group(1))}(?![\w-])", template_sql))
@@ -112,15 +114,22 @@ def abstract(question: str, sql: str) -> Template | None:
             pieces.append((m.start(), m.end(), f"n{i}", r"\d+"))
             template_sql = re.sub(rf"(?<!\d){m.group(0)}(?!\d)", f"{{n{i}}}", template_sql)
     for i, m in enumerate(_NUMBER_WORD.finditer(q)):
-        digits = str(_NUMBER_WORDS.index(m.group(1)) + 1)
+        digits = str(NUMBER_WORDS.index(m.group(1)) + 1)
         if taken(m.start(), m.end()) or len(_NUMBER_WORD.findall(q)) != 1:
             continue
         hits = re.findall(rf"(?<![\d.'-]){digits}(?![\d.])", template_sql)
         if len(hits) == 1:
-            pieces.append((m.start(), m.end(), f"w{i}", "|".join(_NUMBER_WORDS)))
+            pieces.append((m.start(), m.end(), f"w{i}", "|".join(NUMBER_WORDS)))
             template_sql = re.sub(rf"(?<![\d.'-]){digits}(?![\d.])", f"{{w{i}}}", template_sql)
-    if not pieces:
+    return (q, template_sql, pieces) if pieces or allow_empty else None
+
+
+def abstract(question: str, sql: str) -> Template | None:
+    """The skeleton of one (question, SQL) pair as a pattern, or None when its values cannot be placed unambiguously."""
+    found = skeleton(question, sql)
+    if found is None:
         return None
+    q, template_sql, pieces = found
     pattern, pos, fixed = "", 0, []
     for a, b, name, group in sorted(pieces):
         pattern += _fixed(q[pos:a]) + f"(?P<{name}>{group})"
@@ -211,8 +220,11 @@ def load_bank(db_id: str, data_dir: str | None = None) -> TemplateBank | None:
 
 
 def reset_banks() -> None:
-    """Forget the loaded banks (after the data directory changed)."""
+    """Forget the loaded banks and form banks (after the data directory changed)."""
+    from ehrguard.verify.offline.forms import _load_forms
+
     _load_bank.cache_clear()
+    _load_forms.cache_clear()
 
 
 @lru_cache(maxsize=4)

@@ -9,11 +9,13 @@ from typing import Any
 
 from ehrguard.db.engine import Result
 from ehrguard.errors import ConfigError
-from ehrguard.evaluation.execution_match import execution_match
+from ehrguard.evaluation.execution_match import MatchResult, canonical_answer, execution_match
 from ehrguard.verify.methods import Case, register_method
 from ehrguard.verify.offline.checks import SqlContext, repair, run_checks, summary
+from ehrguard.verify.offline.forms import load_forms
 from ehrguard.verify.offline.question import QuestionAssessment, shared_classifier
 from ehrguard.verify.offline.templates import load_bank
+from ehrguard.verify.offline.training import parse_fold
 from ehrguard.verify.verdict import Finding, Verdict
 
 
@@ -74,7 +76,7 @@ def refusal_message(subtype: str, a: QuestionAssessment) -> str:
 @dataclass(frozen=True)
 class Fix:
     """A candidate replacement SQL: from the template bank ("template"), agreeing with the candidate
-    ("agrees"), or from local repair (the names of the checks it answers)."""
+    ("agrees"), from a paraphrased known form ("form"), or from local repair (the names of the checks it answers)."""
 
     sql: str
     findings: list[Finding]
@@ -93,20 +95,43 @@ def _has_rows(ctx: SqlContext) -> bool:
     return isinstance(result, Result) and bool(result.rows) and not all(v is None for r in result.rows for v in r)
 
 
+def _compare(ctx: SqlContext, other: SqlContext) -> MatchResult:
+    """Does the candidate answer as ``other`` (already executed by its checks) does? Scored as the benchmark scores."""
+    result = other.execution
+    known = canonical_answer(result.rows) if isinstance(result, Result) and not result.truncated else None
+    return execution_match(ctx.db.db, ctx.sql, other.sql, db_id=ctx.db.db_id, gold_answer=known)
+
+
+def _nested(a: list[list[str]] | None, b: list[list[str]] | None) -> bool:
+    """One answer's rows all among the other's: the two queries differ only in how they break ties
+    (the last event vs every event at the last time), not a wrong answer to correct."""
+    if not a or not b:
+        return False
+    rows_a, rows_b = {tuple(r) for r in a}, {tuple(r) for r in b}
+    return rows_a <= rows_b or rows_b <= rows_a
+
+
 class OfflineVerifier:
     """Decide preserve / correct / ambiguous / unanswerable without an LLM."""
 
     name = "offline"
 
     def __init__(self, operating_point: str = "balanced", question_model: str | None = None, embeddings: str = "auto",
-                 templates: str = "on", lexical_model: str | None = None, cascade: float | str = 0.9) -> None:
+                 templates: str = "on", lexical_model: str | None = None, cascade: float | str = 0.9,
+                 forms: str = "on", exclude_fold: str | None = None) -> None:
         if operating_point not in OPERATING_POINTS:
             raise ConfigError(f"Unknown operating point {operating_point!r}; choose one of {', '.join(OPERATING_POINTS)}.")
         if embeddings not in ("auto", "on", "off"):
             raise ConfigError("embeddings must be auto, on or off.")
         if templates not in ("on", "off"):
             raise ConfigError("templates must be on or off.")
+        if forms not in ("on", "off"):
+            raise ConfigError("forms must be on or off.")
         self.use_templates = templates == "on"
+        self.use_forms = forms == "on"
+        self.exclude_fold = exclude_fold
+        if exclude_fold:
+            parse_fold(exclude_fold)  # a clear error now rather than at the first item
         self.operating_point = operating_point
         self.policy = OPERATING_POINTS[operating_point]
         try:
@@ -118,7 +143,8 @@ class OfflineVerifier:
     def describe(self) -> dict[str, Any]:
         return {"method": self.name, "operating_point": self.operating_point, "policy": self.policy.__dict__,
                 "question_model": str(self.classifier.path), "question_model_sha256": self.classifier.sha256,
-                "features": self.classifier.name, "templates": self.use_templates, "cascade": self.classifier.cascade}
+                "features": self.classifier.name, "templates": self.use_templates, "cascade": self.classifier.cascade,
+                "forms": self.use_forms, "exclude_fold": self.exclude_fold}
 
     def verify(self, case: Case) -> Verdict:
         assessment = self.classifier.assess(case.question, case.sql)
@@ -126,6 +152,8 @@ class OfflineVerifier:
         abstained = any(f.check == "abstained" for f in findings)
         known = self._known_form(ctx) if self.use_templates and not abstained else None
         fixed = known if known is not None and known.how == "template" else None
+        if fixed is None and known is None and self.use_forms and not abstained:
+            fixed = self._paraphrased_form(ctx)
         if fixed is None and self.policy.repair and not abstained and any(f.suggestion for f in findings):
             fixed = self._try_repair(ctx)
         # The evidence is what the SQL we would return does: the repaired one when there is one.
@@ -156,6 +184,8 @@ class OfflineVerifier:
             details["repair"] = {"fixed": fixed.how, "remaining": summary(fixed.findings)}
             if fixed.how == "template":
                 message = "Replaced by the SQL of a known question of the same form, which answers differently and runs cleanly."
+            elif fixed.how == "form":
+                message = "Replaced by the SQL of a known question this one paraphrases, which answers differently and runs cleanly."
             else:
                 message = f"Corrected ({fixed.how})."
             return Verdict("correct", sql=fixed.sql, message=message, findings=findings, confidence=confidence, details=details)
@@ -176,6 +206,25 @@ class OfflineVerifier:
             return None
         return Fix(sql, new_findings, ", ".join(sorted({f.check for f in ctx.findings if f.suggestion})))
 
+    def _paraphrased_form(self, ctx: SqlContext) -> Fix | None:
+        """The SQL of the known form the question paraphrases, as a correction: only when it runs cleanly
+        with rows, the next-best form (if as close) answers the same, and the candidate answers differently."""
+        index = load_forms(ctx.db.db_id, exclude_fold=self.exclude_fold)
+        readings = index.read(ctx.question, ctx.db, top=2) if index is not None else []
+        if not readings:
+            return None
+        best = readings[0]
+        f_ctx, f_findings = run_checks(ctx.question, best.sql, ctx.db)
+        if any(f.severity == "error" for f in f_findings) or not _has_rows(f_ctx):
+            return None
+        close = len(readings) > 1 and readings[1].similarity >= best.similarity - 0.05
+        if close and not execution_match(ctx.db.db, readings[1].sql, best.sql, db_id=ctx.db.db_id).match:
+            return None  # two forms fit about equally and disagree: no opinion
+        same = _compare(ctx, f_ctx)
+        if same.match or _nested(same.pred_answer, same.gold_answer):
+            return None
+        return Fix(best.sql, f_findings, "form")
+
     @staticmethod
     def _known_form(ctx: SqlContext) -> Fix | None:
         """The template bank's opinion: None when the question fits no known form (or several that disagree);
@@ -188,11 +237,11 @@ class OfflineVerifier:
         for sql in bank.candidates(ctx.question):
             t_ctx, t_findings = run_checks(ctx.question, sql, ctx.db)
             if not any(f.severity == "error" for f in t_findings) and _has_rows(t_ctx):
-                clean.append((sql, t_findings))
+                clean.append((sql, t_findings, t_ctx))
         if len(clean) != 1:
             return None
-        sql, t_findings = clean[0]
-        if execution_match(ctx.db.db, ctx.sql, sql, db_id=ctx.db.db_id).match:
+        sql, t_findings, t_ctx = clean[0]
+        if _compare(ctx, t_ctx).match:
             return Fix(sql, t_findings, "agrees")
         return Fix(sql, t_findings, "template")
 
@@ -201,7 +250,7 @@ class OfflineVerifier:
 def _make_offline(model: str | None = None, **options: Any) -> OfflineVerifier:
     if model:
         raise ConfigError("offline uses no LLM; drop --model (use --method hybrid for an LLM on the hard cases).")
-    allowed = {"operating_point", "question_model", "embeddings", "templates", "lexical_model", "cascade"}
+    allowed = {"operating_point", "question_model", "embeddings", "templates", "lexical_model", "cascade", "forms", "exclude_fold"}
     unknown = set(options) - allowed
     if unknown:
         raise ConfigError(f"offline options are {', '.join(sorted(allowed))}; got {', '.join(sorted(unknown))}.")

@@ -1,0 +1,537 @@
+"""Known question forms, matched through paraphrase.
+
+The template bank (:mod:`templates`) answers a question only when it fits a known question
+word for word. Question sets are paraphrased, though: "What is the peak heart rate of patient
+X today?" and "Tell me the highest heart rate patient X had today" are one form. This module
+matches a new question to the known form it paraphrases:
+
+1. **Values are found, not guessed.** Patient ids and numbers by pattern; names (a diagnosis,
+   a drug, a lab test ...) by finding, in the question, values the database holds in the
+   column a known form compares them with. The question is then *masked*: each value
+   becomes a typed slot.
+2. **Meaning words must agree.** Words that change what a query computes (first/last,
+   minimum/maximum/average, this year/since, icu/hospital, ...) are folded to one spelling
+   (``highest`` -> ``maximum``) and must be the same set in both questions. A form that
+   differs in one of them is not a paraphrase, however similar it reads.
+   Whether the question asks for a moment ("when ...") or a yes/no answer is part of its
+   meaning, and a form whose SQL returns something else is not built.
+3. **Time filters are slots too.** "since 2 years ago", "in 03/2100", "this month",
+   "yesterday", "on 06/13/this year" are recognised in the question and in the SQL (the
+   EHRSQL way of writing them) and refilled for the form's own time columns, so one known
+   question covers every calendar filter.
+4. **The rest decides the nearest.** Among forms whose slots the question can fill and
+   whose meaning words agree, the most similar content words win (Jaccard). Names the
+   question states must have a place in the form, and names the form states must be in the
+   question.
+
+The caller (``OfflineVerifier``) uses the best form's SQL as a correction only when it runs
+cleanly with rows, an about-as-close second form answers the same, and the candidate
+answers differently.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import weakref
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ehrguard.config import setting
+from ehrguard.evaluation.execution_match import NOW, normalize_gold
+from ehrguard.verify.offline.templates import BANK_SOURCES, NUMBER_WORDS, PATIENT_ID, canonical, skeleton
+from ehrguard.verify.offline.training import fold_of, parse_fold
+
+_WORD = re.compile(r"[a-z]+")
+_DIGITS = re.compile(r"(?<!\d)\d+(?!\d)")  # as the template bank counts them
+_NUM_OR_SLOT = re.compile(r"<num>|(?<!\d)\d+(?!\d)")
+_COLUMN_BEFORE_SLOT = r"([A-Za-z_]\w*\.[A-Za-z_]\w*)\s*(?:=|LIKE)\s*'\{%s\}'"
+
+# Words that change what the query computes, each folded to one spelling. General English.
+_MEANING = {
+    "first": "first", "earliest": "first", "initial": "first", "initially": "first",
+    "last": "last", "latest": "last", "final": "last", "previous": "last", "prior": "last",
+    "second": "second", "third": "third",
+    "current": "current", "currently": "current", "still": "current", "present": "current", "now": "current",
+    "this": "this", "today": "today",
+    "maximum": "maximum", "max": "maximum", "highest": "maximum", "greatest": "maximum", "largest": "maximum",
+    "peak": "maximum", "top": "top",
+    "minimum": "minimum", "min": "minimum", "lowest": "minimum", "smallest": "minimum",
+    "average": "average", "mean": "average", "avg": "average",
+    "total": "total", "sum": "total", "overall": "total", "cumulative": "total",
+    "many": "many", "count": "many", "times": "times", "number": "many",
+    "year": "year", "years": "year", "yearly": "yearly", "annual": "yearly", "annually": "yearly",
+    "month": "month", "months": "month", "monthly": "monthly",
+    "day": "day", "days": "day", "daily": "daily", "week": "week", "weeks": "week", "weekly": "weekly",
+    "hour": "hour", "hours": "hour", "minute": "minute", "minutes": "minute",
+    "ago": "ago", "since": "since", "after": "after", "before": "before", "within": "within", "same": "same",
+    "until": "until", "till": "until", "later": "after", "following": "after", "followed": "after",
+    "icu": "icu", "hospital": "hospital", "visit": "visit", "stay": "visit", "encounter": "visit",
+    "male": "male", "female": "female", "men": "male", "women": "female",
+    "greater": "greater", "higher": "greater", "more": "greater", "above": "greater", "exceed": "greater",
+    "exceeds": "greater", "over": "greater", "larger": "greater",
+    "less": "less", "lower": "less", "below": "less", "under": "less", "fewer": "less", "smaller": "less",
+    "change": "change", "difference": "change", "differ": "change", "changed": "change",
+    "percentile": "percentile", "rank": "rank",
+    "frequent": "frequent", "frequently": "frequent", "common": "frequent", "commonly": "frequent", "often": "frequent",
+    "intake": "intake", "input": "intake", "output": "output",
+    "not": "not", "never": "not", "no": "not", "didn": "not", "without": "not",
+    "died": "died", "dead": "died", "death": "died", "deceased": "died", "expired": "died",
+    "discharged": "discharged", "discharge": "discharged", "admitted": "admitted", "admission": "admitted",
+    "age": "age", "aged": "age", "old": "age",
+    "ever": "ever", "any": "ever",
+    # What is asked about (general EHR vocabulary): a form about specimens is no paraphrase of one about diagnoses.
+    "specimen": "specimen", "specimens": "specimen", "culture": "specimen", "cultures": "specimen", "microbiology": "specimen",
+    "diagnosis": "diagnosis", "diagnoses": "diagnosis", "diagnosed": "diagnosis",
+    "drug": "drug", "prescribed": "drug", "prescription": "drug", "prescriptions": "drug",
+    "procedure": "procedure", "procedures": "procedure", "treatment": "procedure", "treatments": "procedure",
+    "underwent": "procedure", "undergone": "procedure",
+    "lab": "lab", "labs": "lab", "laboratory": "lab",
+    "cost": "cost", "costs": "cost", "charge": "cost", "charges": "cost", "expense": "cost", "expenses": "cost",
+    "allergy": "allergy", "allergies": "allergy", "allergic": "allergy", "organism": "organism", "organisms": "organism",
+    "outputs": "output", "outputted": "output", "inputs": "intake", "intakes": "intake",
+    "heart": "heart", "respiration": "respiration", "respiratory": "respiration", "sao2": "sao2", "saturation": "sao2",
+    "spo2": "sao2", "temperature": "temperature", "systolic": "systolic", "diastolic": "diastolic",
+    "weight": "weight", "height": "height",
+    "insurance": "insurance", "marital": "marital", "married": "marital", "language": "language", "gender": "gender",
+    "sex": "gender", "race": "race", "ethnicity": "race", "religion": "religion", "route": "route", "routes": "route",
+    "dose": "dose", "dosage": "dose", "doses": "dose", "unit": "unit", "units": "unit", "ward": "ward", "careunit": "careunit",
+    "patients": "people", "people": "people", "persons": "people",
+    "location": "location", "source": "location", "type": "type",
+    "long": "duration", "duration": "duration", "length": "duration", "passed": "elapsed", "elapsed": "elapsed",
+}
+_YES_NO = re.compile(r"^(?:did|does|do|is|are|was|were|has|have|had|can|will)\b")
+_STOP = frozenset((
+    "a", "an", "the", "of", "for", "to", "in", "on", "at", "by", "with", "and", "or", "is", "are", "was", "were",
+    "be", "been", "do", "does", "did", "what", "which", "who", "whom", "whose", "when", "where", "how", "that",
+    "this", "these", "those", "it", "its", "patient", "me", "tell", "show", "give", "please", "i", "you", "can",
+    "could", "would", "there", "any", "all", "from", "as", "has", "have", "had", "get", "list",
+))
+
+
+@dataclass(frozen=True)
+class TimeFilter:
+    """A calendar filter a question states ("since 2 years ago", "in 03/2100", "this month", "yesterday"),
+    rendered for any time column the way EHRSQL-style SQL writes it."""
+
+    kind: str  # "ago", "calendar" or "absolute"
+    unit: str = ""  # year / month / day (ago, calendar)
+    amount: int = 0  # how many units back (ago, calendar)
+    fmt: str = ""  # strftime format after '%' (absolute; calendar's extra part)
+    op: str = "="
+    value: str = ""
+
+    def render(self, column: str) -> str:
+        if self.kind == "ago":
+            return f"datetime({column}) >= datetime('{NOW}','-{self.amount} {self.unit}')"
+        if self.kind == "calendar":
+            sql = f"datetime({column},'start of {self.unit}') = datetime('{NOW}','start of {self.unit}','-{self.amount} {self.unit}')"
+            return sql + (f" AND strftime('%{self.fmt}',{column}) = '{self.value}'" if self.fmt else "")
+        return f"strftime('%{self.fmt}',{column}) {self.op} '{self.value}'"
+
+
+def _two(d: str) -> str:
+    return d.zfill(2)
+
+
+def _back(word: str) -> int:
+    return 0 if word == "this" else 1
+
+
+# Question phrases, most specific first (on a canonical question with numbers as digits).
+_TIME_PHRASES: list[tuple[re.Pattern[str], Any]] = [(re.compile(p), f) for p, f in (
+    (r"\bsince (\d+) (year|month|day)s? ago\b", lambda m: TimeFilter("ago", m[2], int(m[1]))),
+    (r"\b(?:on |in )?(\d{1,2})/(\d{1,2})/(this|last) year\b",
+     lambda m: TimeFilter("calendar", "year", _back(m[3]), "m-%d", value=f"{_two(m[1])}-{_two(m[2])}")),
+    (r"\b(?:in )?(\d{1,2})/(this|last) year\b", lambda m: TimeFilter("calendar", "year", _back(m[2]), "m", value=_two(m[1]))),
+    (r"\b(?:on )?(this|last) month/(\d{1,2})\b", lambda m: TimeFilter("calendar", "month", _back(m[1]), "d", value=_two(m[2]))),
+    (r"\b(this|last) (year|month)\b", lambda m: TimeFilter("calendar", m[2], _back(m[1]))),
+    (r"\btoday\b", lambda m: TimeFilter("calendar", "day", 0)),
+    (r"\byesterday\b", lambda m: TimeFilter("calendar", "day", 1)),
+    (r"\b(in|on|since) (\d{1,2})/(\d{1,2})/(\d{4})\b",
+     lambda m: TimeFilter("absolute", fmt="Y-%m-%d", op=">=" if m[1] == "since" else "=", value=f"{m[4]}-{_two(m[2])}-{_two(m[3])}")),
+    (r"\b(in|since) (\d{1,2})/(\d{4})\b",
+     lambda m: TimeFilter("absolute", fmt="Y-%m", op=">=" if m[1] == "since" else "=", value=f"{m[3]}-{_two(m[2])}")),
+    (r"\b(in|since) (\d{4})\b", lambda m: TimeFilter("absolute", fmt="Y", op=">=" if m[1] == "since" else "=", value=m[2])),
+)]
+
+_COL = r"(?P<col>(?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)"
+_NOW_LIT = re.escape(f"'{NOW}'")
+# The same filters as SQL writes them; group "col" is the column.
+_TIME_SQL: list[tuple[re.Pattern[str], Any]] = [(re.compile(p, re.IGNORECASE), f) for p, f in (
+    ((rf"datetime\(\s*{_COL}\s*,\s*'start of (?P<unit>year|month|day)'\s*\)\s*=\s*datetime\(\s*{_NOW_LIT}\s*,\s*'start of (?P=unit)'"
+     rf"\s*,\s*'-(?P<n>\d+) (?P=unit)'\s*\)(?:\s+AND\s+strftime\(\s*'%(?P<fmt>m-%d|m|d)'\s*,\s*(?P=col)\s*\)\s*=\s*'(?P<v>[\d-]+)')?"),
+     lambda m: TimeFilter("calendar", m["unit"].lower(), int(m["n"]), m["fmt"] or "", value=m["v"] or "")),
+    (rf"datetime\(\s*{_COL}\s*\)\s*>=\s*datetime\(\s*{_NOW_LIT}\s*,\s*'-(?P<n>\d+) (?P<unit>year|month|day)'\s*\)",
+     lambda m: TimeFilter("ago", m["unit"].lower(), int(m["n"]))),
+    (rf"strftime\(\s*'%(?P<fmt>Y|Y-%m|Y-%m-%d)'\s*,\s*{_COL}\s*\)\s*(?P<op>=|>=)\s*'(?P<v>[\d-]+)'",
+     lambda m: TimeFilter("absolute", fmt=m["fmt"], op=m["op"], value=m["v"])),
+)]
+_UNSLOTTED_NUMBER = re.compile(r"(?<![\w.{])(?!(?:0|1|24|60|100)\b)\d+(?![\w.}])")
+_BOOLEAN_SQL = re.compile(r"\s*select\s+count\s*\(\s*\*\s*\)\s*>\s*0\b", re.IGNORECASE)
+_TIME_WORD = "timephrase"  # stands for the phrase in a question while slots are placed
+
+
+def find_time_filter(q: str) -> tuple[TimeFilter, tuple[int, int]] | None:
+    """The one calendar filter a canonical question states, and where; None for none or several."""
+    hits = []
+    for pattern, make in _TIME_PHRASES:
+        for m in pattern.finditer(q):
+            if all(m.end() <= a or b <= m.start() for _, (a, b) in hits):
+                hits.append((make(m), (m.start(), m.end())))
+    return hits[0] if len(hits) == 1 else None
+
+
+def _time_in_sql(sql: str, wanted: TimeFilter) -> tuple[str, tuple[str, ...]] | None:
+    """The SQL with each occurrence of ``wanted`` replaced by a marker, and their columns; None when
+    the SQL states the filter nowhere, or states another calendar filter too."""
+    spans = []
+    for pattern, make in _TIME_SQL:
+        for m in pattern.finditer(sql):
+            if any(not (m.end() <= a or b <= m.start()) for a, b, _ in spans):
+                continue
+            if make(m) != wanted:
+                return None
+            spans.append((m.start(), m.end(), m["col"]))
+    if not spans:
+        return None
+    columns = []
+    for i, (a, b, column) in enumerate(sorted(spans, reverse=True)):
+        sql = sql[:a] + f"__TIME{'abcdefghij'[len(spans) - 1 - i]}__" + sql[b:]
+        columns.append(column)
+    return sql, tuple(reversed(columns))
+
+
+@dataclass(frozen=True)
+class Slot:
+    name: str  # the format field in the SQL: s0.., p, n0..
+    kind: str  # "name", "pid", "number" or "time"
+    column: str  # the column a name is compared with, or a time filter applies to; else ""
+
+
+@dataclass(frozen=True)
+class Form:
+    masked: str  # the canonical question with each value replaced by its slot token
+    sql: str  # str.format template over the slot names
+    slots: tuple[Slot, ...]
+    meaning: frozenset[str]
+    words: frozenset[str]
+    # The numbers of the question in order: None for a slot, the digits of a number the SQL does not take.
+    number_pattern: tuple[str | None, ...]
+
+    @property
+    def needs(self) -> tuple[int, int, tuple[str, ...], bool]:
+        """(patient ids, numbers, sorted name columns, a time filter) the question must supply."""
+        return (sum(s.kind == "pid" for s in self.slots), sum(s.kind == "number" for s in self.slots),
+                tuple(sorted(s.column for s in self.slots if s.kind == "name")), any(s.kind == "time" for s in self.slots))
+
+
+def _token(slot: Slot) -> str:
+    return {"pid": "<pid>", "number": "<num>", "time": "<time>"}.get(slot.kind, f"<{slot.column}>")
+
+
+_ASKS_TIME = re.compile(r"\bwhen\b|\bwhat time\b|\bthe time\b|\bdates?\b|\bwhat day\b|\btimestamp")
+_SELECT_LIST = re.compile(r"\s*select\s+(?:distinct\s+)?([^()]*?)\s+from\b", re.IGNORECASE)
+
+
+def asks_time(question: str) -> bool:
+    """Does the question ask for a moment ("when ...", "the date of ...")?"""
+    return bool(_ASKS_TIME.search(question))
+
+
+def selects_time(sql: str) -> bool:
+    """Does the outer query return a time column?"""
+    m = _SELECT_LIST.match(sql)
+    return bool(m and re.search(r"\w*(?:time|date)\b", m.group(1), re.IGNORECASE))
+
+
+_WHICH_VISIT = re.compile(r"\b(first|last|current|latest|earliest|previous|second)\s+(hospital|icu)\s+(?:visit|stay|encounter)s?\b")
+
+
+def meaning_words(masked: str) -> frozenset[str]:
+    """The meaning words of a masked question; "first ... on the last hospital visit" keeps which is which."""
+    text = re.sub(r"<[^>]*>", " ", masked)
+    words = {f"{_MEANING[m[1]]} {m[2]} visit" for m in _WHICH_VISIT.finditer(text)}
+    text = _WHICH_VISIT.sub(" ", text)
+    for w in _WORD.findall(text):
+        w = w if w in _MEANING or not w.endswith("s") else w[:-1]  # "weights" means what "weight" means
+        if w in _MEANING:
+            words.add(_MEANING[w])
+    if "<time>" in masked:
+        words.add("<time>")
+    if _YES_NO.match(masked):
+        words.add("<yes/no>")
+    if asks_time(masked):
+        words.add("<when>")
+    return frozenset(words)
+
+
+def content_words(masked: str) -> frozenset[str]:
+    words = _WORD.findall(re.sub(r"<[^>]*>", " ", masked))
+    return frozenset(w[:-1] if len(w) > 4 and w.endswith("s") else w for w in words if w not in _STOP)
+
+
+def _numbers_as_digits(text: str) -> str:
+    return re.sub(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", lambda m: str(NUMBER_WORDS.index(m.group(1)) + 1), text)
+
+
+def make_form(question: str, sql: str) -> Form | None:
+    """The form of one (question, SQL) pair, or None when its values cannot be placed unambiguously."""
+    sql = normalize_gold(sql)
+    q = _numbers_as_digits(canonical(question))
+    time_columns: tuple[str, ...] = ()
+    found_time = find_time_filter(q)
+    if found_time is not None:
+        marked = _time_in_sql(sql, found_time[0])
+        if marked is not None:
+            a, b = found_time[1]
+            q, (sql, time_columns) = q[:a] + _TIME_WORD + q[b:], marked
+    found = skeleton(q, sql, allow_empty=bool(time_columns))
+    if found is None:
+        return None
+    q, template_sql, pieces = found
+    slots: list[Slot] = []
+    masked, pos = "", 0
+    for a, b, name, _ in sorted(pieces):
+        if name.startswith("s"):
+            m = re.search(_COLUMN_BEFORE_SLOT % name, template_sql)
+            if m is None:
+                return None  # a name the SQL uses other than in a comparison: cannot be refilled safely
+            slot = Slot(name, "name", m.group(1).lower())
+        elif name == "p":
+            slot = Slot(name, "pid", "")
+        else:
+            slot = Slot(name, "number", "")
+        masked += q[pos:a] + " " + _token(slot) + " "
+        slots.append(slot)
+        pos = b
+    for i, column in enumerate(time_columns):
+        letter = "abcdefghij"[i]
+        template_sql = template_sql.replace(f"__TIME{letter}__", "{t" + letter + "}")
+        slots.append(Slot("t" + letter, "time", column))
+    masked = re.sub(r"\s+", " ", (masked + q[pos:]).replace(_TIME_WORD, "<time>")).strip()
+    if asks_time(masked) != selects_time(template_sql):
+        return None  # the question asks for a time and the SQL returns none, or the other way round
+    if _BOOLEAN_SQL.match(template_sql) and not _YES_NO.match(masked):
+        return None  # a yes/no query for a question not asked as one: its answer type is not the question's
+    if any(s.kind == "number" for s in slots) and _UNSLOTTED_NUMBER.search(re.sub(r"'[^']*'", "''", template_sql)):
+        return None  # "in their 20s" -> BETWEEN {n} AND 29: a number derived from a slot cannot be refilled
+    numbers = tuple(None if m.group(0) == "<num>" else m.group(0) for m in _NUM_OR_SLOT.finditer(masked))
+    return Form(masked, template_sql, tuple(slots), meaning_words(masked), content_words(masked), numbers)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A question read against one form: the filled SQL and how similar the two questions are."""
+
+    sql: str
+    similarity: float
+    masked: str
+    form: Form
+
+
+class FormIndex:
+    """Known forms of one database's question set, searchable through paraphrase."""
+
+    def __init__(self, pairs: list[tuple[str, str]]) -> None:
+        seen: dict[tuple[str, str], Form] = {}
+        for question, sql in pairs:
+            f = make_form(question, sql)
+            if f is not None:
+                seen.setdefault((f.masked, f.sql), f)
+        self.forms = list(seen.values())
+        # Forms by what the question must supply, then by their meaning words (which must be equal).
+        self._by_needs: dict[tuple[int, int, tuple[str, ...], bool], dict[frozenset[str], list[Form]]] = defaultdict(lambda: defaultdict(list))
+        for f in self.forms:
+            self._by_needs[f.needs][f.meaning].append(f)
+        self.columns = sorted({s.column for f in self.forms for s in f.slots if s.kind == "name"})
+        self._lexicons: weakref.WeakKeyDictionary[Any, dict[str, set[str]]] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+        self._stated_values: dict[tuple[int, str], frozenset[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self.forms)
+
+    def _lexicon(self, context: Any) -> dict[str, set[str]]:
+        """value (lower case) -> the name columns holding it, for one database."""
+        with self._lock:
+            lex = self._lexicons.get(context)
+            if lex is None:
+                lex = defaultdict(set)
+                for column in self.columns:
+                    table, col = column.split(".")
+                    for v in context.values.values(table, col):
+                        low = v.lower().strip()
+                        if len(low) >= 3 and re.search(r"[a-z]", low) and low not in _STOP:
+                            lex[low].add(column)
+                self._lexicons[context] = lex
+            return lex
+
+    def _stated(self, form: Form, lex: dict[str, set[str]]) -> frozenset[str]:
+        """Values a form's question states in its fixed text ("anion gap"): a paraphrase must state them too."""
+        key = (id(lex), form.masked)
+        stated = self._stated_values.get(key)
+        if stated is None:
+            stated = frozenset(form.masked[a:b] for spans in _values_in(form.masked, lex).values() for a, b in spans
+                               if " " in form.masked[a:b])  # names of several words; one-word ones are often plain words
+            self._stated_values[key] = stated
+        return stated
+
+    def read(self, question: str, context: Any, *, top: int = 3) -> list[Reading]:
+        """The filled SQL of the ``top`` most similar forms this question can be a paraphrase of."""
+        q = _numbers_as_digits(canonical(question))
+        time = find_time_filter(q)
+        if time is not None:
+            a, b = time[1]
+            q = q[:a] + _TIME_WORD + q[b:]
+        lex = self._lexicon(context)
+        occurrences = _values_in(q, lex)
+        pids = [(m.start(), m.end()) for m in PATIENT_ID.finditer(q)]
+        readings: list[Reading] = []
+        for needs, by_meaning in self._by_needs.items():
+            n_pid, n_num, columns, timed = needs
+            if n_pid != len(pids) or n_pid > 1 or any(c not in occurrences for c in columns) or timed != (time is not None):
+                continue
+            for masked, values, spans in _placements(q, columns, occurrences, pids[:n_pid]):
+                # Values the question names that this placement leaves in the text must be in the form's text too.
+                left = {q[a:b] for found in occurrences.values() for a, b in found
+                        if b - a >= 4 and all(b <= x or y <= a for x, y in spans)}
+                numbers = [m.group(0) for m in _DIGITS.finditer(masked)]
+                if len(numbers) < n_num:
+                    continue
+                masked_num = _DIGITS.sub("<num>", masked).replace(_TIME_WORD, "<time>")
+                words = content_words(masked_num)
+                for form in by_meaning.get(meaning_words(masked_num), ()):
+                    if len(form.number_pattern) != len(numbers) or not form.words:
+                        continue
+                    if any(v not in form.masked for v in left) or any(v not in q for v in self._stated(form, lex)):
+                        continue
+                    sim = len(form.words & words) / len(form.words | words)
+                    if sim < 0.3:
+                        continue
+                    filled = _fill(form, values, numbers, time[0] if time else None)
+                    if filled is not None:
+                        readings.append(Reading(filled, sim, masked_num, form))
+        readings.sort(key=lambda r: -r.similarity)
+        out: list[Reading] = []
+        for r in readings:
+            if all(r.sql != o.sql for o in out):
+                out.append(r)
+            if len(out) == top:
+                break
+        return out
+
+
+def _values_in(text: str, lex: dict[str, set[str]]) -> dict[str, list[tuple[int, int]]]:
+    """Every value of a name column the text contains at word boundaries, by column."""
+    starts = [m.start() for m in re.finditer(r"(?<![\w])\S", text)]
+    ends = sorted(m.end() for m in re.finditer(r"\S(?![\w])", text))
+    found: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for a in starts:
+        for b in ends:
+            if b <= a or b > a + 120:
+                continue
+            if text.startswith(" - ", b):
+                continue  # part of a longer hierarchical name the data does not hold
+            for column in lex.get(text[a:b], ()):
+                found[column].append((a, b))
+    return found
+
+
+def _placements(q: str, columns: tuple[str, ...], occurrences: dict[str, list[tuple[int, int]]],
+                pids: list[tuple[int, int]], limit: int = 6) -> list[tuple[str, dict[str, list[str]], list[tuple[int, int]]]]:
+    """Ways to place the names a form needs: non-overlapping occurrences, longer ones first, at most ``limit``."""
+    options = [sorted(occurrences[c], key=lambda s: (-(s[1] - s[0]), s[0]))[:3] for c in columns]
+    out: list[tuple[str, dict[str, list[str]], list[tuple[int, int]]]] = []
+
+    def place(i: int, taken: list[tuple[int, int, str]]) -> None:
+        if len(out) >= limit:
+            return
+        if i == len(columns):
+            out.append((*_mask(q, taken), [(a, b) for a, b, _ in taken]))
+            return
+        for a, b in options[i]:
+            if all(b <= x or y <= a for x, y, _ in taken):
+                place(i + 1, taken + [(a, b, columns[i])])
+
+    place(0, [(a, b, "pid") for a, b in pids])
+    return out
+
+
+def _mask(q: str, chosen: list[tuple[int, int, str]]) -> tuple[str, dict[str, list[str]]]:
+    values: dict[str, list[str]] = defaultdict(list)
+    masked, pos = "", 0
+    for a, b, column in sorted(chosen):
+        masked += q[pos:a] + (" <pid> " if column == "pid" else f" <{column}> ")
+        values[column].append(q[a:b])
+        pos = b
+    return re.sub(r"\s+", " ", masked + q[pos:]).strip(), values
+
+
+def _fill(form: Form, values: dict[str, list[str]], numbers: list[str], time: TimeFilter | None) -> str | None:
+    """The form's SQL with the question's values; None when a number the form states literally differs."""
+    fields: dict[str, str] = {}
+    used: dict[str, int] = defaultdict(int)
+    slotted = iter(s for s in form.slots if s.kind == "number")
+    for literal, number in zip(form.number_pattern, numbers):
+        if literal is None:
+            fields[next(slotted).name] = number
+        elif literal != number:
+            return None
+    for slot in form.slots:  # slots are in question order; values of one column too
+        if slot.kind == "pid":
+            fields[slot.name] = values["pid"][0]
+        elif slot.kind == "number":
+            continue
+        elif slot.kind == "time":
+            if time is None:
+                return None
+            fields[slot.name] = time.render(slot.column)
+        else:
+            fields[slot.name] = values[slot.column][used[slot.column]].replace("'", "''")
+            used[slot.column] += 1
+    try:
+        return form.sql.format(**fields)
+    except (KeyError, IndexError):
+        return None
+
+
+def scare_pairs(data_dir: Path, db_id: str, exclude: tuple[int, int] | None = None) -> list[tuple[str, str]]:
+    """(question, gold SQL) of the answerable items of the SCARE dev split for one database, without
+    the questions of fold ``exclude`` = (i, k) (grouped as the benchmark's ``--fold`` groups them)."""
+    path = data_dir / "scare" / f"{db_id}_dev.json"
+    if not path.is_file():
+        return []
+    pairs = {}
+    for item in json.loads(path.read_text()):
+        if item.get("gt_sql") in (None, "", "null") or item.get("type") not in ("easy", "medium", "hard"):
+            continue
+        if exclude is not None and fold_of(item["question"], exclude[1]) == exclude[0]:
+            continue
+        pairs.setdefault(item["question"], item["gt_sql"])
+    return sorted(pairs.items())
+
+
+_LOADING = threading.Lock()
+
+
+def load_forms(db_id: str, data_dir: str | None = None, exclude_fold: str | None = None) -> FormIndex | None:
+    """The form bank of a database: the template bank's sources plus the SCARE dev split's answerable
+    questions (without fold ``exclude_fold``, "I/K"), from the data directory. None when there are none
+    or ``EHRGUARD_TEMPLATE_BANK=off``. Built once per process and arguments."""
+    if setting("template_bank") == "off":
+        return None
+    exclude = parse_fold(exclude_fold) if exclude_fold else None
+    with _LOADING:
+        return _load_forms(db_id, data_dir or setting("data_dir"), exclude)
+
+
+@lru_cache(maxsize=8)
+def _load_forms(db_id: str, data_dir: str, exclude: tuple[int, int] | None) -> FormIndex | None:
+    source = BANK_SOURCES.get(db_id)
+    pairs = (source(Path(data_dir)) if source else []) + scare_pairs(Path(data_dir), db_id, exclude)
+    return FormIndex(pairs) if pairs else None

@@ -1,0 +1,122 @@
+"""Known forms matched through paraphrase: time filters, slots, meaning words, and the verifier's use of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import ehrguard
+from ehrguard.db.engine import open_database
+from ehrguard.verify.methods import DatabaseContext
+from ehrguard.verify.offline.forms import FormIndex, find_time_filter, load_forms, make_form, scare_pairs
+from ehrguard.verify.offline.templates import reset_banks
+from ehrguard.verify.offline.training import fold_of
+
+LAST_HEPARIN = (
+    "When was the last time patient 10004235 was prescribed heparin this month?",
+    ("SELECT prescriptions.starttime FROM prescriptions WHERE prescriptions.subject_id = 10004235 AND prescriptions.drug = 'heparin' "
+    "AND datetime(prescriptions.starttime,'start of month') = datetime(current_time,'start of month','-0 month') "
+    "ORDER BY prescriptions.starttime DESC LIMIT 1"),
+)
+
+
+@pytest.fixture(scope="module")
+def context(mimic_iv_db: Path) -> DatabaseContext:
+    return DatabaseContext(open_database(mimic_iv_db), "mimic_iv")
+
+
+@pytest.mark.parametrize("phrase, column_sql", [
+    ("since 3 years ago", "datetime(t.c) >= datetime('2100-12-31 23:59:00','-3 year')"),
+    ("this year", "datetime(t.c,'start of year') = datetime('2100-12-31 23:59:00','start of year','-0 year')"),
+    ("last month", "datetime(t.c,'start of month') = datetime('2100-12-31 23:59:00','start of month','-1 month')"),
+    ("yesterday", "datetime(t.c,'start of day') = datetime('2100-12-31 23:59:00','start of day','-1 day')"),
+    ("in 2100", "strftime('%Y',t.c) = '2100'"),
+    ("since 3/2100", "strftime('%Y-%m',t.c) >= '2100-03'"),
+    ("on 07/02/2100", "strftime('%Y-%m-%d',t.c) = '2100-07-02'"),
+    ("on 06/13/this year", ("datetime(t.c,'start of year') = datetime('2100-12-31 23:59:00','start of year','-0 year') "
+                           "AND strftime('%m-%d',t.c) = '06-13'")),
+    ("in 11/last year", ("datetime(t.c,'start of year') = datetime('2100-12-31 23:59:00','start of year','-1 year') "
+                        "AND strftime('%m',t.c) = '11'")),
+])
+def test_a_stated_time_filter_renders_for_any_column(phrase, column_sql):
+    found = find_time_filter(f"how many drugs were given {phrase}")
+    assert found is not None
+    assert found[0].render("t.c") == column_sql
+
+
+def test_two_time_filters_or_none_give_no_filter():
+    assert find_time_filter("how many drugs were given in 2100 and since 1 year ago") is None
+    assert find_time_filter("how many drugs were given on the last hospital visit") is None
+
+
+def test_a_form_has_typed_slots_and_its_time_filter_as_a_slot():
+    form = make_form(*LAST_HEPARIN)
+    assert form is not None
+    assert form.masked == "when was the last time patient <pid> was prescribed <prescriptions.drug> <time>"
+    assert [(s.kind, s.column) for s in form.slots] == [("pid", ""), ("name", "prescriptions.drug"), ("time", "prescriptions.starttime")]
+    assert {"last", "drug", "<time>", "<when>"} <= form.meaning
+
+
+def test_forms_that_cannot_be_refilled_safely_are_left_out():
+    # "in their 20s" -> BETWEEN 20 AND 29: the 29 follows from the slot and would not follow a new value.
+    assert make_form("How many patients in their 20s were admitted?",
+                     "SELECT COUNT(*) FROM admissions WHERE admissions.age BETWEEN 20 AND 29") is None
+    # The question asks for a name, the SQL returns a time.
+    assert make_form("What was the last drug patient 10004235 was prescribed?",
+                     "SELECT prescriptions.starttime FROM prescriptions WHERE prescriptions.subject_id = 10004235 "
+                     "ORDER BY prescriptions.starttime DESC LIMIT 1") is None
+    # A yes/no query for a question not asked as one.
+    assert make_form("Patient 10004235 was admitted in 2100",
+                     "SELECT COUNT(*)>0 FROM admissions WHERE admissions.subject_id = 10004235 AND strftime('%Y',admissions.admittime) = '2100'") is None
+
+
+def test_a_paraphrase_with_another_time_filter_and_values_is_read(context):
+    index = FormIndex([LAST_HEPARIN])
+    readings = index.read("Since 3 years ago, when was patient 10002495 last prescribed insulin?", context)
+    assert [r.sql for r in readings] == [
+        ("SELECT prescriptions.starttime FROM prescriptions WHERE prescriptions.subject_id = 10002495 AND prescriptions.drug = 'insulin' "
+        "AND datetime(prescriptions.starttime) >= datetime('2100-12-31 23:59:00','-3 year') ORDER BY prescriptions.starttime DESC LIMIT 1")]
+    readings = index.read("When was the last time patient 10002495 was prescribed insulin in 05/2100?", context)
+    assert readings and "strftime('%Y-%m',prescriptions.starttime) = '2100-05'" in readings[0].sql
+
+
+def test_a_question_that_differs_in_meaning_is_not_read(context):
+    index = FormIndex([LAST_HEPARIN])
+    assert index.read("When was the first time patient 10002495 was prescribed insulin since 3 years ago?", context) == []
+    assert index.read("What was the last drug patient 10002495 was prescribed this month?", context) == []  # asks no time
+    assert index.read("When was the last time patient 10002495 was prescribed insulin?", context) == []  # states no period
+    # A second drug the form has no place for: the form would silently drop it.
+    assert index.read("When was the last time patient 10002495 was prescribed insulin and heparin this month?", context) == []
+    assert index.read("When was the last time a patient was prescribed insulin this month?", context) == []  # no patient
+
+
+def test_scare_pairs_leave_out_the_excluded_fold(shared_data: Path):
+    every = scare_pairs(shared_data, "eicu")
+    assert every and all(sql != "null" for _, sql in every)
+    kept = scare_pairs(shared_data, "eicu", exclude=(2, 5))
+    assert kept and all(fold_of(q, 5) != 2 for q, _ in kept)
+    assert len(kept) < len(every)
+    assert scare_pairs(shared_data, "mimicsql") == []
+
+
+def test_the_verifier_corrects_a_candidate_by_the_form_a_question_paraphrases(shared_data, mimic_iv_db, monkeypatch):
+    monkeypatch.setenv("EHRGUARD_DATA_DIR", str(shared_data))
+    monkeypatch.setenv("EHRGUARD_TEMPLATE_BANK", "on")
+    reset_banks()
+    index = load_forms("mimic_iv")
+    assert index is not None and len(index) > 3000
+    # Not an EHRSQL or SCARE question word for word: a paraphrase with our own time filter.
+    question = "How many times was patient 10004235 prescribed heparin since 2 years ago?"
+    right = ("SELECT COUNT(*) FROM prescriptions WHERE prescriptions.hadm_id IN ( SELECT admissions.hadm_id FROM admissions "
+             "WHERE admissions.subject_id = 10004235 ) AND prescriptions.drug = 'heparin' "
+             "AND datetime(prescriptions.starttime) >= datetime('2100-12-31 23:59:00','-2 year')")
+    wrong = "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10004235 AND drug = 'heparin' AND starttime >= '2100-12-01'"
+    db = ehrguard.open_database(mimic_iv_db)
+    assert db.execute(right).rows != db.execute(wrong).rows  # the wrong window counts differently
+    verdict = ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv")
+    assert verdict.action == "correct" and verdict.details["repair"]["fixed"] == "form", verdict
+    assert db.execute(verdict.sql).rows == db.execute(right).rows
+    assert ehrguard.verify(question, right, db=mimic_iv_db, db_id="mimic_iv").action == "preserve"
+    assert ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv", forms="off").action == "preserve"
+    reset_banks()
