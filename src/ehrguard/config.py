@@ -23,19 +23,29 @@ def config_file() -> Path:
     return Path(os.environ.get("EHRGUARD_CONFIG") or Path(base) / "ehrguard" / "config.toml")
 
 
+_PARSED: dict[tuple[str, int], dict[str, str]] = {}  # (path, mtime) -> values: settings are read per item
+
+
 def _file_values() -> dict[str, str]:
     path = config_file()
-    if not path.is_file():
-        return {}
-    import tomllib
-
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        from ehrguard.errors import ConfigError
+        if not path.is_file():
+            return {}
+        key = (str(path), path.stat().st_mtime_ns)
+    except OSError:
+        return {}
+    if key not in _PARSED:
+        import tomllib
 
-        raise ConfigError(f"Cannot read the config file {path}: {exc}") from exc
-    return {str(k): str(v) for k, v in data.items()}
+        try:
+            data = tomllib.loads(path.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            from ehrguard.errors import ConfigError
+
+            raise ConfigError(f"Cannot read the config file {path}: {exc}") from exc
+        _PARSED.clear()
+        _PARSED[key] = {str(k): str(v) for k, v in data.items()}
+    return _PARSED[key]
 
 
 @dataclass(frozen=True)

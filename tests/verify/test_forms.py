@@ -9,9 +9,8 @@ import pytest
 import ehrguard
 from ehrguard.db.engine import open_database
 from ehrguard.verify.methods import DatabaseContext
-from ehrguard.verify.offline.forms import FormIndex, find_time_filter, load_forms, make_form, scare_pairs
+from ehrguard.verify.offline.forms import FormIndex, find_time_filter, load_forms, make_form
 from ehrguard.verify.offline.templates import reset_banks
-from ehrguard.verify.offline.training import fold_of
 
 LAST_HEPARIN = (
     "When was the last time patient 10004235 was prescribed heparin this month?",
@@ -91,22 +90,13 @@ def test_a_question_that_differs_in_meaning_is_not_read(context):
     assert index.read("When was the last time a patient was prescribed insulin this month?", context) == []  # no patient
 
 
-def test_scare_pairs_leave_out_the_excluded_fold(shared_data: Path):
-    every = scare_pairs(shared_data, "eicu")
-    assert every and all(sql != "null" for _, sql in every)
-    kept = scare_pairs(shared_data, "eicu", exclude=(2, 5))
-    assert kept and all(fold_of(q, 5) != 2 for q, _ in kept)
-    assert len(kept) < len(every)
-    assert scare_pairs(shared_data, "mimicsql") == []
-
-
 def test_the_verifier_corrects_a_candidate_by_the_form_a_question_paraphrases(shared_data, mimic_iv_db, monkeypatch):
     monkeypatch.setenv("EHRGUARD_DATA_DIR", str(shared_data))
     monkeypatch.setenv("EHRGUARD_TEMPLATE_BANK", "on")
     reset_banks()
     index = load_forms("mimic_iv")
     assert index is not None and len(index) > 3000
-    # Not an EHRSQL or SCARE question word for word: a paraphrase with our own time filter.
+    # Not an EHRSQL question word for word: a paraphrase with our own time filter.
     question = "How many times was patient 10004235 prescribed heparin since 2 years ago?"
     right = ("SELECT COUNT(*) FROM prescriptions WHERE prescriptions.hadm_id IN ( SELECT admissions.hadm_id FROM admissions "
              "WHERE admissions.subject_id = 10004235 ) AND prescriptions.drug = 'heparin' "
@@ -116,6 +106,7 @@ def test_the_verifier_corrects_a_candidate_by_the_form_a_question_paraphrases(sh
     assert db.execute(right).rows != db.execute(wrong).rows  # the wrong window counts differently
     verdict = ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv")
     assert verdict.action == "correct" and verdict.details["repair"]["fixed"] == "form", verdict
+    assert "<prescriptions.drug>" in verdict.details["repair"]["known_question"]  # which known question, traceably
     assert db.execute(verdict.sql).rows == db.execute(right).rows
     assert ehrguard.verify(question, right, db=mimic_iv_db, db_id="mimic_iv").action == "preserve"
     assert ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv", forms="off").action == "preserve"

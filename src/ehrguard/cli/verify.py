@@ -55,6 +55,9 @@ def verify_command(db_path: str, question: str, sql: str, method: str, model: st
     if verdict.message:
         console.print(escape(verdict.message))
     if verdict.action == "correct":
+        known = (verdict.details or {}).get("repair", {}).get("known_question")
+        if known:
+            console.print(f"Known question it paraphrases: {escape(known)}", highlight=False)
         console.print("[bold]Corrected SQL:[/bold]")
         click.echo(verdict.sql)
     for f in verdict.findings:

@@ -31,7 +31,6 @@ answers differently.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import weakref
@@ -44,7 +43,6 @@ from typing import Any
 from ehrguard.config import setting
 from ehrguard.evaluation.execution_match import NOW, normalize_gold
 from ehrguard.verify.offline.templates import BANK_SOURCES, NUMBER_WORDS, PATIENT_ID, canonical, skeleton
-from ehrguard.verify.offline.training import fold_of, parse_fold
 
 _WORD = re.compile(r"[a-z]+")
 _DIGITS = re.compile(r"(?<!\d)\d+(?!\d)")  # as the template bank counts them
@@ -500,38 +498,21 @@ def _fill(form: Form, values: dict[str, list[str]], numbers: list[str], time: Ti
         return None
 
 
-def scare_pairs(data_dir: Path, db_id: str, exclude: tuple[int, int] | None = None) -> list[tuple[str, str]]:
-    """(question, gold SQL) of the answerable items of the SCARE dev split for one database, without
-    the questions of fold ``exclude`` = (i, k) (grouped as the benchmark's ``--fold`` groups them)."""
-    path = data_dir / "scare" / f"{db_id}_dev.json"
-    if not path.is_file():
-        return []
-    pairs = {}
-    for item in json.loads(path.read_text()):
-        if item.get("gt_sql") in (None, "", "null") or item.get("type") not in ("easy", "medium", "hard"):
-            continue
-        if exclude is not None and fold_of(item["question"], exclude[1]) == exclude[0]:
-            continue
-        pairs.setdefault(item["question"], item["gt_sql"])
-    return sorted(pairs.items())
-
-
 _LOADING = threading.Lock()
 
 
-def load_forms(db_id: str, data_dir: str | None = None, exclude_fold: str | None = None) -> FormIndex | None:
-    """The form bank of a database: the template bank's sources plus the SCARE dev split's answerable
-    questions (without fold ``exclude_fold``, "I/K"), from the data directory. None when there are none
-    or ``EHRGUARD_TEMPLATE_BANK=off``. Built once per process and arguments."""
+def load_forms(db_id: str, data_dir: str | None = None) -> FormIndex | None:
+    """The form bank of a database, from the template bank's sources (EHRSQL-2024 for MIMIC-IV, EHRSQL
+    for eICU; never SCARE) in the data directory. None when they are missing or ``EHRGUARD_TEMPLATE_BANK=off``.
+    Built once per process and data directory."""
     if setting("template_bank") == "off":
         return None
-    exclude = parse_fold(exclude_fold) if exclude_fold else None
     with _LOADING:
-        return _load_forms(db_id, data_dir or setting("data_dir"), exclude)
+        return _load_forms(db_id, data_dir or setting("data_dir"))
 
 
-@lru_cache(maxsize=8)
-def _load_forms(db_id: str, data_dir: str, exclude: tuple[int, int] | None) -> FormIndex | None:
+@lru_cache(maxsize=4)
+def _load_forms(db_id: str, data_dir: str) -> FormIndex | None:
     source = BANK_SOURCES.get(db_id)
-    pairs = (source(Path(data_dir)) if source else []) + scare_pairs(Path(data_dir), db_id, exclude)
+    pairs = source(Path(data_dir)) if source else []
     return FormIndex(pairs) if pairs else None

@@ -15,7 +15,6 @@ from ehrguard.verify.offline.checks import SqlContext, repair, run_checks, summa
 from ehrguard.verify.offline.forms import load_forms
 from ehrguard.verify.offline.question import QuestionAssessment, shared_classifier
 from ehrguard.verify.offline.templates import load_bank
-from ehrguard.verify.offline.training import parse_fold
 from ehrguard.verify.verdict import Finding, Verdict
 
 
@@ -81,6 +80,7 @@ class Fix:
     sql: str
     findings: list[Finding]
     how: str
+    source: str = ""  # for "form": the known question (masked) it paraphrases, and how close
 
 
 def _outcome(ctx: SqlContext) -> str:
@@ -118,7 +118,7 @@ class OfflineVerifier:
 
     def __init__(self, operating_point: str = "balanced", question_model: str | None = None, embeddings: str = "auto",
                  templates: str = "on", lexical_model: str | None = None, cascade: float | str = 0.9,
-                 forms: str = "on", exclude_fold: str | None = None) -> None:
+                 forms: str = "on") -> None:
         if operating_point not in OPERATING_POINTS:
             raise ConfigError(f"Unknown operating point {operating_point!r}; choose one of {', '.join(OPERATING_POINTS)}.")
         if embeddings not in ("auto", "on", "off"):
@@ -129,9 +129,6 @@ class OfflineVerifier:
             raise ConfigError("forms must be on or off.")
         self.use_templates = templates == "on"
         self.use_forms = forms == "on"
-        self.exclude_fold = exclude_fold
-        if exclude_fold:
-            parse_fold(exclude_fold)  # a clear error now rather than at the first item
         self.operating_point = operating_point
         self.policy = OPERATING_POINTS[operating_point]
         try:
@@ -144,7 +141,7 @@ class OfflineVerifier:
         return {"method": self.name, "operating_point": self.operating_point, "policy": self.policy.__dict__,
                 "question_model": str(self.classifier.path), "question_model_sha256": self.classifier.sha256,
                 "features": self.classifier.name, "templates": self.use_templates, "cascade": self.classifier.cascade,
-                "forms": self.use_forms, "exclude_fold": self.exclude_fold}
+                "forms": self.use_forms}
 
     def verify(self, case: Case) -> Verdict:
         assessment = self.classifier.assess(case.question, case.sql)
@@ -153,7 +150,11 @@ class OfflineVerifier:
         known = self._known_form(ctx) if self.use_templates and not abstained else None
         fixed = known if known is not None and known.how == "template" else None
         if fixed is None and known is None and self.use_forms and not abstained:
-            fixed = self._paraphrased_form(ctx)
+            reading = self._paraphrased_form(ctx)
+            if reading is not None and reading.how == "form":
+                fixed = reading
+            elif reading is not None:
+                known = reading  # the candidate answers as the known form it paraphrases: evidence it is answerable
         if fixed is None and self.policy.repair and not abstained and any(f.suggestion for f in findings):
             fixed = self._try_repair(ctx)
         # The evidence is what the SQL we would return does: the repaired one when there is one.
@@ -182,6 +183,8 @@ class OfflineVerifier:
         confidence = round(assessment.category["answerable"], 4)
         if fixed is not None:
             details["repair"] = {"fixed": fixed.how, "remaining": summary(fixed.findings)}
+            if fixed.source:
+                details["repair"]["known_question"] = fixed.source
             if fixed.how == "template":
                 message = "Replaced by the SQL of a known question of the same form, which answers differently and runs cleanly."
             elif fixed.how == "form":
@@ -209,7 +212,7 @@ class OfflineVerifier:
     def _paraphrased_form(self, ctx: SqlContext) -> Fix | None:
         """The SQL of the known form the question paraphrases, as a correction: only when it runs cleanly
         with rows, the next-best form (if as close) answers the same, and the candidate answers differently."""
-        index = load_forms(ctx.db.db_id, exclude_fold=self.exclude_fold)
+        index = load_forms(ctx.db.db_id)
         readings = index.read(ctx.question, ctx.db, top=2) if index is not None else []
         if not readings:
             return None
@@ -220,10 +223,11 @@ class OfflineVerifier:
         close = len(readings) > 1 and readings[1].similarity >= best.similarity - 0.05
         if close and not execution_match(ctx.db.db, readings[1].sql, best.sql, db_id=ctx.db.db_id).match:
             return None  # two forms fit about equally and disagree: no opinion
+        source = f"{best.form.masked} (similarity {best.similarity:.2f})"
         same = _compare(ctx, f_ctx)
         if same.match or _nested(same.pred_answer, same.gold_answer):
-            return None
-        return Fix(best.sql, f_findings, "form")
+            return Fix(best.sql, f_findings, "form-agrees", source)
+        return Fix(best.sql, f_findings, "form", source)
 
     @staticmethod
     def _known_form(ctx: SqlContext) -> Fix | None:
@@ -250,7 +254,7 @@ class OfflineVerifier:
 def _make_offline(model: str | None = None, **options: Any) -> OfflineVerifier:
     if model:
         raise ConfigError("offline uses no LLM; drop --model (use --method hybrid for an LLM on the hard cases).")
-    allowed = {"operating_point", "question_model", "embeddings", "templates", "lexical_model", "cascade", "forms", "exclude_fold"}
+    allowed = {"operating_point", "question_model", "embeddings", "templates", "lexical_model", "cascade", "forms"}
     unknown = set(options) - allowed
     if unknown:
         raise ConfigError(f"offline options are {', '.join(sorted(allowed))}; got {', '.join(sorted(unknown))}.")
