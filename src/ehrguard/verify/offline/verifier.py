@@ -1,4 +1,4 @@
-"""The offline verifier: SQL checks against the database, the question classifier, local repair,
+"""The offline verifier: SQL checks against the database, the question classifier, known question forms, local repair,
 and a decision policy with named operating points. No LLM; milliseconds per item.
 """
 
@@ -147,15 +147,18 @@ class OfflineVerifier:
         assessment = self.classifier.assess(case.question, case.sql)
         ctx, findings = run_checks(case.question, case.sql, case.context)
         abstained = any(f.check == "abstained" for f in findings)
-        known = self._known_form(ctx) if self.use_templates and not abstained else None
+        # Past the highest bar the question is refused whatever the SQL does: no need to look for a better SQL.
+        refused = assessment.category["ambiguous"] + assessment.category["unanswerable"] >= self.policy.abstain_if_known_form
+        search = not abstained and not refused
+        known = self._known_form(ctx) if self.use_templates and search else None
         fixed = known if known is not None and known.how == "template" else None
-        if fixed is None and known is None and self.use_forms and not abstained:
+        if fixed is None and known is None and self.use_forms and search:
             reading = self._paraphrased_form(ctx)
             if reading is not None and reading.how == "form":
                 fixed = reading
             elif reading is not None:
                 known = reading  # the candidate answers as the known form it paraphrases: evidence it is answerable
-        if fixed is None and self.policy.repair and not abstained and any(f.suggestion for f in findings):
+        if fixed is None and self.policy.repair and search and any(f.suggestion for f in findings):
             fixed = self._try_repair(ctx)
         # The evidence is what the SQL we would return does: the repaired one when there is one.
         outcome = "failed" if abstained else ("rows" if fixed else _outcome(ctx))
