@@ -195,7 +195,7 @@ def _time_in_sql(sql: str, wanted: TimeFilter) -> tuple[str, tuple[str, ...]] | 
             if make(m) != wanted:
                 return None
             spans.append((m.start(), m.end(), m["col"]))
-    if not spans:
+    if not spans or len(spans) > 10:
         return None
     columns = []
     for i, (a, b, column) in enumerate(sorted(spans, reverse=True)):
