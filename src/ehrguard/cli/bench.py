@@ -29,6 +29,11 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
     return options
 
 
+def _progress() -> Progress:
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    return Progress(*columns, console=console, disable=not console.is_terminal)
+
+
 def _print_main(metrics: dict[str, Any]) -> None:
     from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, fmt
 
@@ -78,8 +83,7 @@ def scare_command(data_files: tuple[str, ...], db_dir: str, method: str, model: 
     # LLM methods write every exchange to the run's call log (not part of the run's identity).
     extra = {"call_log": str(Path(out) / "calls.jsonl")} if model else {}
     verifier = get_method(method, model=model, **options, **extra)
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
-    with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
+    with _progress() as progress:
         task = progress.add_task(f"{method}", total=len(items))
         summary = run_scare(items, verifier, db_dir=db_dir, out=out, data_files=list(data_files), model=model, options=options,
                             concurrency=concurrency, retry_errors=retry_errors,
@@ -212,6 +216,62 @@ def ehrsql_command(split_dir: str, db_path: str, predictions: str, as_json: bool
         return
     t = Table("RS(0)", "RS(5)", "RS(10)", "RS(N)", "exec acc (answerable)", "abstention P", "abstention R", title=f"EHRSQL-2024, {scores['n']} items")
     t.add_row(*(fmt(scores[k]) for k in ("rs_0", "rs_5", "rs_10", "rs_N", "exec_acc_answerable", "abstention_precision", "abstention_recall")))
+    console.print(t)
+
+
+@bench_group.command("forms")
+@click.option("--db-id", type=click.Choice(["mimic_iv", "eicu"]), required=True,
+              help="mimic_iv: forms from EHRSQL-2024 train, read its valid split. eicu: EHRSQL eICU questions, grouped K-fold.")
+@click.option("--db", "db_path", default=None, help="The database (file, or a name in $EHRGUARD_DB_DIR); default: the --db-id name.")
+@click.option("--folds", type=int, default=5, show_default=True, help="eicu only: folds (questions grouped).")
+@click.option("--limit", type=int, default=None, help="Only the first N held-out questions (per fold for eicu).")
+@json_option
+def forms_command(db_id: str, db_path: str | None, folds: int, limit: int | None, as_json: bool) -> None:
+    """How well known forms read held-out questions: coverage, precision (execution match), read time."""
+    from ehrguard.benchmarks.forms import read_held_out
+    from ehrguard.benchmarks.report import fmt, jsonable
+    from ehrguard.config import data_dir
+    from ehrguard.db import locate_database, open_database
+    from ehrguard.db.fidelity import ehrsql_pairs
+    from ehrguard.errors import DatasetError
+    from ehrguard.verify.methods import DatabaseContext
+    from ehrguard.verify.offline.templates import BANK_SOURCES
+    from ehrguard.verify.offline.training import fold_of
+
+    path = locate_database(db_path or db_id)
+    context = DatabaseContext(open_database(path), db_id, path)
+    if db_id == "mimic_iv":
+        root = data_dir() / "ehrsql-2024" / "mimic_iv"
+        if not (root / "valid" / "label.json").is_file():
+            raise DatasetError(f"EHRSQL-2024 is not under {root}; set EHRGUARD_DATA_DIR to the folder that holds ehrsql-2024/.")
+        def answerable(split: str) -> list[tuple[str, str]]:
+            return [(q, sql) for q, sql in ehrsql_pairs(root / split) if sql != "null"]
+
+        runs = [(answerable("train"), answerable("valid")[:limit])]
+    else:
+        pairs = BANK_SOURCES["eicu"](data_dir())
+        if not pairs:
+            raise DatasetError(f"The EHRSQL eICU questions are not at {data_dir() / 'ehrsql/eicu/valid.json'}; set EHRGUARD_DATA_DIR.")
+        runs = [([p for p in pairs if fold_of(p[0], folds) != k], [p for p in pairs if fold_of(p[0], folds) == k][:limit])
+                for k in range(folds)]
+    results = []
+    with _progress() as bar:
+        task = bar.add_task("reading", total=sum(len(test) for _, test in runs))
+        for train, test in runs:
+            done = bar.tasks[task].completed
+            results.append(read_held_out(train, test, context, progress=lambda i, done=done: bar.update(task, completed=done + i)))
+    total = {k: sum(r[k] for r in results) for k in ("n", "read", "right", "gold_errors")}
+    summary = {**total, "coverage": 100.0 * total["read"] / total["n"] if total["n"] else float("nan"),
+               "precision": 100.0 * total["right"] / (total["read"] - total["gold_errors"]) if total["read"] > total["gold_errors"] else float("nan"),
+               "forms": [r["forms"] for r in results], "read_ms_p50": [r["read_ms_p50"] for r in results],
+               "misread_examples": [e for r in results for e in r["misread_examples"]][:10], "db_id": db_id}
+    if as_json:
+        echo_json(jsonable(summary))
+        return
+    t = Table("held-out questions", "read", "coverage %", "right", "precision %", "gold fails here", "read p50 (ms)",
+              title=f"Known forms on held-out questions ({db_id})")
+    t.add_row(str(total["n"]), str(total["read"]), fmt(summary["coverage"]), str(total["right"]), fmt(summary["precision"]),
+              str(total["gold_errors"]), ", ".join(str(x) for x in summary["read_ms_p50"]))
     console.print(t)
 
 

@@ -1,0 +1,60 @@
+"""How well known forms read questions they were not built from.
+
+The offline verifier corrects candidates with the SQL of the known form a question
+paraphrases (:mod:`ehrguard.verify.offline.forms`). This measures that reader on held-out
+question/SQL pairs: build the forms from one set, read the other set's questions, execute
+the filled SQL and compare with the gold SQL by the benchmarks' execution-match rule.
+Coverage is the share of questions read; precision the share of read questions answered
+like the gold SQL. No verifier decision, no candidate: the reader alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ehrguard.evaluation.execution_match import execution_match
+from ehrguard.verify.methods import DatabaseContext
+from ehrguard.verify.offline.forms import FormIndex
+
+
+def _pct(a: int, b: int) -> float:
+    return 100.0 * a / b if b else float("nan")
+
+
+def read_held_out(train: list[tuple[str, str]], test: list[tuple[str, str]], context: DatabaseContext,
+                  progress: Callable[[int], None] | None = None, examples: int = 10) -> dict[str, Any]:
+    """Forms from ``train``; read, execute and score every question of ``test``.
+
+    Returns counts, coverage and precision (percent), per-question read time, and the first
+    ``examples`` misreadings (question, filled SQL, gold SQL) to look at.
+    """
+    start = time.perf_counter()
+    index = FormIndex(train)
+    built = time.perf_counter() - start
+    read = right = gold_fails = 0
+    read_s: list[float] = []
+    wrong: list[dict[str, str]] = []
+    for i, (question, gold) in enumerate(test):
+        t = time.perf_counter()
+        readings = index.read(question, context, top=1)
+        read_s.append(time.perf_counter() - t)
+        if readings:
+            read += 1
+            result = execution_match(context.db, readings[0].sql, gold, db_id=context.db_id, timeout_s=30)
+            if result.gold_error:
+                gold_fails += 1
+            elif result.match:
+                right += 1
+            elif len(wrong) < examples:
+                wrong.append({"question": question, "read_as": readings[0].form.masked, "sql": readings[0].sql, "gold": gold})
+        if progress:
+            progress(i + 1)
+    read_s.sort()
+    return {
+        "forms": len(index), "train_pairs": len(train), "n": len(test), "read": read, "right": right,
+        "gold_errors": gold_fails, "coverage": _pct(read, len(test)), "precision": _pct(right, read - gold_fails),
+        "build_s": round(built, 2), "read_ms_p50": round(1000 * read_s[len(read_s) // 2], 2) if read_s else None,
+        "misread_examples": wrong,
+    }
