@@ -63,6 +63,29 @@ def test_every_question_type_gets_its_category(expected, embeddings, mimic_iv_db
             assert verdict.message and verdict.sql is None and verdict.output == category
 
 
+@pytest.mark.parametrize("question, phrase", [
+    ("How many patients underwent this in 2100?", "underwent this"),
+    ("What was the cost of the lab test associated with that?", "with that"),
+    ("Which drugs were prescribed most often since then?", "since then"),
+    ("When did patient 10004235 have an input for the first time since that day?", "that day"),
+])
+def test_a_question_pointing_back_at_nothing_is_ambiguous_whatever_the_model_says(question, phrase, mimic_iv_db):
+    verdict = v(question, CLEAN, mimic_iv_db)
+    assert (verdict.action, verdict.subtype) == ("ambiguous", "ambiguous-reference"), verdict.details["question"]
+    assert f"'{phrase}'" in verdict.message and verdict.details["question"]["model"] == "rule: unresolved reference"
+
+
+@pytest.mark.parametrize("question", [
+    "How many patients were admitted this year?",  # a calendar anchor, not a reference
+    "What drugs were prescribed to patient 10004235 at the same time as heparin?",
+    "What is the name of the drug that was prescribed to patient 10004235 on the last hospital visit?",  # relative "that"
+])
+def test_anchored_time_and_relative_pronouns_are_not_unresolved_references(question):
+    from ehrguard.verify.offline.features import question_cues
+
+    assert question_cues(question).unresolved == ()
+
+
 def test_a_clean_candidate_is_preserved_with_no_findings(mimic_iv_db):
     verdict = v("What is the gender of patient 10004235?", CLEAN, mimic_iv_db)
     assert verdict.action == "preserve" and verdict.sql == CLEAN and verdict.findings == []

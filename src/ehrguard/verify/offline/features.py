@@ -11,9 +11,11 @@ from ehrguard.verify.offline.lexicon import (
     INFEASIBLE_CUES,
     MISSING_ATTRIBUTES,
     OUT_OF_SCOPE_CUES,
+    PREPOSITION,
     REFERENCE_WORDS,
     SMALL_TALK_CUES,
     TIME_NOUNS,
+    UNRESOLVED_REFERENCES,
     VAGUE_WORDS,
 )
 
@@ -23,6 +25,8 @@ PATIENT_ID = re.compile(r"\b(?:\d{3}-\d{3,7}|\d{4,9})\b")
 _DEMONSTRATIVE = re.compile(r"\b(this|that|these|those)\s+([a-z]+)")
 _PERSONAL = {"he", "she", "him", "his", "her", "hers", "they", "them", "their", "theirs"}
 _NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
+_UNRESOLVED = [re.compile(p) for p in UNRESOLVED_REFERENCES]
+_TRAILING = re.compile(rf"\s+{PREPOSITION}$")
 
 
 SQL_STRING_LITERAL = re.compile(r"'((?:[^']|'')*)'")
@@ -82,6 +86,8 @@ class QuestionCues:
     infeasible: tuple[str, ...]
     missing: tuple[str, ...]
     numbers: int
+    # Not a model feature (the shipped models predate it): a rule the classifier's answer gives way to.
+    unresolved: tuple[str, ...] = ()
 
     def vector(self) -> np.ndarray:
         return np.array(
@@ -97,6 +103,12 @@ class QuestionCues:
 
 FEATURE_NAMES = ("length", "very_short", "short", "patient_id", "vague", "references", "out_of_scope", "small_talk",
                  "infeasible", "missing_attribute", "numbers")
+
+
+def _unresolved(text: str) -> tuple[str, ...]:
+    """The phrases that point back at nothing, without the preposition that ended them ("for this")."""
+    found = (_TRAILING.sub("", m.group(0).strip(" ?.!,")) for p in _UNRESOLVED for m in p.finditer(text))
+    return tuple(dict.fromkeys(sorted(found, key=len, reverse=True)))
 
 
 def question_cues(question: str) -> QuestionCues:
@@ -122,4 +134,5 @@ def question_cues(question: str) -> QuestionCues:
         infeasible=tuple(_phrase_hits(text, "infeasible")),
         missing=tuple(_phrase_hits(text, "missing")),
         numbers=len(_NUMBER.findall(text)),
+        unresolved=_unresolved(text),
     )

@@ -21,6 +21,18 @@ VAGUE_WORDS = (
 REFERENCE_WORDS = ("this", "that", "these", "those", "it", "its", "they", "them", "their", "theirs", "he", "she", "him",
                    "his", "her", "hers", "then", "such", "the same one", "said", "aforementioned", "above", "former", "latter")
 
+# A pronoun standing alone ("... associated with that?", "patients who underwent this in 2100") or a moment
+# named only by pointing back ("since then", "at that time"): the question never says what it refers to.
+PREPOSITION = r"(?:in|on|at|during|for|with|from|to|since|after|before|by|of|and|or)"
+UNRESOLVED_REFERENCES = (
+    rf"\b(?:this|these|those)\s+(?:{PREPOSITION}\b|[?.!,]|$)",
+    (rf"\b(?:with|for|about|to|of|from|after|before|underwent|undergo|received|receive|had|have|given|take|took|taken)\s+"
+     rf"(?:this|that|these|those|it|them)\s*(?:{PREPOSITION}\b|[?.!,]|$)"),
+    r"\b(?:since|until|till|before|after|from)\s+then\b",
+    r"\b(?:that|this)\s+(?:day|time|moment|date|period|point|visit|stay|admission|encounter)\b",
+    r"\b(?:at|during|in|within|by)\s+that\s+(?:time|day|moment|period)\b",
+)
+
 # After "this"/"that"/"last"/"next", these nouns are anchored in time, not references.
 TIME_NOUNS = ("year", "month", "week", "day", "time", "hour", "morning", "evening", "night", "quarter", "semester", "decade")
 

@@ -50,6 +50,8 @@ def clarifying_message(subtype: str, a: QuestionAssessment) -> str:
     cues = a.cues
     if subtype == "vague-word" and cues.vague:
         return f"What do you mean by '{cues.vague[0]}'? It has no agreed threshold; give a number, a range or a definition."
+    if subtype == "ambiguous-reference" and cues.unresolved:
+        return f"What does '{cues.unresolved[0]}' refer to? Please name the patient, drug, procedure, event or date you mean."
     if subtype == "ambiguous-reference" and cues.references:
         return f"Who or what does '{cues.references[0]}' refer to? Please name the patient, stay, drug or event you mean."
     if subtype == "vague-question":
