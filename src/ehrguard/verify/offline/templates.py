@@ -34,7 +34,6 @@ NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", 
 _NUMBER_WORD = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b")
 _DIGITS = re.compile(r"(?<![\d])\d+(?![\d])")
 _WORD = re.compile(r"[a-z]+")
-_SHORTLIST = 40
 
 
 @dataclass(frozen=True)
@@ -155,13 +154,19 @@ class TemplateBank:
             if t is not None:
                 seen.setdefault((t.pattern.pattern, t.sql), t)
         self.templates = list(seen.values())
-        index: dict[str, list[int]] = defaultdict(list)
-        for i, t in enumerate(self.templates):
+        # Each skeleton is filed under its rarest fixed word: a question it fits contains that word, so looking
+        # up the question's words finds every skeleton that could fit, and few others.
+        frequency: dict[str, int] = defaultdict(int)
+        for t in self.templates:
             for w in t.words:
-                index[w].append(i)
-        # Words most skeletons share ("the", "patient") say little and cost most: left out of the index.
-        common = max(50, len(self.templates) // 5)
-        self._index = {w: ids for w, ids in index.items() if len(ids) <= common}
+                frequency[w] += 1
+        self._index: dict[str, list[int]] = defaultdict(list)
+        self._wordless: list[int] = []
+        for i, t in enumerate(self.templates):
+            if t.words:
+                self._index[min(t.words, key=lambda w: (frequency[w], w))].append(i)
+            else:
+                self._wordless.append(i)
 
     def __len__(self) -> int:
         return len(self.templates)
@@ -170,13 +175,9 @@ class TemplateBank:
         """Distinct SQL of every skeleton the question fits exactly (usually zero or one)."""
         q = canonical(question)
         words = set(_WORD.findall(q))
-        overlap: dict[int, int] = defaultdict(int)
-        for w in words:
-            for i in self._index.get(w, ()):
-                overlap[i] += 1
-        ranked = sorted(overlap, key=lambda i: (-overlap[i], i))[:_SHORTLIST]
+        ids = sorted({i for w in words for i in self._index.get(w, ())} | set(self._wordless))
         out: list[str] = []
-        for i in ranked:
+        for i in ids:
             t = self.templates[i]
             if not t.words <= words:
                 continue
