@@ -81,3 +81,17 @@ def test_skeletons_do_not_depend_on_string_hashing():
     seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in (1, 2, 3, 4)}
     assert len(seen) == 1
+
+
+def test_a_fitting_skeleton_is_found_among_many_that_share_its_words():
+    # Sixty skeletons hold every word of the question (and one more); only the last one fits it.
+    extra = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+    decoys = [(f"What is the route of heparin for patient 10004235 today by {a} {b}?",
+               "SELECT route FROM prescriptions WHERE subject_id = 10004235 AND drug = 'heparin' AND 1 = 1")
+              for a in extra for b in extra[:6]]
+    target = ("What is the route of heparin for patient 10004235 today?",
+              "SELECT route FROM prescriptions WHERE subject_id = 10004235 AND drug = 'heparin'")
+    bank = TemplateBank([*decoys, target])
+    assert len(bank) == 61
+    assert bank.candidates("What is the route of insulin for patient 10001217 today?") == [
+        "SELECT route FROM prescriptions WHERE subject_id = 10001217 AND drug = 'insulin'"]
