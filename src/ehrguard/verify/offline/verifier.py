@@ -76,8 +76,9 @@ def refusal_message(subtype: str, a: QuestionAssessment) -> str:
 
 @dataclass(frozen=True)
 class Fix:
-    """A candidate replacement SQL: from the template bank ("template"), agreeing with the candidate
-    ("agrees"), from a paraphrased known form ("form"), or from local repair (the names of the checks it answers)."""
+    """A candidate replacement SQL: from the template bank ("template"), from a known form the question
+    paraphrases ("form"), or from local repair (the names of the checks it answers); or the SQL of a known
+    question the candidate answers like ("agrees", "form-agrees"), which is evidence, not a replacement."""
 
     sql: str
     findings: list[Finding]
@@ -215,8 +216,9 @@ class OfflineVerifier:
         return Fix(sql, new_findings, ", ".join(sorted({f.check for f in ctx.findings if f.suggestion})))
 
     def _paraphrased_form(self, ctx: SqlContext) -> Fix | None:
-        """The SQL of the known form the question paraphrases, as a correction: only when it runs cleanly
-        with rows, the next-best form (if as close) answers the same, and the candidate answers differently."""
+        """The known form the question paraphrases, when its SQL runs cleanly with rows and the next-best form
+        (if as close) answers the same: ``"form"`` (a correction) when the candidate answers differently,
+        ``"form-agrees"`` when it answers the same or differs only in tie handling."""
         index = load_forms(ctx.db.db_id)
         readings = index.read(ctx.question, ctx.db, top=2) if index is not None else []
         if not readings:
