@@ -24,11 +24,12 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 
 
 @pytest.fixture(scope="module")
-def server(mimic_iv_db: Path, tmp_path_factory):
+def server(mimic_iv_db: Path, shared_data: Path, tmp_path_factory):
     dbs = tmp_path_factory.mktemp("dbs")
     (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
     port = free_port()
-    env = {**os.environ, "EHRGUARD_DB_DIR": str(dbs), "EHRGUARD_AUDIT_PATH": str(tmp_path_factory.mktemp("audit") / "audit.sqlite")}
+    env = {**os.environ, "EHRGUARD_DB_DIR": str(dbs), "EHRGUARD_AUDIT_PATH": str(tmp_path_factory.mktemp("audit") / "audit.sqlite"),
+           "EHRGUARD_DATA_DIR": str(shared_data), "EHRGUARD_TEMPLATE_BANK": "on"}
     log = tmp_path_factory.mktemp("log") / "serve.log"
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "ehrguard", "serve", "--port", str(port), "--no-auth"], env=env,
@@ -73,11 +74,18 @@ def test_each_verdict_card(server):
             if action == "ambiguous":
                 assert page.locator("#clarify").is_visible()
             page.screenshot(path=str(ARTIFACTS / f"webapp-{action}.png"), full_page=True)
+        # A correction by a known form says which known question it read.
+        page.fill("#question", "How many times was patient 10004235 prescribed heparin since 2 years ago?")
+        page.fill("#sql", "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10004235 AND drug = 'heparin' AND starttime >= '2100-12-01'")
+        page.click("#check")
+        page.wait_for_selector(".card[data-action='correct'] .known", timeout=15000)
+        assert "[prescriptions.drug]" in page.locator(".known").inner_text()
+        page.screenshot(path=str(ARTIFACTS / "webapp-correct-form.png"), full_page=True)
         page.fill("#question", "How many patients are there?")
         page.fill("#sql", "")
         page.click("#check")
         assert "name a model" in page.wait_for_selector(".card[data-action='error']").inner_text()
-        page.wait_for_function("document.querySelectorAll('#history li').length >= 4")
+        page.wait_for_function("document.querySelectorAll('#history li').length >= 5")
         assert "unanswerable" in page.locator("#history").inner_text()
         # keyboard only: labels are tied to their fields
         assert page.locator("label[for='question']").count() == 1 and page.locator("label[for='sql']").count() == 1

@@ -53,6 +53,7 @@ def test_a_form_has_typed_slots_and_its_time_filter_as_a_slot():
     form = make_form(*LAST_HEPARIN)
     assert form is not None
     assert form.masked == "when was the last time patient <pid> was prescribed <prescriptions.drug> <time>"
+    assert form.readable == "when was the last time patient [patient] was prescribed [prescriptions.drug] [period]"
     assert [(s.kind, s.column) for s in form.slots] == [("pid", ""), ("name", "prescriptions.drug"), ("time", "prescriptions.starttime")]
     assert {"last", "drug", "<time>", "<when>"} <= form.meaning
 
@@ -106,7 +107,7 @@ def test_the_verifier_corrects_a_candidate_by_the_form_a_question_paraphrases(sh
     assert db.execute(right).rows != db.execute(wrong).rows  # the wrong window counts differently
     verdict = ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv")
     assert verdict.action == "correct" and verdict.details["repair"]["fixed"] == "form", verdict
-    assert "<prescriptions.drug>" in verdict.details["repair"]["known_question"]  # which known question, traceably
+    assert "[prescriptions.drug]" in verdict.details["repair"]["known_question"]  # which known question, traceably
     assert db.execute(verdict.sql).rows == db.execute(right).rows
     assert ehrguard.verify(question, right, db=mimic_iv_db, db_id="mimic_iv").action == "preserve"
     assert ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv", forms="off").action == "preserve"

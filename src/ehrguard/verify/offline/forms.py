@@ -222,6 +222,12 @@ class Form:
     number_pattern: tuple[str | None, ...]
 
     @property
+    def readable(self) -> str:
+        """The masked question for people: "how many times is [prescriptions.drug] [period] prescribed to [patient]"."""
+        names = {"pid": "patient", "num": "number", "time": "period"}
+        return re.sub(r"<([^>]+)>", lambda m: f"[{names.get(m[1], m[1])}]", self.masked)
+
+    @property
     def needs(self) -> tuple[int, int, tuple[str, ...], bool]:
         """(patient ids, numbers, sorted name columns, a time filter) the question must supply."""
         return (sum(s.kind == "pid" for s in self.slots), sum(s.kind == "number" for s in self.slots),

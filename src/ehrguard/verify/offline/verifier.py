@@ -230,7 +230,7 @@ class OfflineVerifier:
         close = len(readings) > 1 and readings[1].similarity >= best.similarity - 0.05
         if close and not execution_match(ctx.db.db, readings[1].sql, best.sql, db_id=ctx.db.db_id).match:
             return None  # two forms fit about equally and disagree: no opinion
-        source = f"{best.form.masked} (similarity {best.similarity:.2f})"
+        source = f"{best.form.readable} (similarity {best.similarity:.2f})"
         same = _compare(ctx, f_ctx)
         if same.match or _nested(same.pred_answer, same.gold_answer):
             return Fix(best.sql, f_findings, "form-agrees", source)
