@@ -37,11 +37,24 @@ def context(mimic_iv_db: Path) -> DatabaseContext:
                            "AND strftime('%m-%d',t.c) = '06-13'")),
     ("in 11/last year", ("datetime(t.c,'start of year') = datetime('2100-12-31 23:59:00','start of year','-1 year') "
                         "AND strftime('%m',t.c) = '11'")),
+    ("in august of last year", ("datetime(t.c,'start of year') = datetime('2100-12-31 23:59:00','start of year','-1 year') "
+                               "AND strftime('%m',t.c) = '08'")),
+    ("until 2 years ago", "datetime(t.c) <= datetime('2100-12-31 23:59:00','-2 year')"),
+    ("until 2100", "strftime('%Y',t.c) <= '2100'"),
 ])
 def test_a_stated_time_filter_renders_for_any_column(phrase, column_sql):
     found = find_time_filter(f"how many drugs were given {phrase}")
     assert found is not None
     assert found[0].render("t.c") == column_sql
+
+
+def test_the_first_ehrsql_release_writes_the_same_filters_its_own_way():
+    # '%y' for the year; "until" as <=; recognised so that its questions serve every filter too.
+    form = make_form("What was the last ward of patient 010-12345 until 2104?",
+                     "select patient.wardid from patient where patient.uniquepid = '010-12345' "
+                     "and strftime('%y',patient.unitadmittime) <= '2104' order by patient.unitadmittime desc limit 1")
+    assert form is not None and [s.kind for s in form.slots] == ["pid", "time"]
+    assert "{ta}" in form.sql and "2104" not in form.sql
 
 
 def test_two_time_filters_or_none_give_no_filter():

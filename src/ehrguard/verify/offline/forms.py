@@ -120,12 +120,12 @@ class TimeFilter:
     unit: str = ""  # year / month / day (ago, calendar)
     amount: int = 0  # how many units back (ago, calendar)
     fmt: str = ""  # strftime format after '%' (absolute; calendar's extra part)
-    op: str = "="
+    op: str = "="  # absolute and ago: = (in, on), >= (since), <= (until)
     value: str = ""
 
     def render(self, column: str) -> str:
         if self.kind == "ago":
-            return f"datetime({column}) >= datetime('{NOW}','-{self.amount} {self.unit}')"
+            return f"datetime({column}) {self.op} datetime('{NOW}','-{self.amount} {self.unit}')"
         if self.kind == "calendar":
             sql = f"datetime({column},'start of {self.unit}') = datetime('{NOW}','start of {self.unit}','-{self.amount} {self.unit}')"
             return sql + (f" AND strftime('%{self.fmt}',{column}) = '{self.value}'" if self.fmt else "")
@@ -141,20 +141,32 @@ def _back(word: str) -> int:
 
 
 # Question phrases, most specific first (on a canonical question with numbers as digits).
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+_MONTH = "(" + "|".join(_MONTHS) + ")"
+_OP = {"since": ">=", "until": "<="}  # "in", "on": =
+
+
+def _month(name: str) -> str:
+    return f"{_MONTHS.index(name) + 1:02d}"
+
+
+# Question phrases, most specific first (on a canonical question with numbers as digits).
 _TIME_PHRASES: list[tuple[re.Pattern[str], Any]] = [(re.compile(p), f) for p, f in (
-    (r"\bsince (\d+) (year|month|day)s? ago\b", lambda m: TimeFilter("ago", m[2], int(m[1]))),
+    (r"\b(since|until) (\d+) (year|month|day)s? ago\b", lambda m: TimeFilter("ago", m[3], int(m[2]), op=_OP[m[1]])),
     (r"\b(?:on |in )?(\d{1,2})/(\d{1,2})/(this|last) year\b",
      lambda m: TimeFilter("calendar", "year", _back(m[3]), "m-%d", value=f"{_two(m[1])}-{_two(m[2])}")),
     (r"\b(?:in )?(\d{1,2})/(this|last) year\b", lambda m: TimeFilter("calendar", "year", _back(m[2]), "m", value=_two(m[1]))),
+    (rf"\b(?:in )?{_MONTH} (?:of )?(this|last) year\b", lambda m: TimeFilter("calendar", "year", _back(m[2]), "m", value=_month(m[1]))),
     (r"\b(?:on )?(this|last) month/(\d{1,2})\b", lambda m: TimeFilter("calendar", "month", _back(m[1]), "d", value=_two(m[2]))),
     (r"\b(this|last) (year|month)\b", lambda m: TimeFilter("calendar", m[2], _back(m[1]))),
     (r"\btoday\b", lambda m: TimeFilter("calendar", "day", 0)),
     (r"\byesterday\b", lambda m: TimeFilter("calendar", "day", 1)),
-    (r"\b(in|on|since) (\d{1,2})/(\d{1,2})/(\d{4})\b",
-     lambda m: TimeFilter("absolute", fmt="Y-%m-%d", op=">=" if m[1] == "since" else "=", value=f"{m[4]}-{_two(m[2])}-{_two(m[3])}")),
-    (r"\b(in|since) (\d{1,2})/(\d{4})\b",
-     lambda m: TimeFilter("absolute", fmt="Y-%m", op=">=" if m[1] == "since" else "=", value=f"{m[3]}-{_two(m[2])}")),
-    (r"\b(in|since) (\d{4})\b", lambda m: TimeFilter("absolute", fmt="Y", op=">=" if m[1] == "since" else "=", value=m[2])),
+    (r"\b(in|on|since|until) (\d{1,2})/(\d{1,2})/(\d{4})\b",
+     lambda m: TimeFilter("absolute", fmt="Y-%m-%d", op=_OP.get(m[1], "="), value=f"{m[4]}-{_two(m[2])}-{_two(m[3])}")),
+    (r"\b(in|since|until) (\d{1,2})/(\d{4})\b",
+     lambda m: TimeFilter("absolute", fmt="Y-%m", op=_OP.get(m[1], "="), value=f"{m[3]}-{_two(m[2])}")),
+    (r"\b(in|since|until) (\d{4})\b", lambda m: TimeFilter("absolute", fmt="Y", op=_OP.get(m[1], "="), value=m[2])),
 )]
 
 _COL = r"(?P<col>(?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)"
@@ -164,10 +176,11 @@ _TIME_SQL: list[tuple[re.Pattern[str], Any]] = [(re.compile(p, re.IGNORECASE), f
     ((rf"datetime\(\s*{_COL}\s*,\s*'start of (?P<unit>year|month|day)'\s*\)\s*=\s*datetime\(\s*{_NOW_LIT}\s*,\s*'start of (?P=unit)'"
      rf"\s*,\s*'-(?P<n>\d+) (?P=unit)'\s*\)(?:\s+AND\s+strftime\(\s*'%(?P<fmt>m-%d|m|d)'\s*,\s*(?P=col)\s*\)\s*=\s*'(?P<v>[\d-]+)')?"),
      lambda m: TimeFilter("calendar", m["unit"].lower(), int(m["n"]), m["fmt"] or "", value=m["v"] or "")),
-    (rf"datetime\(\s*{_COL}\s*\)\s*>=\s*datetime\(\s*{_NOW_LIT}\s*,\s*'-(?P<n>\d+) (?P<unit>year|month|day)'\s*\)",
-     lambda m: TimeFilter("ago", m["unit"].lower(), int(m["n"]))),
-    (rf"strftime\(\s*'%(?P<fmt>Y|Y-%m|Y-%m-%d)'\s*,\s*{_COL}\s*\)\s*(?P<op>=|>=)\s*'(?P<v>[\d-]+)'",
-     lambda m: TimeFilter("absolute", fmt=m["fmt"], op=m["op"], value=m["v"])),
+    (rf"datetime\(\s*{_COL}\s*\)\s*(?P<op>>=|<=)\s*datetime\(\s*{_NOW_LIT}\s*,\s*'-(?P<n>\d+) (?P<unit>year|month|day)'\s*\)",
+     lambda m: TimeFilter("ago", m["unit"].lower(), int(m["n"]), op=m["op"])),
+    # EHRSQL's first release writes '%y' where SQLite means '%Y'.
+    (rf"strftime\(\s*'%(?P<fmt>Y|Y-%m|Y-%m-%d)'\s*,\s*{_COL}\s*\)\s*(?P<op>=|>=|<=)\s*'(?P<v>[\d-]+)'",
+     lambda m: TimeFilter("absolute", fmt="Y" + m["fmt"][1:], op=m["op"], value=m["v"])),
 )]
 _UNSLOTTED_NUMBER = re.compile(r"(?<![\w.{])(?!(?:0|1|24|60|100)\b)\d+(?![\w.}])")
 _BOOLEAN_SQL = re.compile(r"\s*select\s+count\s*\(\s*\*\s*\)\s*>\s*0\b", re.IGNORECASE)
