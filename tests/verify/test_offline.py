@@ -127,3 +127,14 @@ def test_cli_verify_prints_the_verdict_and_underlines_findings(mimic_iv_db):
     r = CliRunner().invoke(cli, ["verify", "--db", str(mimic_iv_db), "-q", "Labs?", "-s", "SELECT 1", "--json"])
     out = json.loads(r.stdout)
     assert out["action"] == "ambiguous" and out["output"] == "ambiguous" and out["subtype"] == "vague-question"
+
+
+def test_warm_up_loads_each_database_once_and_reports_one_that_cannot_be_read(mimic_iv_db, tmp_path):
+    from ehrguard.verify.api import _CONTEXTS, warm_up
+
+    broken = tmp_path / "broken.sqlite"
+    broken.write_text("not a database")
+    took = warm_up([mimic_iv_db, broken])
+    assert isinstance(took[mimic_iv_db.stem], float)
+    assert str(mimic_iv_db.resolve()) in _CONTEXTS  # the context the first request will use is ready
+    assert isinstance(took["broken"], str) and "Error" in took["broken"]

@@ -27,6 +27,7 @@ def serve_command(host: str, port: int, no_auth: bool, workers: int) -> None:
     if no_auth and host not in LOOPBACK:
         raise ConfigError(f"--no-auth is only allowed on a loopback address, not {host}: set EHRGUARD_API_TOKENS instead.")
     app = create_app(auth=not no_auth)
+    _warm_up()
     console.print(f"ehrguard on http://{host}:{port}/ ({'no auth, loopback only' if no_auth else 'bearer tokens required'})")
     uvicorn.run(app, host=host, port=port, workers=workers, log_level="warning")
 
@@ -38,7 +39,19 @@ def mcp_command(method: str, model: str | None) -> None:
     """Serve MCP over stdio for agents (Claude Desktop, Cursor, ...): list_databases, get_schema, verify_sql, run_sql, ask."""
     from ehrguard.server.mcp import build_server
 
-    build_server(method=method, model=model).run("stdio")
+    server = build_server(method=method, model=model)
+    _warm_up(quiet=True)  # stdout is the protocol
+    server.run("stdio")
+
+
+def _warm_up(quiet: bool = False) -> None:
+    """Load models and banks for every built database before the first request."""
+    from ehrguard.db.engine import built_databases
+    from ehrguard.verify.api import warm_up
+
+    took = warm_up(built_databases())
+    if not quiet and took:
+        console.print("ready: " + ", ".join(f"{name} {t if isinstance(t, str) else f'{t:.1f} s'}" for name, t in took.items()))
 
 
 @click.group("audit")

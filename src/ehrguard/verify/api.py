@@ -59,3 +59,26 @@ def verify(question: str, sql: str, *, db: str | Path | Database | DatabaseConte
         ('correct', 'SELECT COUNT(DISTINCT subject_id) FROM patients')
     """
     return get_method(method, model=model, **options).verify(Case(question, sql, database_context(db, db_id)))
+
+
+def warm_up(databases: list[Path]) -> dict[str, float | str]:
+    """Load what the offline verifier needs (question models, template and form banks, value lexicons)
+    for each database now, so that the first real question is not the one that waits seconds for it.
+
+    Returns the seconds each database took, or the error that kept it from warming (it still serves).
+    """
+    import time
+
+    from ehrguard.errors import EhrguardError
+
+    out: dict[str, float | str] = {}
+    for path in databases:
+        start = time.perf_counter()
+        try:
+            # An answerable question with a clean query: it goes through the checks and the search for known forms.
+            verify("How many patients were admitted this year?", "SELECT 1", db=path)
+        except EhrguardError as exc:
+            out[path.stem] = f"{type(exc).__name__}: {exc}"
+            continue
+        out[path.stem] = round(time.perf_counter() - start, 2)
+    return out
