@@ -17,6 +17,7 @@ from ehrguard.db.fidelity import load_ehrsql_split
 from ehrguard.errors import DatasetError
 from ehrguard.evaluation.execution_match import execution_match, is_abstention
 from ehrguard.evaluation.reliability import ItemOutcome, reliability_scores
+from ehrguard.evaluation.scare_metrics import percent
 
 
 def load_predictions(path: str | Path) -> dict[str, str]:
@@ -30,9 +31,6 @@ def load_predictions(path: str | Path) -> dict[str, str]:
         raise DatasetError(f"Predictions {path} should be a JSON object mapping each id to a SQL string or \"null\".")
     return data
 
-
-def _pct(a: int, b: int) -> float:
-    return 100.0 * a / b if b else float("nan")
 
 
 def score_ehrsql(split_dir: str | Path, db: Database, predictions: dict[str, str], *, db_id: str = "mimic_iv") -> dict[str, Any]:
@@ -67,8 +65,8 @@ def score_ehrsql(split_dir: str | Path, db: Database, predictions: dict[str, str
         "n": len(questions),
         "answerable": answerable,
         "unanswerable": unanswerable,
-        "exec_acc_answerable": _pct(answerable_correct, answerable),
-        "abstention_precision": _pct(abstained_right, abstained),
-        "abstention_recall": _pct(abstained_right, unanswerable),
+        "exec_acc_answerable": percent(answerable_correct, answerable),
+        "abstention_precision": percent(abstained_right, abstained),
+        "abstention_recall": percent(abstained_right, unanswerable),
         "ignored_extra_ids": len(extra),
     }

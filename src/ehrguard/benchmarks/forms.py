@@ -15,12 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ehrguard.evaluation.execution_match import execution_match
+from ehrguard.evaluation.scare_metrics import percent
 from ehrguard.verify.methods import DatabaseContext
 from ehrguard.verify.offline.forms import FormIndex
-
-
-def _pct(a: int, b: int) -> float:
-    return 100.0 * a / b if b else float("nan")
 
 
 def read_held_out(train: list[tuple[str, str]], test: list[tuple[str, str]], context: DatabaseContext,
@@ -54,7 +51,15 @@ def read_held_out(train: list[tuple[str, str]], test: list[tuple[str, str]], con
     read_s.sort()
     return {
         "forms": len(index), "train_pairs": len(train), "n": len(test), "read": read, "right": right,
-        "gold_errors": gold_fails, "coverage": _pct(read, len(test)), "precision": _pct(right, read - gold_fails),
+        "gold_errors": gold_fails, "coverage": percent(read, len(test)), "precision": percent(right, read - gold_fails),
         "build_s": round(built, 2), "read_ms_p50": round(1000 * read_s[len(read_s) // 2], 2) if read_s else None,
         "misread_examples": wrong,
     }
+
+
+def combine(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """One summary of several :func:`read_held_out` results (the folds of a cross-validation)."""
+    total = {k: sum(r[k] for r in results) for k in ("n", "read", "right", "gold_errors")}
+    return {**total, "coverage": percent(total["read"], total["n"]), "precision": percent(total["right"], total["read"] - total["gold_errors"]),
+            "forms": [r["forms"] for r in results], "read_ms_p50": [r["read_ms_p50"] for r in results],
+            "misread_examples": [e for r in results for e in r["misread_examples"]][:10]}

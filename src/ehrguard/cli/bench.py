@@ -228,7 +228,7 @@ def ehrsql_command(split_dir: str, db_path: str, predictions: str, as_json: bool
 @json_option
 def forms_command(db_id: str, db_path: str | None, folds: int, limit: int | None, as_json: bool) -> None:
     """How well known forms read held-out questions: coverage, precision (execution match), read time."""
-    from ehrguard.benchmarks.forms import read_held_out
+    from ehrguard.benchmarks.forms import combine, read_held_out
     from ehrguard.benchmarks.report import fmt, jsonable
     from ehrguard.config import data_dir
     from ehrguard.db import locate_database, open_database
@@ -260,18 +260,14 @@ def forms_command(db_id: str, db_path: str | None, folds: int, limit: int | None
         for train, test in runs:
             done = bar.tasks[task].completed
             results.append(read_held_out(train, test, context, progress=lambda i, done=done: bar.update(task, completed=done + i)))
-    total = {k: sum(r[k] for r in results) for k in ("n", "read", "right", "gold_errors")}
-    summary = {**total, "coverage": 100.0 * total["read"] / total["n"] if total["n"] else float("nan"),
-               "precision": 100.0 * total["right"] / (total["read"] - total["gold_errors"]) if total["read"] > total["gold_errors"] else float("nan"),
-               "forms": [r["forms"] for r in results], "read_ms_p50": [r["read_ms_p50"] for r in results],
-               "misread_examples": [e for r in results for e in r["misread_examples"]][:10], "db_id": db_id}
+    summary = {**combine(results), "db_id": db_id}
     if as_json:
         echo_json(jsonable(summary))
         return
     t = Table("held-out questions", "read", "coverage %", "right", "precision %", "gold fails here", "read p50 (ms)",
               title=f"Known forms on held-out questions ({db_id})")
-    t.add_row(str(total["n"]), str(total["read"]), fmt(summary["coverage"]), str(total["right"]), fmt(summary["precision"]),
-              str(total["gold_errors"]), ", ".join(str(x) for x in summary["read_ms_p50"]))
+    t.add_row(str(summary["n"]), str(summary["read"]), fmt(summary["coverage"]), str(summary["right"]), fmt(summary["precision"]),
+              str(summary["gold_errors"]), ", ".join(str(x) for x in summary["read_ms_p50"]))
     console.print(t)
 
 

@@ -62,7 +62,8 @@ class ScoredItem:
         return self.action == "answer" and self.final_exec_acc
 
 
-def _pct(num: int, den: int) -> float:
+def percent(num: int, den: int) -> float:
+    """``num`` of ``den`` in percent; NaN when there is nothing to divide by."""
     return 100.0 * num / den if den else math.nan
 
 
@@ -79,13 +80,13 @@ def _main(items: list[ScoredItem]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for cat, key, cov_key in (("answerable_correct", "pr", "cov_correct"), ("answerable_incorrect", "cr", "cov_incorrect")):
         group = by_cat[cat]
-        out[key] = _pct(sum(1 for it in group if it.answered_correctly), len(group))
-        out[cov_key] = _pct(sum(1 for it in group if it.action in ("answer", "error")), len(group))
+        out[key] = percent(sum(1 for it in group if it.answered_correctly), len(group))
+        out[cov_key] = percent(sum(1 for it in group if it.action in ("answer", "error")), len(group))
     for cat, prefix in (("ambiguous", "amb"), ("unanswerable", "unans")):
         labelled = [it for it in items if it.action == cat]
         hits = sum(1 for it in labelled if it.category == cat)
-        p = _pct(hits, len(labelled))
-        r = _pct(sum(1 for it in by_cat[cat] if it.action == cat), len(by_cat[cat]))
+        p = percent(hits, len(labelled))
+        r = percent(sum(1 for it in by_cat[cat] if it.action == cat), len(by_cat[cat]))
         out[f"{prefix}_p"], out[f"{prefix}_r"], out[f"{prefix}_f1"] = p, r, _f1(p, r)
     out["n"] = len(items)
     out["counts"] = {cat: len(by_cat[cat]) for cat in CATEGORIES}
@@ -115,8 +116,8 @@ def compute_metrics(scored: Iterable[ScoredItem]) -> dict[str, Any]:
         emitted = [it for it in items if it.action != "error" and (it.output or "").strip().lower() == st]
         by_subtype[st] = {
             "n": len(group),
-            "recall": _pct(sum(1 for it in group if it.action == expected), len(group)),
-            "label_precision": _pct(sum(1 for it in emitted if it.type == st), len(emitted)),
+            "recall": percent(sum(1 for it in group if it.action == expected), len(group)),
+            "label_precision": percent(sum(1 for it in emitted if it.type == st), len(emitted)),
             "labelled": len(emitted),
         }
     metrics["by_subtype"] = by_subtype
@@ -126,8 +127,8 @@ def compute_metrics(scored: Iterable[ScoredItem]) -> dict[str, Any]:
         correct = [it for it in items if it.type == d and it.candidate_correct]
         incorrect = [it for it in items if it.type == d and not it.candidate_correct]
         by_difficulty[d] = {
-            "pr": _pct(sum(1 for it in correct if it.answered_correctly), len(correct)),
-            "cr": _pct(sum(1 for it in incorrect if it.answered_correctly), len(incorrect)),
+            "pr": percent(sum(1 for it in correct if it.answered_correctly), len(correct)),
+            "cr": percent(sum(1 for it in incorrect if it.answered_correctly), len(incorrect)),
             "n_correct": len(correct),
             "n_incorrect": len(incorrect),
         }
