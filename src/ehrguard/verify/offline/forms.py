@@ -37,16 +37,12 @@ import weakref
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-from ehrguard.config import setting
 from ehrguard.evaluation.execution_match import NOW, normalize_gold
-from ehrguard.verify.offline.templates import BANK_SOURCES, NUMBER_WORDS, PATIENT_ID, canonical, skeleton
+from ehrguard.verify.offline.templates import DIGITS, NUMBER_WORDS, PATIENT_ID, WORD, bank_pairs, canonical, loaded, skeleton
 
-_WORD = re.compile(r"[a-z]+")
-_DIGITS = re.compile(r"(?<!\d)\d+(?!\d)")  # as the template bank counts them
-_NUM_OR_SLOT = re.compile(r"<num>|(?<!\d)\d+(?!\d)")
+_NUM_OR_SLOT = re.compile("<num>|" + DIGITS.pattern)
 _COLUMN_BEFORE_SLOT = r"([A-Za-z_]\w*\.[A-Za-z_]\w*)\s*(?:=|LIKE)\s*'\{%s\}'"
 
 # Words that change what the query computes, each folded to one spelling. General English.
@@ -184,7 +180,8 @@ _TIME_SQL: list[tuple[re.Pattern[str], Any]] = [(re.compile(p, re.IGNORECASE), f
 )]
 _UNSLOTTED_NUMBER = re.compile(r"(?<![\w.{])(?!(?:0|1|24|60|100)\b)\d+(?![\w.}])")
 _BOOLEAN_SQL = re.compile(r"\s*select\s+count\s*\(\s*\*\s*\)\s*>\s*0\b", re.IGNORECASE)
-_TIME_WORD = "timephrase"  # stands for the phrase in a question while slots are placed
+_TIME_WORD = "timephrase"
+_TIME_SLOTS = "abcdefghij"  # a form's time filters are the fields ta, tb, ... of its SQL  # stands for the phrase in a question while slots are placed
 
 
 def find_time_filter(q: str) -> tuple[TimeFilter, tuple[int, int]] | None:
@@ -208,13 +205,12 @@ def _time_in_sql(sql: str, wanted: TimeFilter) -> tuple[str, tuple[str, ...]] | 
             if make(m) != wanted:
                 return None
             spans.append((m.start(), m.end(), m["col"]))
-    if not spans or len(spans) > 10:
+    if not spans or len(spans) > len(_TIME_SLOTS):
         return None
-    columns = []
-    for i, (a, b, column) in enumerate(sorted(spans, reverse=True)):
-        sql = sql[:a] + f"__TIME{'abcdefghij'[len(spans) - 1 - i]}__" + sql[b:]
-        columns.append(column)
-    return sql, tuple(reversed(columns))
+    spans.sort()
+    for letter, (a, b, _) in reversed(list(zip(_TIME_SLOTS, spans))):
+        sql = sql[:a] + f"__TIME{letter}__" + sql[b:]
+    return sql, tuple(column for _, _, column in spans)
 
 
 @dataclass(frozen=True)
@@ -274,7 +270,7 @@ def meaning_words(masked: str) -> frozenset[str]:
     text = re.sub(r"<[^>]*>", " ", masked)
     words = {f"{_MEANING[m[1]]} {m[2]} visit" for m in _WHICH_VISIT.finditer(text)}
     text = _WHICH_VISIT.sub(" ", text)
-    for w in _WORD.findall(text):
+    for w in WORD.findall(text):
         w = w if w in _MEANING or not w.endswith("s") else w[:-1]  # "weights" means what "weight" means
         if w in _MEANING:
             words.add(_MEANING[w])
@@ -288,7 +284,7 @@ def meaning_words(masked: str) -> frozenset[str]:
 
 
 def content_words(masked: str) -> frozenset[str]:
-    words = _WORD.findall(re.sub(r"<[^>]*>", " ", masked))
+    words = WORD.findall(re.sub(r"<[^>]*>", " ", masked))
     return frozenset(w[:-1] if len(w) > 4 and w.endswith("s") else w for w in words if w not in _STOP)
 
 
@@ -327,7 +323,7 @@ def make_form(question: str, sql: str) -> Form | None:
         slots.append(slot)
         pos = b
     for i, column in enumerate(time_columns):
-        letter = "abcdefghij"[i]
+        letter = _TIME_SLOTS[i]
         template_sql = template_sql.replace(f"__TIME{letter}__", "{t" + letter + "}")
         slots.append(Slot("t" + letter, "time", column))
     masked = re.sub(r"\s+", " ", (masked + q[pos:]).replace(_TIME_WORD, "<time>")).strip()
@@ -347,8 +343,30 @@ class Reading:
 
     sql: str
     similarity: float
-    masked: str
     form: Form
+
+
+class _Lexicon:
+    """The values of some name columns in one database, and which of them each form's question states."""
+
+    def __init__(self, context: Any, columns: list[str]) -> None:
+        self.columns_of: dict[str, set[str]] = defaultdict(set)  # value (lower case) -> the columns holding it
+        for column in columns:
+            table, col = column.split(".")
+            for v in context.values.values(table, col):
+                low = v.lower().strip()
+                if len(low) >= 3 and re.search(r"[a-z]", low) and low not in _STOP:
+                    self.columns_of[low].add(column)
+        self._stated: dict[str, frozenset[str]] = {}
+
+    def stated(self, form: Form) -> frozenset[str]:
+        """Values a form's question states in its fixed text ("anion gap"): a paraphrase must state them too."""
+        found = self._stated.get(form.masked)
+        if found is None:
+            found = self._stated[form.masked] = frozenset(
+                form.masked[a:b] for spans in _values_in(form.masked, self.columns_of).values() for a, b in spans
+                if " " in form.masked[a:b])  # names of several words; one-word ones are often plain words
+        return found
 
 
 class FormIndex:
@@ -366,37 +384,19 @@ class FormIndex:
         for f in self.forms:
             self._by_needs[f.needs][f.meaning].append(f)
         self.columns = sorted({s.column for f in self.forms for s in f.slots if s.kind == "name"})
-        self._lexicons: weakref.WeakKeyDictionary[Any, dict[str, set[str]]] = weakref.WeakKeyDictionary()
+        self._lexicons: weakref.WeakKeyDictionary[Any, _Lexicon] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
-        self._stated_values: dict[tuple[int, str], frozenset[str]] = {}
 
     def __len__(self) -> int:
         return len(self.forms)
 
-    def _lexicon(self, context: Any) -> dict[str, set[str]]:
-        """value (lower case) -> the name columns holding it, for one database."""
+    def _lexicon(self, context: Any) -> _Lexicon:
+        """The values of the forms' name columns in one database, built on first use."""
         with self._lock:
             lex = self._lexicons.get(context)
             if lex is None:
-                lex = defaultdict(set)
-                for column in self.columns:
-                    table, col = column.split(".")
-                    for v in context.values.values(table, col):
-                        low = v.lower().strip()
-                        if len(low) >= 3 and re.search(r"[a-z]", low) and low not in _STOP:
-                            lex[low].add(column)
-                self._lexicons[context] = lex
+                lex = self._lexicons[context] = _Lexicon(context, self.columns)
             return lex
-
-    def _stated(self, form: Form, lex: dict[str, set[str]]) -> frozenset[str]:
-        """Values a form's question states in its fixed text ("anion gap"): a paraphrase must state them too."""
-        key = (id(lex), form.masked)
-        stated = self._stated_values.get(key)
-        if stated is None:
-            stated = frozenset(form.masked[a:b] for spans in _values_in(form.masked, lex).values() for a, b in spans
-                               if " " in form.masked[a:b])  # names of several words; one-word ones are often plain words
-            self._stated_values[key] = stated
-        return stated
 
     def read(self, question: str, context: Any, *, top: int = 3) -> list[Reading]:
         """The filled SQL of the ``top`` most similar forms this question can be a paraphrase of."""
@@ -406,7 +406,7 @@ class FormIndex:
             a, b = time[1]
             q = q[:a] + _TIME_WORD + q[b:]
         lex = self._lexicon(context)
-        occurrences = _values_in(q, lex)
+        occurrences = _values_in(q, lex.columns_of)
         pids = [(m.start(), m.end()) for m in PATIENT_ID.finditer(q)]
         readings: list[Reading] = []
         for needs, by_meaning in self._by_needs.items():
@@ -417,22 +417,22 @@ class FormIndex:
                 # Values the question names that this placement leaves in the text must be in the form's text too.
                 left = {q[a:b] for found in occurrences.values() for a, b in found
                         if b - a >= 4 and all(b <= x or y <= a for x, y in spans)}
-                numbers = [m.group(0) for m in _DIGITS.finditer(masked)]
+                numbers = [m.group(0) for m in DIGITS.finditer(masked)]
                 if len(numbers) < n_num:
                     continue
-                masked_num = _DIGITS.sub("<num>", masked).replace(_TIME_WORD, "<time>")
+                masked_num = DIGITS.sub("<num>", masked).replace(_TIME_WORD, "<time>")
                 words = content_words(masked_num)
                 for form in by_meaning.get(meaning_words(masked_num), ()):
                     if len(form.number_pattern) != len(numbers) or not form.words:
                         continue
-                    if any(v not in form.masked for v in left) or any(v not in q for v in self._stated(form, lex)):
+                    if any(v not in form.masked for v in left) or any(v not in q for v in lex.stated(form)):
                         continue
                     sim = len(form.words & words) / len(form.words | words)
                     if sim < 0.3:
                         continue
                     filled = _fill(form, values, numbers, time[0] if time else None)
                     if filled is not None:
-                        readings.append(Reading(filled, sim, masked_num, form))
+                        readings.append(Reading(filled, sim, form))
         readings.sort(key=lambda r: -r.similarity)
         out: list[Reading] = []
         for r in readings:
@@ -517,21 +517,14 @@ def _fill(form: Form, values: dict[str, list[str]], numbers: list[str], time: Ti
         return None
 
 
-_LOADING = threading.Lock()
-
-
 def load_forms(db_id: str, data_dir: str | None = None) -> FormIndex | None:
     """The form bank of a database, from the template bank's sources (EHRSQL-2024 for MIMIC-IV, EHRSQL
     for eICU; never SCARE) in the data directory. None when they are missing or ``EHRGUARD_TEMPLATE_BANK=off``.
     Built once per process and data directory."""
-    if setting("template_bank") == "off":
-        return None
-    with _LOADING:
-        return _load_forms(db_id, data_dir or setting("data_dir"))
+    return loaded(_load_forms, db_id, data_dir)
 
 
 @lru_cache(maxsize=4)
 def _load_forms(db_id: str, data_dir: str) -> FormIndex | None:
-    source = BANK_SOURCES.get(db_id)
-    pairs = source(Path(data_dir)) if source else []
-    return FormIndex(pairs) if pairs else None
+    pairs = bank_pairs(db_id, data_dir)
+    return FormIndex(list(pairs)) if pairs else None

@@ -19,9 +19,11 @@ import json
 import re
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TypeVar
 
 from ehrguard.config import setting
 from ehrguard.db.fidelity import ehrsql_pairs
@@ -32,8 +34,9 @@ from ehrguard.verify.offline.features import SQL_STRING_LITERAL
 PATIENT_ID = re.compile(r"(?<![\w-])(\d{3}-\d{3,7}|\d{7,9})(?![\w-])")
 NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 _NUMBER_WORD = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b")
-_DIGITS = re.compile(r"(?<![\d])\d+(?![\d])")
-_WORD = re.compile(r"[a-z]+")
+DIGITS = re.compile(r"(?<![\d])\d+(?![\d])")
+WORD = re.compile(r"[a-z]+")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -104,8 +107,8 @@ def skeleton(question: str, sql: str, *, allow_empty: bool = False) -> tuple[str
         if count >= 1 and "p" not in {p[2] for p in pieces}:
             pieces.append((m.start(), m.end(), "p", r"\d{3}-\d{3,7}|\d{7,9}"))
             template_sql = re.sub(rf"(?<![\w-]){re.escape(m.group(1))}(?![\w-])", "{p}", template_sql)
-    runs = [m.group(0) for m in _DIGITS.finditer(q)]
-    for i, m in enumerate(_DIGITS.finditer(q)):
+    runs = [m.group(0) for m in DIGITS.finditer(q)]
+    for i, m in enumerate(DIGITS.finditer(q)):
         if taken(m.start(), m.end()) or runs.count(m.group(0)) != 1:
             continue
         hits = re.findall(rf"(?<!\d){m.group(0)}(?!\d)", template_sql)
@@ -136,7 +139,7 @@ def abstract(question: str, sql: str) -> Template | None:
         pos = b
     pattern += _fixed(q[pos:]) + r"[?.!\s]*"
     fixed.append(q[pos:])
-    words = frozenset(w for part in fixed for w in _WORD.findall(part))
+    words = frozenset(w for part in fixed for w in WORD.findall(part))
     return Template(re.compile(pattern), template_sql, words)
 
 
@@ -174,7 +177,7 @@ class TemplateBank:
     def candidates(self, question: str) -> list[str]:
         """Distinct SQL of every skeleton the question fits exactly (usually zero or one)."""
         q = canonical(question)
-        words = set(_WORD.findall(q))
+        words = set(WORD.findall(q))
         ids = sorted({i for w in words for i in self._index.get(w, ())} | set(self._wordless))
         out: list[str] = []
         for i in ids:
@@ -211,27 +214,38 @@ BANK_SOURCES = {"mimic_iv": _mimic_iv_pairs, "eicu": _eicu_pairs}
 _LOADING = threading.Lock()
 
 
-def load_bank(db_id: str, data_dir: str | None = None) -> TemplateBank | None:
-    """The bank for a database's conventions, or None when its source data is not available or
-    ``EHRGUARD_TEMPLATE_BANK=off`` (built once per process and data directory)."""
+def loaded(build: Callable[[str, str], T | None], db_id: str, data_dir: str | None) -> T | None:
+    """``build(db_id, data_dir)`` once per process and arguments (``build`` is cached), under one lock so that
+    concurrent first requests build it once; None when ``EHRGUARD_TEMPLATE_BANK=off``."""
     if setting("template_bank") == "off":
         return None
     with _LOADING:
-        return _load_bank(db_id, data_dir or setting("data_dir"))
+        return build(db_id, data_dir or setting("data_dir"))
+
+
+def load_bank(db_id: str, data_dir: str | None = None) -> TemplateBank | None:
+    """The bank for a database's conventions, or None when its source data is not available or
+    ``EHRGUARD_TEMPLATE_BANK=off`` (built once per process and data directory)."""
+    return loaded(_load_bank, db_id, data_dir)
 
 
 def reset_banks() -> None:
     """Forget the loaded banks and form banks (after the data directory changed)."""
     from ehrguard.verify.offline.forms import _load_forms
 
+    bank_pairs.cache_clear()
     _load_bank.cache_clear()
     _load_forms.cache_clear()
 
 
 @lru_cache(maxsize=4)
-def _load_bank(db_id: str, data_dir: str) -> TemplateBank | None:
+def bank_pairs(db_id: str, data_dir: str) -> tuple[tuple[str, str], ...]:
+    """The (question, gold SQL) pairs banks of a database are built from, read once for the template and the form bank."""
     source = BANK_SOURCES.get(db_id)
-    if source is None:
-        return None
-    pairs = source(Path(data_dir))
-    return TemplateBank(pairs) if pairs else None
+    return tuple(source(Path(data_dir))) if source else ()
+
+
+@lru_cache(maxsize=4)
+def _load_bank(db_id: str, data_dir: str) -> TemplateBank | None:
+    pairs = bank_pairs(db_id, data_dir)
+    return TemplateBank(list(pairs)) if pairs else None
