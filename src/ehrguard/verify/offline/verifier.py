@@ -10,7 +10,7 @@ from typing import Any
 from ehrguard.db.engine import Result
 from ehrguard.errors import ConfigError
 from ehrguard.evaluation.execution_match import MatchResult, canonical_answer, execution_match
-from ehrguard.verify.methods import Case, register_method
+from ehrguard.verify.methods import Case, DatabaseContext, register_method
 from ehrguard.verify.offline.checks import SqlContext, repair, run_checks, summary
 from ehrguard.verify.offline.forms import load_forms
 from ehrguard.verify.offline.question import QuestionAssessment, shared_classifier
@@ -98,11 +98,19 @@ def _has_rows(ctx: SqlContext) -> bool:
     return isinstance(result, Result) and bool(result.rows) and not all(v is None for r in result.rows for v in r)
 
 
-def _compare(ctx: SqlContext, other: SqlContext) -> MatchResult:
-    """Does the candidate answer as ``other`` (already executed by its checks) does? Scored as the benchmark scores."""
+def _answers_like(sql: str, other: SqlContext) -> MatchResult:
+    """Does ``sql`` answer as ``other`` (already executed by its checks) does? Scored as the benchmark scores."""
     result = other.execution
     known = canonical_answer(result.rows) if isinstance(result, Result) and not result.truncated else None
-    return execution_match(ctx.db.db, ctx.sql, other.sql, db_id=ctx.db.db_id, gold_answer=known)
+    return execution_match(other.db.db, sql, other.sql, db_id=other.db.db_id, gold_answer=known)
+
+
+def _clean_run(question: str, sql: str, db: DatabaseContext) -> tuple[SqlContext, list[Finding]] | None:
+    """A replacement SQL's checks, when it runs with rows and no check finds an error; else None."""
+    new_ctx, findings = run_checks(question, sql, db)
+    if any(f.severity == "error" for f in findings) or not _has_rows(new_ctx):
+        return None
+    return new_ctx, findings
 
 
 def _nested(a: list[list[str]] | None, b: list[list[str]] | None) -> bool:
@@ -207,9 +215,10 @@ class OfflineVerifier:
         sql = repair(ctx)
         if sql is None:
             return None
-        new_ctx, new_findings = run_checks(ctx.question, sql, ctx.db)
-        if any(f.severity == "error" for f in new_findings) or not _has_rows(new_ctx):
+        clean = _clean_run(ctx.question, sql, ctx.db)
+        if clean is None:
             return None
+        new_ctx, new_findings = clean
         old = ctx.execution
         if isinstance(old, Result) and isinstance(new_ctx.execution, Result) and old.rows == new_ctx.execution.rows:
             return None
@@ -224,14 +233,15 @@ class OfflineVerifier:
         if not readings:
             return None
         best = readings[0]
-        f_ctx, f_findings = run_checks(ctx.question, best.sql, ctx.db)
-        if any(f.severity == "error" for f in f_findings) or not _has_rows(f_ctx):
+        clean = _clean_run(ctx.question, best.sql, ctx.db)
+        if clean is None:
             return None
+        f_ctx, f_findings = clean
         close = len(readings) > 1 and readings[1].similarity >= best.similarity - 0.05
-        if close and not execution_match(ctx.db.db, readings[1].sql, best.sql, db_id=ctx.db.db_id).match:
+        if close and not _answers_like(readings[1].sql, f_ctx).match:
             return None  # two forms fit about equally and disagree: no opinion
         source = f"{best.form.readable} (similarity {best.similarity:.2f})"
-        same = _compare(ctx, f_ctx)
+        same = _answers_like(ctx.sql, f_ctx)
         if same.match or _nested(same.pred_answer, same.gold_answer):
             return Fix(best.sql, f_findings, "form-agrees", source)
         return Fix(best.sql, f_findings, "form", source)
@@ -244,17 +254,13 @@ class OfflineVerifier:
         bank = load_bank(ctx.db.db_id)
         if bank is None:
             return None
-        clean = []
-        for sql in bank.candidates(ctx.question):
-            t_ctx, t_findings = run_checks(ctx.question, sql, ctx.db)
-            if not any(f.severity == "error" for f in t_findings) and _has_rows(t_ctx):
-                clean.append((sql, t_findings, t_ctx))
-        if len(clean) != 1:
+        runs = [run for run in (_clean_run(ctx.question, sql, ctx.db) for sql in bank.candidates(ctx.question)) if run]
+        if len(runs) != 1:
             return None
-        sql, t_findings, t_ctx = clean[0]
-        if _compare(ctx, t_ctx).match:
-            return Fix(sql, t_findings, "agrees")
-        return Fix(sql, t_findings, "template")
+        t_ctx, t_findings = runs[0]
+        if _answers_like(ctx.sql, t_ctx).match:
+            return Fix(t_ctx.sql, t_findings, "agrees")
+        return Fix(t_ctx.sql, t_findings, "template")
 
 
 @register_method("offline", "no LLM: SQL checks on the database + question classifier + local repair")
