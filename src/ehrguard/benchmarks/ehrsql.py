@@ -17,7 +17,7 @@ from ehrguard.db.fidelity import load_ehrsql_split
 from ehrguard.errors import DatasetError
 from ehrguard.evaluation.execution_match import execution_match, is_abstention
 from ehrguard.evaluation.reliability import ItemOutcome, reliability_scores
-from ehrguard.evaluation.scare_metrics import percent
+from ehrguard.evaluation.stats import percent
 
 
 def load_predictions(path: str | Path) -> dict[str, str]:

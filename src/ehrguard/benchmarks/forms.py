@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ehrguard.evaluation.execution_match import execution_match
-from ehrguard.evaluation.scare_metrics import percent
+from ehrguard.evaluation.stats import percent, percentile
 from ehrguard.verify.methods import DatabaseContext
 from ehrguard.verify.offline.forms import FormIndex
 
@@ -52,7 +52,7 @@ def read_held_out(train: list[tuple[str, str]], test: list[tuple[str, str]], con
     return {
         "forms": len(index), "train_pairs": len(train), "n": len(test), "read": read, "right": right,
         "gold_errors": gold_fails, "coverage": percent(read, len(test)), "precision": percent(right, read - gold_fails),
-        "build_s": round(built, 2), "read_ms_p50": round(1000 * read_s[len(read_s) // 2], 2) if read_s else None,
+        "build_s": round(built, 2), "read_ms_p50": round(1000 * percentile(read_s, 0.5), 2) if read_s else None,
         "misread_examples": wrong,
     }
 

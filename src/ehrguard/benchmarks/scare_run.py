@@ -23,6 +23,7 @@ from ehrguard.db.engine import open_database
 from ehrguard.errors import DatabaseNotFoundError, EhrguardError
 from ehrguard.evaluation.execution_match import execute_answer, execution_match, normalize_gold
 from ehrguard.evaluation.scare_metrics import ScoredItem, compute_metrics
+from ehrguard.evaluation.stats import percentile
 from ehrguard.verify.methods import Case, DatabaseContext, Method
 
 DB_FILES = {"mimic_iv": "mimic_iv.sqlite", "eicu": "eicu.sqlite", "mimicsql": "mimicsql.sqlite"}
@@ -156,12 +157,8 @@ def _percentiles(values: list[float]) -> dict[str, float]:
     if not values:
         return {"p50": float("nan"), "p90": float("nan"), "p99": float("nan"), "mean": float("nan"), "max": float("nan")}
     values = sorted(values)
-
-    def q(p: float) -> float:
-        i = min(len(values) - 1, max(0, round(p * (len(values) - 1))))
-        return round(values[i], 3)
-
-    return {"p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "mean": round(sum(values) / len(values), 3), "max": round(values[-1], 3)}
+    return {**{f"p{round(100 * p)}": round(percentile(values, p), 3) for p in (0.5, 0.9, 0.99)},
+            "mean": round(sum(values) / len(values), 3), "max": round(values[-1], 3)}
 
 
 @dataclass

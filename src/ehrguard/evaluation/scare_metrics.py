@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ehrguard.evaluation.execution_match import label_category
+from ehrguard.evaluation.stats import percent
 
 ANSWERABLE_TYPES = ("easy", "medium", "hard")
 AMBIGUOUS_TYPES = ("vague-question", "vague-word", "ambiguous-reference")
@@ -60,11 +61,6 @@ class ScoredItem:
     def answered_correctly(self) -> bool:
         """Answerable items: the method answered, and its SQL matches the gold by execution (PR/CR numerator)."""
         return self.action == "answer" and self.final_exec_acc
-
-
-def percent(num: int, den: int) -> float:
-    """``num`` of ``den`` in percent; NaN when there is nothing to divide by."""
-    return 100.0 * num / den if den else math.nan
 
 
 def _f1(p: float, r: float) -> float:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ehrguard.errors import ConfigError
+from ehrguard.evaluation.stats import percentile
 
 
 def load_prices(path: str | Path | None) -> dict[str, dict[str, float]]:
@@ -66,7 +67,7 @@ class UsageTracker:
                 lat = sorted(m.latencies)
 
                 def q(p: float, lat: list[float] = lat) -> float | None:
-                    return round(lat[min(len(lat) - 1, round(p * (len(lat) - 1)))] * 1000, 1) if lat else None
+                    return round(percentile(lat, p) * 1000, 1) if lat else None
 
                 price = self.prices.get(name) or self.prices.get(name.split("/", 1)[-1])
                 cost = None
