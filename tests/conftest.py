@@ -23,6 +23,29 @@ def _shared_data() -> Path | None:
 
 SHARED_DATA = _shared_data()
 
+# Markers only select (`pytest -m "not slow"`); they never skip. Most are applied here, from what a test
+# uses, so that a new test is marked without a decorator. A fixture counts when a test needs it
+# directly or through another fixture (`ctx` -> `mimic_iv_db` -> `shared_data`).
+FIXTURE_MARKS: dict[str, tuple[str, ...]] = {
+    "shared_data": ("demo_data", "slow"),
+    "mimic_iv_db": ("demo_data", "slow"),
+}
+MODULE_MARKS: dict[str, tuple[str, ...]] = {
+    "server/test_webapp.py": ("browser", "subprocess", "slow"),
+    "llm/test_local_llama.py": ("llama", "subprocess", "slow"),
+    "server/test_mcp.py": ("subprocess",),
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests = ROOT / "tests"
+    for item in items:
+        marks = set(MODULE_MARKS.get(item.path.relative_to(tests).as_posix(), ())) if item.path.is_relative_to(tests) else set()
+        for fixture in item.fixturenames:
+            marks.update(FIXTURE_MARKS.get(fixture, ()))
+        for name in sorted(marks - {m.name for m in item.iter_markers()}):
+            item.add_marker(name)
+
 
 def pytest_configure(config: pytest.Config) -> None:
     # Tests never write into the user's cache: the audit log and the LLM response cache go to a temp dir.

@@ -33,6 +33,41 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def signal_name(returncode: int) -> str:
+    """``SIGSEGV`` for a child killed by signal 11 (return code -11); the number when Python has no name for it."""
+    import signal
+
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def run_in_child(code: str, timeout_s: float = 300) -> str:
+    """Run ``code`` with ``python -c`` and return its stdout; a crash, a timeout or an error fails only the calling test.
+
+    For native code that can crash the interpreter (llama.cpp segfaults on some CPUs): in the pytest
+    process a segfault would end the whole run and hide every other result. faulthandler puts the
+    child's Python stack in the failure message.
+    """
+    import subprocess
+    import sys
+
+    import pytest
+
+    try:
+        proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code], capture_output=True, text=True,
+                              timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired as exc:
+        stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
+        pytest.fail(f"the child process did not finish in {timeout_s} s:\n{stderr[-3000:]}")
+    if proc.returncode < 0:
+        pytest.fail(f"the child process was killed by {signal_name(proc.returncode)}:\n{proc.stderr[-3000:]}")
+    if proc.returncode != 0:
+        pytest.fail(f"the child process exited with code {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
 def wait_until_serving(url: str, proc, log: Path, timeout_s: float = 90) -> None:  # type: ignore[no-untyped-def]
     """Poll ``url`` until it answers; fail with the server's log if the process dies or time runs out."""
     import time

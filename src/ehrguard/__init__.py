@@ -2,11 +2,12 @@
 
 The public API::
 
-    from ehrguard import build_database, open_database, execution_match, verify
+    from ehrguard import answer, build_database, open_database, execution_match, verify
 
 See the README for the command-line interface.
 """
 
+from ehrguard.answer import Answer, answer
 from ehrguard.db import build_database, open_database, read_schema
 from ehrguard.errors import EhrguardError
 from ehrguard.evaluation import execution_match, reliability_scores
@@ -14,4 +15,5 @@ from ehrguard.verify import Verdict, verify
 
 __version__ = "0.1.0"
 
-__all__ = ["EhrguardError", "Verdict", "__version__", "build_database", "execution_match", "open_database", "read_schema", "reliability_scores", "verify"]
+__all__ = ["Answer", "EhrguardError", "Verdict", "__version__", "answer", "build_database", "execution_match", "open_database",
+           "read_schema", "reliability_scores", "verify"]

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ehrguard.config import setting
+from ehrguard.config import float_setting, path_setting, switch_setting
 
 MIGRATIONS = [
     """CREATE TABLE decisions (
@@ -48,9 +48,9 @@ FIELDS = ("time", "caller", "interface", "db", "question", "candidate_sql", "act
 
 class AuditLog:
     def __init__(self, path: str | Path | None = None, *, retention_days: float | None = None, store_values: bool | None = None) -> None:
-        self.path = Path(path or setting("audit_path"))
-        self.retention_days = float(retention_days if retention_days is not None else setting("audit_retention_days"))
-        self.store_values = store_values if store_values is not None else setting("audit_store_values") == "on"
+        self.path = Path(path) if path else path_setting("audit_path")
+        self.retention_days = float_setting("audit_retention_days", retention_days, source="retention_days")
+        self.store_values = store_values if store_values is not None else switch_setting("audit_store_values")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -79,7 +79,8 @@ class AuditLog:
                 entry[key] = json.dumps(entry[key], default=str)
         cols = [k for k in FIELDS if k in entry]
         with self._lock:
-            cur = self._conn.execute(f"INSERT INTO decisions ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})", [entry[k] for k in cols])
+            cur = self._conn.execute(f"INSERT INTO decisions ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
+                                     [entry[k] for k in cols])
             if self.retention_days > 0:
                 self._conn.execute("DELETE FROM decisions WHERE time < ?", (time.time() - self.retention_days * 86400,))
             return int(cur.lastrowid or 0)
@@ -96,7 +97,7 @@ class AuditLog:
             sql += f" LIMIT {int(limit)}"
         with self._lock:
             rows = self._conn.execute(sql, (since,) if since else ()).fetchall()
-        return [dict(zip(("id",) + FIELDS, r)) for r in rows]
+        return [dict(zip(("id",) + FIELDS, r, strict=True)) for r in rows]
 
     def export(self, fmt: str = "jsonl", since: float | None = None) -> str:
         rows = list(reversed(self.entries(since)))

@@ -43,14 +43,16 @@ def test_bench_ehrsql_cli_json(valid_split, mimic_iv_db, tmp_path):
     _, labels, _ = load_ehrsql_split(valid_split)
     preds = tmp_path / "preds.json"
     preds.write_text(json.dumps(labels))
-    r = CliRunner().invoke(cli, ["bench", "ehrsql", "--split", str(valid_split), "--db", str(mimic_iv_db), "--predictions", str(preds), "--json"])
+    r = CliRunner().invoke(cli, ["bench", "ehrsql", "--split", str(valid_split), "--db", str(mimic_iv_db),
+                                 "--predictions", str(preds), "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["rs_10"] == 100.0
 
 
 def test_bench_fidelity_reproduces_mimic_iv(shared_data, mimic_iv_db, tmp_path):
     (tmp_path / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
-    r = CliRunner().invoke(cli, ["bench", "fidelity", "--data", str(shared_data / "scare" / "mimic_iv_dev.json"), "--db-dir", str(tmp_path), "--json"])
+    r = CliRunner().invoke(cli, ["bench", "fidelity", "--data", str(shared_data / "scare" / "mimic_iv_dev.json"),
+                                 "--db-dir", str(tmp_path), "--json"])
     assert r.exit_code == 0, r.output
     report = json.loads(r.stdout)
     assert report["n"] == 350 and report["agreement"] == 100.0 and report["gold_query_errors"] == 0
@@ -67,10 +69,12 @@ def test_bench_scare_cli_writes_reports_and_rejects_bad_input(shared_data, mimic
     assert (tmp_path / "run" / "report.html").exists()
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"db_id": "mimic_iv"}]))
-    r = CliRunner().invoke(cli, ["bench", "scare", "--data", str(bad), "--db-dir", str(tmp_path), "--method", "preserve_all", "--out", str(tmp_path / "r2")])
+    r = CliRunner().invoke(cli, ["bench", "scare", "--data", str(bad), "--db-dir", str(tmp_path), "--method", "preserve_all",
+                                 "--out", str(tmp_path / "r2")])
     assert r.exit_code != 0 and "missing field" in str(r.exception)
     with pytest.raises(Exception, match="Unknown method 'nope'"):
-        CliRunner().invoke(cli, ["bench", "scare", "--data", data, "--db-dir", str(tmp_path), "--method", "nope", "--out", str(tmp_path / "r3")], catch_exceptions=False)
+        CliRunner().invoke(cli,
+                           ["bench", "scare", "--data", data, "--db-dir", str(tmp_path), "--method", "nope", "--out", str(tmp_path / "r3")], catch_exceptions=False)
     r = CliRunner().invoke(cli, ["bench", "methods"])
     assert "preserve_all" in r.output and "oracle" in r.output
 

@@ -14,7 +14,8 @@ from ehrguard.evaluation.scare_metrics import ScoredItem, compute_metrics
 
 
 def item(i, type_, *, correct=False, output="SELECT 1", acc=False, db="mimic_iv", gen="g1", error=None):
-    return ScoredItem(id=str(i), db_id=db, type=type_, candidate_correct=correct, output=output, final_exec_acc=acc, generator=gen, error=error)
+    return ScoredItem(id=str(i), db_id=db, type=type_, candidate_correct=correct, output=output, final_exec_acc=acc,
+                      generator=gen, error=error)
 
 
 def test_main_metrics_worked_example():

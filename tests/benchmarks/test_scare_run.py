@@ -47,7 +47,8 @@ def sample(mimic_file: Path):
 
 
 def _run(sample, method, db_dir, out, mimic_file, **kw):
-    return run_scare(sample, get_method(method) if isinstance(method, str) else method, db_dir=db_dir, out=out, data_files=[mimic_file], **kw)
+    return run_scare(sample, get_method(method) if isinstance(method, str) else method, db_dir=db_dir, out=out,
+                     data_files=[mimic_file], **kw)
 
 
 def test_sanity_baselines_score_as_expected(sample, db_dir, mimic_file, tmp_path):
@@ -122,6 +123,7 @@ def test_missing_database_names_the_build_command(sample, mimic_file, tmp_path):
         _run(sample, "preserve_all", tmp_path, tmp_path / "r", mimic_file)
 
 
+@pytest.mark.subprocess
 def test_kill_9_loses_no_finished_item(mimic_file, db_dir, tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, str(ROOT / "tests" / "benchmarks" / "slow_method.py"), "bench", "scare", "--data", str(mimic_file),

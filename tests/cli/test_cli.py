@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from ehrguard.cli import cli
@@ -36,6 +37,7 @@ def test_sql_run_json_and_refusal(synthetic_db: Path):
     assert result.exit_code != 0
 
 
+@pytest.mark.subprocess
 def test_main_turns_errors_into_one_message(synthetic_db: Path):
     import subprocess
     import sys

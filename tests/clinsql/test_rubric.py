@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from ehrguard.cli import cli
-from ehrguard.clinsql.rubric import needed_leaves, parse_tree, score_tree
+from ehrguard.clinsql.rubric import Node, needed_leaves, parse_tree, score_tree
 from ehrguard.errors import DatasetError
 
 
@@ -19,7 +19,8 @@ def leaf(i, critical=False, weight=1):
 
 TREE = parse_tree({"id": "root", "sub_tasks": [
     {"id": "cohort", "weight": 3, "sub_tasks": [leaf("gender", critical=True), leaf("age", critical=True)]},
-    {"id": "concept", "weight": 2, "sequential": True, "sub_tasks": [leaf("drug", weight=1), leaf("route", weight=2), leaf("dose", weight=1)]},
+    {"id": "concept", "weight": 2, "sequential": True,
+     "sub_tasks": [leaf("drug", weight=1), leaf("route", weight=2), leaf("dose", weight=1)]},
     {"id": "output", "weight": 1, "sub_tasks": [leaf("a", weight=1), leaf("b", weight=3), leaf("must", critical=True)]},
 ]})
 
@@ -52,20 +53,24 @@ def test_missing_leaf_decisions_score_zero_and_duplicate_ids_are_refused():
 
 
 def test_leaves_behind_a_failed_sequential_sibling_need_no_judge():
-    ids = lambda nodes: [n.id for n in nodes]
+    def ids(nodes: list[Node]) -> list[str]:
+        return [n.id for n in nodes]
+
     assert ids(needed_leaves(TREE, {})) == ["gender", "age", "drug", "a", "b", "must"]
     assert ids(needed_leaves(TREE, {"drug": 0})) == ["gender", "age", "a", "b", "must"]
     assert ids(needed_leaves(TREE, {"drug": 1})) == ["gender", "age", "route", "a", "b", "must"]
 
 
-MODELS = ["DeepSeek-R1-0528", "Llama-4-Scout-17B-16E-Instruct", "Qwen3-Coder-480B-A35B-Instruct-FP8", "SQLCoder-7B-2", "gemini-2.5-pro", "gpt-5-mini"]
+MODELS = ["DeepSeek-R1-0528", "Llama-4-Scout-17B-16E-Instruct", "Qwen3-Coder-480B-A35B-Instruct-FP8", "SQLCoder-7B-2",
+          "gemini-2.5-pro", "gpt-5-mini"]
 
 
 @pytest.mark.parametrize("model", MODELS)
 def test_published_scores_are_reproduced_exactly(shared_data: Path, model: str):
     g = shared_data / "clinsql" / "gradings" / model
     r = CliRunner().invoke(cli, ["clinsql", "rescore", "--gradings", str(g / "validation_detailed_grading.json"),
-                                 "--split", str(shared_data / "clinsql" / "validation"), "--published", str(g / "validation_scoring_results.json"), "--json"])
+                                 "--split", str(shared_data / "clinsql" / "validation"), "--published",
+                                 str(g / "validation_scoring_results.json"), "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     published = json.loads((g / "validation_scoring_results.json").read_text())

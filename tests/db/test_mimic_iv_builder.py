@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,23 +42,31 @@ def test_schema_is_exactly_the_ehrsql_2024_one(mimic_iv_db: Path, shared_data: P
 
 def test_row_counts_and_cohort(mimic_iv_db: Path):
     db = open_database(mimic_iv_db)
-    one = lambda sql: db.execute(sql).rows[0][0]
+
+    def one(sql: str) -> Any:
+        return db.execute(sql).rows[0][0]
+
     assert one("SELECT count(*) FROM patients") == 94  # 4 current + 90 sampled others: fewer than 10 stays cross "now"
     assert one("SELECT count(DISTINCT subject_id) FROM admissions WHERE dischtime IS NULL") == 4
     assert one("SELECT count(*) FROM admissions") == 119
     assert one("SELECT count(*) FROM d_icd_diagnoses") == 106308
     assert one("SELECT count(*) FROM labevents") == 26426
     assert one("SELECT count(*) FROM chartevents") > 30000
-    assert one("SELECT count(*) FROM cost") == sum(one(f"SELECT count(*) FROM {t}") for t in ("diagnoses_icd", "labevents", "procedures_icd", "prescriptions"))
+    assert one("SELECT count(*) FROM cost") == sum(one(f"SELECT count(*) FROM {t}") for t in ("diagnoses_icd", "labevents",
+                                                                                              "procedures_icd", "prescriptions"))
 
 
 def test_time_shift_invariants(mimic_iv_db: Path):
     db = open_database(mimic_iv_db)
-    one = lambda sql: db.execute(sql).rows[0][0]
+
+    def one(sql: str) -> Any:
+        return db.execute(sql).rows[0][0]
+
     # Every patient's first admission is in 2100 and nothing lies after "now".
     assert one("SELECT count(*) FROM (SELECT subject_id, min(admittime) m FROM admissions GROUP BY subject_id) WHERE m NOT LIKE '2100-%'") == 0
     for table, column in [("admissions", "admittime"), ("labevents", "charttime"), ("chartevents", "charttime"), ("prescriptions", "starttime"),
-                          ("inputevents", "starttime"), ("outputevents", "charttime"), ("microbiologyevents", "charttime"), ("cost", "chargetime")]:
+                          ("inputevents", "starttime"), ("outputevents", "charttime"),
+                          ("microbiologyevents", "charttime"), ("cost", "chargetime")]:
         assert one(f"SELECT count(*) FROM {table} WHERE {column} > '2100-12-31 23:59:00' OR {column} < '2100-01-01'") == 0, table
     # Text is lower-cased; ICD codes carry their version.
     assert one("SELECT count(*) FROM d_labitems WHERE label <> lower(label)") == 0
@@ -126,7 +135,7 @@ def test_real_chartevents_csv_is_preferred(shared_data: Path, tmp_path: Path):
     # A minimal chartevents.csv.gz in the real file's layout: one heart-rate row inside a real ICU stay.
     with gzip.open(src / "icu" / "icustays.csv.gz", "rt") as fh:
         header, first = fh.readline().strip().split(","), fh.readline().strip().split(",")
-    s = dict(zip(header, first))
+    s = dict(zip(header, first, strict=False))
     with gzip.open(src / "icu" / "chartevents.csv.gz", "wt") as fh:
         fh.write("subject_id,hadm_id,stay_id,caregiver_id,charttime,storetime,itemid,value,valuenum,valueuom,warning\n")
         fh.write(f"{s['subject_id']},{s['hadm_id']},{s['stay_id']},1,{s['intime']},{s['intime']},220045,88,88,bpm,0\n")

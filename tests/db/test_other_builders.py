@@ -36,7 +36,8 @@ def test_eicu_schema_counts_and_warnings(eicu, shared_data: Path):
     assert any("lab.csv is missing" in w for w in warnings)
     db = open_database(out)
     assert db.execute("SELECT count(*) FROM patient WHERE unitadmittime > '2100-12-31 23:59:00' OR hospitaladmittime < '2099-01-01'").rows == [(0,)]
-    assert db.execute("SELECT count(*) FROM cost").rows[0][0] == sum(report.tables[t] for t in ("diagnosis", "lab", "treatment", "medication"))
+    assert db.execute("SELECT count(*) FROM cost").rows[0][0] == sum(report.tables[t] for t in ("diagnosis", "lab",
+                                                                                                "treatment", "medication"))
     assert db.execute("SELECT count(*) FROM diagnosis WHERE diagnosisname <> lower(diagnosisname)").rows == [(0,)]
 
 
@@ -62,7 +63,8 @@ def test_mimicsql_tables_and_values(shared_data: Path, tmp_path: Path):
 def test_mimic_iv_raw_layout_and_chartevents(shared_data: Path, tmp_path: Path):
     out = tmp_path / "raw.duckdb"
     warnings: list[str] = []
-    report = build_database("mimic_iv_raw", source=shared_data / "mimic-iv-demo-2.2", out=out, progress=Progress(on_warning=warnings.append))
+    report = build_database("mimic_iv_raw", source=shared_data / "mimic-iv-demo-2.2", out=out,
+                            progress=Progress(on_warning=warnings.append))
     assert report.tables["mimiciv_hosp.patients"] == 100
     assert report.tables["mimiciv_icu.chartevents"] == 668862  # every stand-in row found a stay
     assert any("stand-in" in w for w in warnings)

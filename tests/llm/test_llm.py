@@ -51,11 +51,13 @@ def test_a_round_trip_sends_the_settings_and_returns_a_completion(server, tmp_pa
     assert (c.text, c.finish_reason, c.usage) == ("fine", "stop", {"prompt_tokens": 12, "completion_tokens": 3})
     req = server.requests[0]
     assert req["path"] == "/v1/chat/completions" and req["auth"] == "Bearer sk-secret-test"
-    assert {k: req["body"][k] for k in ("temperature", "seed", "max_tokens", "stop")} == {"temperature": 0.2, "seed": 7, "max_tokens": 50, "stop": ["\n\n"]}
+    assert {k: req["body"][k] for k in ("temperature", "seed", "max_tokens", "stop")} == {"temperature": 0.2, "seed": 7,
+                                                                                          "max_tokens": 50, "stop": ["\n\n"]}
 
 
 def test_retries_on_500_and_429_then_succeeds(server, tmp_path):
-    server.script.extend([{"status": 500, "body": {"error": "boom"}}, {"status": 429, "body": {"error": "slow down"}, "headers": {"Retry-After": "0.01"}},
+    server.script.extend([{"status": 500, "body": {"error": "boom"}}, {"status": 429, "body": {"error": "slow down"},
+                                                                       "headers": {"Retry-After": "0.01"}},
                           {"status": 200, "body": b"{not json"}, ok("third time lucky")])
     usage = UsageTracker()
     c = make(server, tmp_path, retries=4, usage=usage).complete(MSG)
@@ -97,7 +99,8 @@ def test_structured_output_validates_and_asks_once_more(server, tmp_path):
 
 
 def test_a_server_without_json_schema_support_gets_json_mode_with_the_schema(server, tmp_path):
-    server.script.extend([{"status": 500, "body": {"error": "response_format.type should be 'text' or 'json_object'"}}, ok('{"action": "correct"}')])
+    server.script.extend([{"status": 500, "body": {"error": "response_format.type should be 'text' or 'json_object'"}},
+                          ok('{"action": "correct"}')])
     llm = make(server, tmp_path, retries=0)
     assert llm.complete(MSG, GenerateConfig(response_schema=SCHEMA)).parsed == {"action": "correct"}
     assert server.requests[1]["body"]["response_format"] == {"type": "json_object", "schema": SCHEMA}
@@ -106,7 +109,8 @@ def test_a_server_without_json_schema_support_gets_json_mode_with_the_schema(ser
 def test_cache_key_covers_what_changes_a_reply_and_nothing_else():
     base = cache_key("openai", "m", "http://h/v1", MSG, GenerateConfig())
     assert base == cache_key("openai", "m", "http://h/v1/", MSG, GenerateConfig(timeout_s=5))
-    for other in (cache_key("openai", "m2", "http://h/v1", MSG, GenerateConfig()), cache_key("openai", "m", "http://g/v1", MSG, GenerateConfig()),
+    for other in (cache_key("openai", "m2", "http://h/v1", MSG, GenerateConfig()), cache_key("openai", "m",
+                                                                                             "http://g/v1", MSG, GenerateConfig()),
                   cache_key("openai", "m", "http://h/v1", MSG, GenerateConfig(temperature=0.7)),
                   cache_key("openai", "m", "http://h/v1", MSG, GenerateConfig(seed=1)),
                   cache_key("openai", "m", "http://h/v1", MSG, GenerateConfig(max_tokens=10)),

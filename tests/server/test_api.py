@@ -104,7 +104,8 @@ def test_ask_generates_verifies_and_executes(env):
     r = client.post("/v1/ask", json={"db": "mimic_iv", "question": "How many patients are there?"}, headers=AUTH)
     assert r.status_code == 400 and r.json()["error"]["code"] == "no_model"
     scripted("api-ask").enqueue("```sql\nSELECT COUNT(DISTINCT subject_id) FROM patients\n```")
-    r = client.post("/v1/ask", json={"db": "mimic_iv", "question": "How many patients are there?", "model": "scripted/api-ask"}, headers=AUTH)
+    r = client.post("/v1/ask",
+                    json={"db": "mimic_iv", "question": "How many patients are there?", "model": "scripted/api-ask"}, headers=AUTH)
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["verdict"]["action"] == "preserve" and body["result"]["rows"][0][0] > 0

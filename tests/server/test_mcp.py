@@ -34,8 +34,10 @@ def test_tools_over_stdio(mimic_iv_db: Path, tmp_path: Path):
             out["dbs"] = _payload(await s.call_tool("list_databases", {}))
             out["schema"] = (await s.call_tool("get_schema", {"db": "mimic_iv"})).content[0].text
             q = "What is the gender of patient 10004235?"
-            out["fixed"] = _payload(await s.call_tool("run_sql", {"db": "mimic_iv", "question": q, "sql": "SELECT gendr FROM patient WHERE subject_id = 10004235"}))
-            out["refused"] = _payload(await s.call_tool("run_sql", {"db": "mimic_iv", "question": "Train a model to predict sepsis.", "sql": "SELECT * FROM patients"}))
+            out["fixed"] = _payload(await s.call_tool("run_sql", {"db": "mimic_iv", "question": q,
+                                                                  "sql": "SELECT gendr FROM patient WHERE subject_id = 10004235"}))
+            out["refused"] = _payload(await s.call_tool("run_sql", {"db": "mimic_iv", "question": "Train a model to predict sepsis.",
+                                                                    "sql": "SELECT * FROM patients"}))
             out["verify"] = _payload(await s.call_tool("verify_sql", {"db": "mimic_iv", "question": "Labs?", "sql": "SELECT 1"}))
             out["missing"] = _payload(await s.call_tool("verify_sql", {"db": "../x", "question": "q", "sql": "SELECT 1"}))
             return out

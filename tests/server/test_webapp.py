@@ -76,7 +76,8 @@ def test_each_verdict_card(server):
             page.screenshot(path=str(ARTIFACTS / f"webapp-{action}.png"), full_page=True)
         # A correction by a known form says which known question it read.
         page.fill("#question", "How many times was patient 10004235 prescribed heparin since 2 years ago?")
-        page.fill("#sql", "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10004235 AND drug = 'heparin' AND starttime >= '2100-12-01'")
+        page.fill("#sql",
+                  "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10004235 AND drug = 'heparin' AND starttime >= '2100-12-01'")
         page.click("#check")
         page.wait_for_selector(".card[data-action='correct'] .known", timeout=15000)
         assert "[prescriptions.drug]" in page.locator(".known").inner_text()

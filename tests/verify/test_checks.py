@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from ehrguard.db import open_database
+from ehrguard.verify.checks import repair, run_checks
 from ehrguard.verify.methods import DatabaseContext
-from ehrguard.verify.offline.checks import repair, run_checks
 
 
 @pytest.fixture(scope="module")
@@ -17,8 +17,8 @@ def ctx(mimic_iv_db: Path) -> DatabaseContext:
 
 
 def checks(ctx, sql, question="What is it?"):
-    sql_ctx, findings = run_checks(question, sql, ctx)
-    return sql_ctx, {f.check: f for f in findings}
+    checked = run_checks(question, sql, ctx)
+    return checked, {f.check: f for f in checked.findings}
 
 
 @pytest.mark.parametrize("sql", ["null", "", "  ", "N/A"])
@@ -100,3 +100,19 @@ def test_counting_people_without_distinct(ctx):
 def test_a_clean_query_has_no_findings(ctx):
     _, found = checks(ctx, "SELECT gender FROM patients WHERE subject_id = 10004235", "What is the gender of patient 10004235?")
     assert found == {}
+
+
+def test_repair_edits_a_copy_and_leaves_the_checked_tree_as_parsed(ctx):
+    sql = "SELECT gendr FROM patient WHERE subject_id = 10004235"
+    checked, _ = checks(ctx, sql)
+    before = checked.ctx.tree.sql()
+    assert repair(checked) == "SELECT gender FROM patients WHERE subject_id = 10004235"
+    assert checked.ctx.tree.sql() == before and "gendr" in before
+    assert repair(checked) == "SELECT gender FROM patients WHERE subject_id = 10004235"  # repeatable: nothing was consumed
+
+
+def test_checks_are_pure_functions_that_stop_only_where_marked():
+    from ehrguard.verify.checks import CHECKS
+
+    assert [c.name for c in CHECKS if c.stops] == ["abstained", "read_only"]
+    assert len({c.name for c in CHECKS}) == len(CHECKS)

@@ -79,7 +79,8 @@ def test_unusable_replies_are_errors_never_guesses(ctx):
 
 
 def test_single_turn_veri_retries_on_rejection_and_is_bounded(ctx):
-    v, p = run(ctx, "single_turn_veri", [joint("preserve"), feedback(False, "wrong column"), joint("correct", sql=SQL + " LIMIT 1"), feedback(True)])
+    v, p = run(ctx, "single_turn_veri",
+               [joint("preserve"), feedback(False, "wrong column"), joint("correct", sql=SQL + " LIMIT 1"), feedback(True)])
     assert (v.action, v.details["retries"], len(p.history)) == ("correct", 1, 4)
     assert "wrong column" in p.history[2][-1]["content"]
     always_no = [joint("preserve"), feedback(False), joint("preserve"), feedback(False), joint("preserve")]
@@ -109,7 +110,8 @@ def test_cls_variants_put_the_classifier_signal_in_the_prompt(ctx, method):
 def test_hybrid_settles_clear_cases_offline_and_asks_the_llm_with_evidence_otherwise(ctx):
     v, p = run(ctx, "hybrid", [], question="Good morning! How was your weekend?", sql="SELECT 1")
     assert v.action == "unanswerable" and v.details["decided"] == "offline" and not p.history
-    v, p = run(ctx, "hybrid", [joint("correct", sql=SQL)], question="What is the gender of patient 10004235?", sql="SELECT gender FROM patients WHERE subject_id = 1")
+    v, p = run(ctx, "hybrid", [joint("correct", sql=SQL)], question="What is the gender of patient 10004235?",
+               sql="SELECT gender FROM patients WHERE subject_id = 1")
     assert v.details["decided"] == "llm" and v.action == "correct" and len(p.history) == 1
     assert "Evidence from ehrguard's offline checks" in p.history[0][-1]["content"] and "unknown_patient" in p.history[0][-1]["content"]
 

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 import ehrguard
 from ehrguard.cli import cli
 from ehrguard.errors import ConfigError
+from ehrguard.runtime import runtime
 from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES
 from ehrguard.verify.offline.embedding import load_embedder
 from ehrguard.verify.offline.verifier import OPERATING_POINTS
@@ -35,7 +36,7 @@ QUESTIONS = {
 def embeddings(request, shared_data: Path, monkeypatch_module) -> str:
     if request.param == "on":
         monkeypatch_module.setenv("EHRGUARD_TOKENIZER", str(shared_data / "models" / "minilm-tokenizer.json"))
-        load_embedder.cache_clear()
+        runtime().forget("embedder", "question_classifier")
         assert load_embedder() is not None
     return request.param
 
@@ -96,7 +97,8 @@ def test_repairs_become_corrections_only_when_the_repaired_sql_is_clean(mimic_iv
     verdict = v("What is the gender of patient 10004235?", "SELECT gendr FROM patient WHERE subject_id = 10004235", mimic_iv_db)
     assert verdict.action == "correct" and verdict.sql == CLEAN
     assert {"unknown_table", "unknown_column"} <= {f.check for f in verdict.findings}
-    verdict = v("How many patients were admitted urgently?", "SELECT COUNT(subject_id) FROM admissions WHERE admission_type = 'urgent'", mimic_iv_db)
+    verdict = v("How many patients were admitted urgently?",
+                "SELECT COUNT(subject_id) FROM admissions WHERE admission_type = 'urgent'", mimic_iv_db)
     assert verdict.action == "correct" and "COUNT(DISTINCT subject_id)" in verdict.sql
     # A fix that leaves another error in place is not a correction.
     verdict = v("How many patients were admitted urgently?",
@@ -130,11 +132,12 @@ def test_cli_verify_prints_the_verdict_and_underlines_findings(mimic_iv_db):
 
 
 def test_warm_up_loads_each_database_once_and_reports_one_that_cannot_be_read(mimic_iv_db, tmp_path):
-    from ehrguard.verify.api import _CONTEXTS, warm_up
+    from ehrguard.verify.api import warm_up
 
     broken = tmp_path / "broken.sqlite"
     broken.write_text("not a database")
     took = warm_up([mimic_iv_db, broken])
     assert isinstance(took[mimic_iv_db.stem], float)
-    assert str(mimic_iv_db.resolve()) in _CONTEXTS  # the context the first request will use is ready
+    ready = [ctx.path.resolve() for ctx in runtime().open_contexts() if ctx.path]
+    assert mimic_iv_db.resolve() in ready  # the context the first request will use is ready
     assert isinstance(took["broken"], str) and "Error" in took["broken"]

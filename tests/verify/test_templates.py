@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import ehrguard
 from ehrguard.verify.offline.templates import TemplateBank, abstract, load_bank, reset_banks
 
@@ -70,6 +72,7 @@ def test_paraphrases_of_a_known_form_match_it():
     assert bank.candidates("How many patients were moved to ward 14 since 2101?") == []  # another form
 
 
+@pytest.mark.subprocess
 def test_skeletons_do_not_depend_on_string_hashing():
     import os
     import subprocess

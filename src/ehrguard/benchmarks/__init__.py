@@ -1,0 +1,94 @@
+"""Benchmarks: the dataset formats (SCARE, EHRSQL-2024), the runner that scores a method over them, and the reports.
+
+The names below are the API (``from ehrguard.benchmarks import load_scare, run_scare``). The
+modules are internal: :mod:`.scare` and :mod:`.ehrsql` read the datasets; :mod:`.scare_run`
+runs a method and scores it, in a resumable run folder (:mod:`.rundir`); :mod:`.report` and
+:mod:`.compare` write the reports; :mod:`.fidelity` and :mod:`.forms` are the studies behind
+``ehrguard bench fidelity`` and ``bench forms``.
+
+Every name is imported on first use (PEP 562), so ``import ehrguard.benchmarks`` costs nothing:
+the runner brings in the verification layer, the forms study the offline verifier's models,
+the comparison figure matplotlib. The offline verifier's template bank reads EHRSQL splits from
+here, which an eager import would also turn into an import cycle.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ehrguard.benchmarks.compare import compare_runs, load_reference, write_comparison
+    from ehrguard.benchmarks.ehrsql import ehrsql_pairs, load_ehrsql_split, load_predictions, score_ehrsql
+    from ehrguard.benchmarks.fidelity import candidate_fidelity
+    from ehrguard.benchmarks.forms import combine, held_out_splits, read_held_out
+    from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, fmt, jsonable, write_scare_report
+    from ehrguard.benchmarks.rundir import RunDir, file_sha256
+    from ehrguard.benchmarks.scare import ScareItem, load_scare
+    from ehrguard.benchmarks.scare_run import (
+        RunSummary,
+        method_for_run,
+        record_llm_usage,
+        rescore_runs,
+        run_scare,
+        score_records,
+        select_items,
+        write_run_report,
+    )
+
+_LAZY = {name: module for module, names in {
+    ".compare": ("compare_runs", "load_reference", "write_comparison"),
+    ".ehrsql": ("ehrsql_pairs", "load_ehrsql_split", "load_predictions", "score_ehrsql"),
+    ".fidelity": ("candidate_fidelity",),
+    ".forms": ("combine", "held_out_splits", "read_held_out"),
+    ".report": ("MAIN_KEYS", "MAIN_LABELS", "fmt", "jsonable", "write_scare_report"),
+    ".rundir": ("RunDir", "file_sha256"),
+    ".scare": ("ScareItem", "load_scare"),
+    ".scare_run": ("RunSummary", "method_for_run", "record_llm_usage", "rescore_runs", "run_scare", "score_records", "select_items",
+                   "write_run_report"),
+}.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    """Import a lazily exported name on first use (PEP 562)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value  # bound now: later lookups do not come back here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+__all__ = [
+    "MAIN_KEYS",
+    "MAIN_LABELS",
+    "RunDir",
+    "RunSummary",
+    "ScareItem",
+    "candidate_fidelity",
+    "combine",
+    "compare_runs",
+    "ehrsql_pairs",
+    "file_sha256",
+    "fmt",
+    "held_out_splits",
+    "jsonable",
+    "load_ehrsql_split",
+    "load_predictions",
+    "load_reference",
+    "load_scare",
+    "method_for_run",
+    "read_held_out",
+    "record_llm_usage",
+    "rescore_runs",
+    "run_scare",
+    "score_ehrsql",
+    "score_records",
+    "select_items",
+    "write_comparison",
+    "write_run_report",
+    "write_scare_report",
+]

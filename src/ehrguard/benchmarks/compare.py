@@ -41,7 +41,8 @@ def run_row(run_dir: str | Path) -> dict[str, Any]:
     records = rd.records()
     metrics = score_records(records)
     name = ident["method"] + (f" ({ident['model']})" if ident.get("model") else "")
-    return {"name": name, "run_dir": str(run_dir), "n": len(records), "p50_ms": metrics["latency_ms"]["p50"], **{k: metrics[k] for k in MAIN_KEYS}}
+    return {"name": name, "run_dir": str(run_dir), "n": len(records), "p50_ms": metrics["latency_ms"]["p50"],
+            **{k: metrics[k] for k in MAIN_KEYS}}
 
 
 def compare_runs(run_dirs: list[str | Path], reference: list[dict[str, Any]] | None = None) -> dict[str, Any]:

@@ -1,4 +1,8 @@
-"""Score any text-to-SQL system's predictions on an EHRSQL-2024 split.
+"""EHRSQL-2024: read a split, and score any text-to-SQL system's predictions on it.
+
+A split folder holds ``data.json`` (questions), ``label.json`` (gold SQL or "null") and
+``answer.json`` (the published answers). The verifier's template and form banks, the question
+classifier's training and the database fidelity check read splits through :func:`load_ehrsql_split`.
 
 Predictions are ``{id: sql | "null"}`` ("null", or any abstention label, abstains). Each
 item counts +1 for a correct answer or a correct abstention, 0 for abstaining on an
@@ -13,11 +17,42 @@ from pathlib import Path
 from typing import Any
 
 from ehrguard.db.engine import Database
-from ehrguard.db.fidelity import load_ehrsql_split
 from ehrguard.errors import DatasetError
 from ehrguard.evaluation.execution_match import execution_match, is_abstention
 from ehrguard.evaluation.reliability import ItemOutcome, reliability_scores
 from ehrguard.evaluation.stats import percent
+
+
+def load_ehrsql_split(split_dir: str | Path) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """Read ``data.json`` (questions), ``label.json`` (gold SQL or "null") and ``answer.json`` of a split.
+
+    Raises:
+        DatasetError: a file is missing or not the expected JSON shape.
+    """
+    d = Path(split_dir)
+    out = []
+    for name in ("data.json", "label.json", "answer.json"):
+        path = d / name
+        if not path.is_file():
+            raise DatasetError(f"{path} is missing: an EHRSQL-2024 split folder holds data.json, label.json and answer.json.")
+        try:
+            out.append(json.loads(path.read_text()))
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path} is not valid JSON: {exc}") from exc
+    data, labels, answers = out
+    if isinstance(data, dict) and "data" in data:
+        questions = {item["id"]: item["question"] for item in data["data"]}
+    else:
+        raise DatasetError(f"{d / 'data.json'} should be an object with a 'data' list of {{id, question}}.")
+    if not isinstance(labels, dict) or not isinstance(answers, dict):
+        raise DatasetError(f"{d}: label.json and answer.json should map ids to strings.")
+    return questions, labels, answers
+
+
+def ehrsql_pairs(split_dir: str | Path) -> list[tuple[str, str]]:
+    """(question, gold SQL or "null") of an EHRSQL-2024 split, in the split's order."""
+    questions, labels, _ = load_ehrsql_split(split_dir)
+    return [(question, labels[qid]) for qid, question in questions.items()]
 
 
 def load_predictions(path: str | Path) -> dict[str, str]:

@@ -20,7 +20,9 @@ def candidate_fidelity(items: list[ScareItem], db_dir: str | Path) -> dict[str, 
     answerable = [it for it in items if it.answerable]
     contexts = open_contexts(db_dir, {it.db_id for it in answerable})
     gold = GoldAnswers()
-    groups: dict[str, dict[str, dict[str, int]]] = {"by_db": defaultdict(lambda: defaultdict(int)), "by_generator": defaultdict(lambda: defaultdict(int)), "by_category": defaultdict(lambda: defaultdict(int))}
+    groups: dict[str, dict[str, dict[str, int]]] = {"by_db": defaultdict(lambda: defaultdict(int)),
+                                                    "by_generator": defaultdict(lambda: defaultdict(int)),
+                                                    "by_category": defaultdict(lambda: defaultdict(int))}
     disagreements = []
     try:
         for it in answerable:
@@ -41,7 +43,7 @@ def candidate_fidelity(items: list[ScareItem], db_dir: str | Path) -> dict[str, 
             ctx.db.close()
     out: dict[str, Any] = {"n": len(answerable), "agree": len(answerable) - len(disagreements), "gold_query_errors": gold_errors}
     out["agreement"] = 100.0 * out["agree"] / out["n"] if out["n"] else float("nan")
-    for key, g in groups.items():
-        out[key] = {name: {**dict(v), "agreement": 100.0 * v["agree"] / v["n"]} for name, v in sorted(g.items())}
+    for key, by_name in groups.items():
+        out[key] = {name: {**dict(v), "agreement": 100.0 * v["agree"] / v["n"]} for name, v in sorted(by_name.items())}
     out["disagreements"] = disagreements
     return out

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ehrguard.evaluation.scare_metrics import ACTIONS, CATEGORIES
+from ehrguard.labels import AMBIGUOUS_SUBTYPES
 
 MAIN_KEYS = ("pr", "cov_correct", "cr", "cov_incorrect", "amb_p", "amb_r", "amb_f1", "unans_p", "unans_r", "unans_f1")
 MAIN_LABELS = {
@@ -94,7 +95,7 @@ def scare_figures(metrics: dict[str, Any], latencies_ms: list[float]) -> dict[st
     names = list(subtypes)
     recalls = [0.0 if math.isnan(subtypes[n]["recall"]) else subtypes[n]["recall"] for n in names]
     fig, ax = plt.subplots(figsize=(6.2, 3.2))
-    colors = ["#8c6bb1" if n in ("vague-question", "vague-word", "ambiguous-reference") else "#e6550d" for n in names]
+    colors = ["#8c6bb1" if n in AMBIGUOUS_SUBTYPES else "#e6550d" for n in names]
     ax.barh(names, recalls, color=colors)
     ax.set_xlim(0, 100)
     ax.set_xlabel("recall (%)")
@@ -108,7 +109,7 @@ def scare_figures(metrics: dict[str, Any], latencies_ms: list[float]) -> dict[st
         fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(labels) + 2), 3.2))
         width = 0.38
         xs = range(len(labels))
-        for offset, (metric, color) in zip((-width / 2, width / 2), (("pr", "#31a354"), ("cr", "#3182bd"))):
+        for offset, (metric, color) in zip((-width / 2, width / 2), (("pr", "#31a354"), ("cr", "#3182bd")), strict=True):
             vals = [0.0 if math.isnan(groups[g][metric]) else groups[g][metric] for g in labels]
             ax.bar([x + offset for x in xs], vals, width, label=metric.upper(), color=color)
         ax.set_xticks(list(xs), labels, rotation=30 if len(labels) > 3 else 0, ha="right" if len(labels) > 3 else "center")
@@ -150,7 +151,8 @@ def scare_markdown(metrics: dict[str, Any], config: dict[str, Any], errors: list
         "",
         "## By generator",
         "",
-        md_table(["generator"] + [MAIN_LABELS[k] for k in MAIN_KEYS], [[g] + [m[k] for k in MAIN_KEYS] for g, m in metrics["by_generator"].items()]),
+        md_table(["generator"] + [MAIN_LABELS[k] for k in MAIN_KEYS],
+                 [[g] + [m[k] for k in MAIN_KEYS] for g, m in metrics["by_generator"].items()]),
         "",
         "## By difficulty",
         "",
@@ -210,7 +212,8 @@ td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}figure{displ
 </style>"""
 
 
-def write_scare_report(run_dir: str | Path, metrics: dict[str, Any], config: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Path]:
+def write_scare_report(run_dir: str | Path, metrics: dict[str, Any], config: dict[str, Any],
+                       records: list[dict[str, Any]]) -> dict[str, Path]:
     """Write ``metrics.json``, ``report.md``, ``report.html`` and ``figures/*.png`` into the run folder."""
     run_dir = Path(run_dir)
     figures = scare_figures(metrics, [1000 * r.get("latency_s", 0.0) for r in records])

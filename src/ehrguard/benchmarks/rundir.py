@@ -61,7 +61,8 @@ def _git_revision() -> str | None:
         return None
     if out.returncode != 0:
         return None
-    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=5, check=False)
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True, timeout=5, check=False)
     return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
@@ -93,7 +94,8 @@ class RunDir:
         if config_path.exists():
             stored = json.loads(config_path.read_text())
             if stored.get("identity") != identity:
-                diff = sorted(k for k in set(identity) | set(stored.get("identity", {})) if identity.get(k) != stored.get("identity", {}).get(k))
+                diff = sorted(k for k in set(identity) | set(stored.get("identity", {}))
+                              if identity.get(k) != stored.get("identity", {}).get(k))
                 raise RunError(
                     f"{self.path} holds a different run (differs in: {', '.join(diff)}). "
                     "Use a new --out folder, or delete this one to start over."

@@ -62,7 +62,8 @@ def _validate(raw: Any, where: str) -> ScareItem:
         raise DatasetError(f"{where}: type {raw['type']!r} is not one of {', '.join(known)}.")
     answerable = raw["type"] in ANSWERABLE_TYPES
     if answerable == (raw["gt_sql"] == "null"):
-        raise DatasetError(f"{where}: type {raw['type']!r} does not agree with gt_sql ({'null' if raw['gt_sql'] == 'null' else 'a query'}).")
+        raise DatasetError(f"{where}: type {raw['type']!r} does not agree with gt_sql "
+                           f"({'null' if raw['gt_sql'] == 'null' else 'a query'}).")
     return ScareItem(**{k: raw[k] for k in REQUIRED})
 
 

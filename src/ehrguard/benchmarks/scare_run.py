@@ -4,10 +4,15 @@
 the same configuration finished), appends one record per item to the run folder, then
 computes the metrics from the records. :func:`score_records` recomputes them from a
 folder alone.
+
+Around the runner, what ``ehrguard bench scare`` and ``bench report`` do: :func:`select_items`
+(one fold, a limit), :func:`method_for_run` (the run's call log), :func:`record_llm_usage`,
+:func:`write_run_report` and :func:`rescore_runs` (several runs scored as one).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import traceback
@@ -17,16 +22,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ehrguard.benchmarks.report import jsonable, write_scare_report
 from ehrguard.benchmarks.rundir import RunDir, file_sha256
-from ehrguard.benchmarks.scare import ScareItem
+from ehrguard.benchmarks.scare import DB_IDS, ScareItem
 from ehrguard.db.engine import open_database
-from ehrguard.errors import DatabaseNotFoundError, EhrguardError
+from ehrguard.errors import DatabaseNotFoundError, EhrguardError, RunError
 from ehrguard.evaluation.execution_match import execute_answer, execution_match, normalize_gold
 from ehrguard.evaluation.scare_metrics import ScoredItem, compute_metrics
 from ehrguard.evaluation.stats import percentile
+from ehrguard.profiles import PROFILES
 from ehrguard.verify.methods import Case, DatabaseContext, Method
 
-DB_FILES = {"mimic_iv": "mimic_iv.sqlite", "eicu": "eicu.sqlite", "mimicsql": "mimicsql.sqlite"}
+DB_FILES = {db_id: PROFILES[db_id].file_name for db_id in DB_IDS}
 
 
 def open_contexts(db_dir: str | Path, db_ids: set[str]) -> dict[str, DatabaseContext]:
@@ -211,7 +218,8 @@ def run_scare(
         "databases": {db_id: file_sha256(ctx.path) for db_id, ctx in contexts.items() if ctx.path},
     }
     run = RunDir(out)
-    done = run.open(identity, extra={"method_description": method.describe(), "data_paths": [str(p) for p in data_files], "db_dir": str(db_dir)})
+    done = run.open(identity,
+                    extra={"method_description": method.describe(), "data_paths": [str(p) for p in data_files], "db_dir": str(db_dir)})
     if retry_errors:
         done = {k: r for k, r in done.items() if r.get("error") is None}
     todo = [it for it in items if it.key not in done]
@@ -252,3 +260,80 @@ def run_scare(
     metrics = score_records(records)
     metrics["wall_s"] = round(wall, 3)
     return RunSummary(Path(out), len(items), len(items) - len(todo), len(todo), errors, wall, metrics)
+
+
+def select_items(items: list[ScareItem], *, fold: str | None = None, limit: int | None = None) -> list[ScareItem]:
+    """The items of fold ``"I/K"`` (questions grouped, as ``ehrguard train question-model --exclude-fold``
+    leaves them out), then the first ``limit`` of those.
+
+    Raises:
+        ConfigError: ``fold`` is not I/K with 0 <= I < K.
+    """
+    if fold:
+        from ehrguard.verify.offline.training import fold_of, parse_fold
+
+        i, k = parse_fold(fold)
+        items = [it for it in items if fold_of(it.question, k) == i]
+    if limit is not None:
+        items = items[:limit]
+    return items
+
+
+def method_for_run(name: str, out: str | Path, *, model: str | None = None, options: dict[str, Any] | None = None) -> Method:
+    """Build method ``name`` for the run in ``out``; with a model, every LLM exchange goes to ``out/calls.jsonl``.
+
+    The call log is not one of ``options``: those are part of the run's identity, the log is not.
+    """
+    from ehrguard.verify.methods import get_method
+
+    extra = {"call_log": str(Path(out) / "calls.jsonl")} if model else {}
+    return get_method(name, model=model, **(options or {}), **extra)
+
+
+def record_llm_usage(metrics: dict[str, Any], method: Method) -> dict[str, dict[str, Any]] | None:
+    """Add the LLM usage of this invocation (items resumed from before are not counted again) to
+    ``metrics["llm_usage"]``, and return it; None for a method without an LLM."""
+    llm = getattr(method, "llm", None)
+    if llm is None:
+        return None
+    usage: dict[str, dict[str, Any]] = llm.usage.summary()
+    metrics["llm_usage"] = usage
+    return usage
+
+
+def write_run_report(out: str | Path, metrics: dict[str, Any], items: list[ScareItem], *, report: bool = True) -> None:
+    """Write ``metrics.json`` into the run folder and, with ``report``, ``report.md``, ``report.html`` and
+    the figures, from the records of ``items``."""
+    if report:
+        run = RunDir(out)
+        wanted = {it.key for it in items}
+        write_scare_report(out, metrics, run.config(), [r for r in run.records() if r["key"] in wanted])
+    else:
+        (Path(out) / "metrics.json").write_text(json.dumps(jsonable(metrics), indent=2))
+
+
+def rescore_runs(run_dirs: list[str], out: str | None = None) -> tuple[dict[str, Any], dict[str, Path]]:
+    """Score run folder(s) from their records alone and rewrite the reports; several runs (the folds of a
+    cross-validation) are scored as one, into ``out``.
+
+    Returns:
+        The metrics, and the paths of the files written.
+
+    Raises:
+        RunError: several runs and no ``out``, or an item in more than one of the runs.
+    """
+    if len(run_dirs) > 1 and not out:
+        raise RunError("Several run folders are scored together into --out DIR; pass --out.")
+    records: dict[str, dict[str, Any]] = {}
+    for d in run_dirs:
+        for r in RunDir(d).records():
+            if r["key"] in records:
+                raise RunError(f"Item {r['key']} is in more than one of the runs; they must not overlap.")
+            records[r["key"]] = r
+    config = RunDir(run_dirs[0]).config()
+    if len(run_dirs) > 1:
+        config = {**config, "merged_from": list(run_dirs)}
+    target = out or run_dirs[0]
+    Path(target).mkdir(parents=True, exist_ok=True)
+    metrics = score_records(list(records.values()))
+    return metrics, write_scare_report(target, metrics, config, list(records.values()))

@@ -1,4 +1,10 @@
-"""The ``ehrguard`` command line. Parses, calls the public API, formats. No logic lives here."""
+"""The ``ehrguard`` command line. Parses, calls the public API, formats. No logic lives here.
+
+The API is :data:`cli` (the click group, for ``CliRunner``) and :func:`main` (the entry point).
+The modules are internal: one per command group (:mod:`.db`, :mod:`.sql`, :mod:`.bench`, ...)
+and :mod:`.options`, the options several commands share. They import other packages only
+through those packages' public names, and import anything heavy inside the command that needs it.
+"""
 
 from __future__ import annotations
 
@@ -61,3 +67,6 @@ def main() -> None:
     except EhrguardError as exc:
         click.secho(f"Error: {exc}", fg="red", err=True)
         sys.exit(1)
+
+
+__all__ = ["cli", "main"]

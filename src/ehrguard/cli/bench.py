@@ -9,7 +9,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from ehrguard.cli.options import console, echo_json, json_option
+from ehrguard.cli.options import console, db_option, echo_json, json_option
 from ehrguard.config import setting
 from ehrguard.errors import ConfigError
 
@@ -30,7 +30,8 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _progress() -> Progress:
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("ETA"), TimeRemainingColumn())
     return Progress(*columns, console=console, disable=not console.is_terminal)
 
 
@@ -54,55 +55,36 @@ def _print_main(metrics: dict[str, Any]) -> None:
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Run folder; rerun with the same folder to resume.")
 @click.option("--limit", type=int, default=None, help="Only the first N items (after loading all files).")
 @click.option("--concurrency", type=int, default=1, show_default=True, help="Items verified at the same time.")
-@click.option("--fold", default=None, metavar="I/K", help="Only the items of fold I of K (questions grouped; see `ehrguard train question-model --exclude-fold`).")
+@click.option("--fold", default=None, metavar="I/K",
+              help="Only the items of fold I of K (questions grouped; see `ehrguard train question-model --exclude-fold`).")
 @click.option("--retry-errors", is_flag=True, help="On resume, run again the items that ended in an error.")
 @click.option("--no-report", is_flag=True, help="Skip report.md / report.html (metrics.json is still written).")
 @json_option
 def scare_command(data_files: tuple[str, ...], db_dir: str, method: str, model: str | None, method_options: tuple[str, ...],
-                  out: str, limit: int | None, concurrency: int, fold: str | None, retry_errors: bool, no_report: bool, as_json: bool) -> None:
+                  out: str, limit: int | None, concurrency: int, fold: str | None, retry_errors: bool,
+                  no_report: bool, as_json: bool) -> None:
     """Run a verification method over SCARE items and score it exactly as SCARE does.
 
     Each finished item is appended to OUT/predictions.jsonl at once, so an interrupted run
     (even `kill -9`) resumes where it stopped when rerun with the same --out.
     """
-    from ehrguard.benchmarks.report import jsonable, write_scare_report
-    from ehrguard.benchmarks.rundir import RunDir
+    from ehrguard.benchmarks.report import jsonable
     from ehrguard.benchmarks.scare import load_scare
-    from ehrguard.benchmarks.scare_run import run_scare
-    from ehrguard.verify.methods import get_method
+    from ehrguard.benchmarks.scare_run import method_for_run, record_llm_usage, run_scare, select_items, write_run_report
 
-    items = load_scare(list(data_files))
-    if fold:
-        from ehrguard.verify.offline.training import fold_of, parse_fold
-
-        i, k = parse_fold(fold)
-        items = [it for it in items if fold_of(it.question, k) == i]
-    if limit is not None:
-        items = items[:limit]
+    items = select_items(load_scare(list(data_files)), fold=fold, limit=limit)
     options = _parse_options(method_options)
-    # LLM methods write every exchange to the run's call log (not part of the run's identity).
-    extra = {"call_log": str(Path(out) / "calls.jsonl")} if model else {}
-    verifier = get_method(method, model=model, **options, **extra)
+    verifier = method_for_run(method, out, model=model, options=options)
     with _progress() as progress:
         task = progress.add_task(f"{method}", total=len(items))
         summary = run_scare(items, verifier, db_dir=db_dir, out=out, data_files=list(data_files), model=model, options=options,
                             concurrency=concurrency, retry_errors=retry_errors,
                             on_progress=lambda done, total: progress.update(task, completed=done))
-    llm = getattr(verifier, "llm", None)
-    if llm is not None:  # the usage of this invocation (resumed items are not counted again)
-        summary.metrics["llm_usage"] = llm.usage.summary()
-        for name, u in summary.metrics["llm_usage"].items():
-            cost = "" if u["estimated_cost_usd"] is None else f", ~${u['estimated_cost_usd']:.4f}"
-            console.print(f"{name}: {u['calls']} calls ({u['cache_hits']} cached, {u['errors']} failed), "
-                          f"{u['prompt_tokens']}+{u['completion_tokens']} tokens, p50 {u['latency_ms']['p50']} ms{cost}")
-    if not no_report:
-        rd = RunDir(out)
-        wanted = {it.key for it in items}
-        write_scare_report(out, summary.metrics, rd.config(), [r for r in rd.records() if r["key"] in wanted])
-    else:
-        import json
-
-        (Path(out) / "metrics.json").write_text(json.dumps(jsonable(summary.metrics), indent=2))
+    for name, u in (record_llm_usage(summary.metrics, verifier) or {}).items():
+        cost = "" if u["estimated_cost_usd"] is None else f", ~${u['estimated_cost_usd']:.4f}"
+        console.print(f"{name}: {u['calls']} calls ({u['cache_hits']} cached, {u['errors']} failed), "
+                      f"{u['prompt_tokens']}+{u['completion_tokens']} tokens, p50 {u['latency_ms']['p50']} ms{cost}")
+    write_run_report(out, summary.metrics, items, report=not no_report)
     console.print(f"{summary.total} items: {summary.skipped} from before, {summary.ran} run now in {summary.wall_s:.1f} s; "
                   f"{len(summary.metrics['errors'])} error(s). Reports in {out}/")
     if as_json:
@@ -118,26 +100,10 @@ def scare_command(data_files: tuple[str, ...], db_dir: str, method: str, model: 
 @json_option
 def report_command(run_dirs: tuple[str, ...], out: str | None, as_json: bool) -> None:
     """Rescore run folder(s) from their predictions and rewrite the reports."""
-    from ehrguard.benchmarks.report import jsonable, write_scare_report
-    from ehrguard.benchmarks.rundir import RunDir
-    from ehrguard.benchmarks.scare_run import score_records
-    from ehrguard.errors import RunError
+    from ehrguard.benchmarks.report import jsonable
+    from ehrguard.benchmarks.scare_run import rescore_runs
 
-    if len(run_dirs) > 1 and not out:
-        raise RunError("Several run folders are scored together into --out DIR; pass --out.")
-    records: dict[str, dict[str, Any]] = {}
-    for d in run_dirs:
-        for r in RunDir(d).records():
-            if r["key"] in records:
-                raise RunError(f"Item {r['key']} is in more than one of the runs; they must not overlap.")
-            records[r["key"]] = r
-    config = RunDir(run_dirs[0]).config()
-    if len(run_dirs) > 1:
-        config = {**config, "merged_from": list(run_dirs)}
-    target = out or run_dirs[0]
-    Path(target).mkdir(parents=True, exist_ok=True)
-    metrics = score_records(list(records.values()))
-    paths = write_scare_report(target, metrics, config, list(records.values()))
+    metrics, paths = rescore_runs(list(run_dirs), out)
     if as_json:
         echo_json(jsonable(metrics))
     else:
@@ -187,17 +153,19 @@ def fidelity_command(data_files: tuple[str, ...], db_dir: str, as_json: bool) ->
         echo_json(jsonable(report))
         return
     for key in ("by_db", "by_generator", "by_category"):
-        t = Table(key.removeprefix("by_"), "n", "agree", "agreement %", "published correct", "ours correct", title=f"Candidate exec_acc agreement {key.replace('_', ' ')}")
+        t = Table(key.removeprefix("by_"), "n", "agree", "agreement %", "published correct", "ours correct",
+                  title=f"Candidate exec_acc agreement {key.replace('_', ' ')}")
         for name, g in report[key].items():
             t.add_row(name, str(g["n"]), str(g["agree"]), fmt(g["agreement"]), str(g["published_true"]), str(g["ours_true"]))
         console.print(t)
-    console.print(f"Overall: {report['agree']}/{report['n']} ({fmt(report['agreement'])}%); gold queries failing on our databases: {report['gold_query_errors']}")
+    console.print(f"Overall: {report['agree']}/{report['n']} ({fmt(report['agreement'])}%); "
+                  f"gold queries failing on our databases: {report['gold_query_errors']}")
 
 
 @bench_group.command("ehrsql")
 @click.option("--split", "split_dir", required=True, type=click.Path(exists=True, file_okay=False),
               help="EHRSQL-2024 split folder (data.json, label.json, answer.json).")
-@click.option("--db", "db_path", required=True, help="The database (file, or a name in $EHRGUARD_DB_DIR).")
+@db_option(help="The database (file, or a name in $EHRGUARD_DB_DIR).")
 @click.option("--predictions", required=True, type=click.Path(exists=True, dir_okay=False), help='JSON {id: sql | "null"}.')
 @json_option
 def ehrsql_command(split_dir: str, db_path: str, predictions: str, as_json: bool) -> None:
@@ -214,52 +182,40 @@ def ehrsql_command(split_dir: str, db_path: str, predictions: str, as_json: bool
     if as_json:
         echo_json(jsonable(scores))
         return
-    t = Table("RS(0)", "RS(5)", "RS(10)", "RS(N)", "exec acc (answerable)", "abstention P", "abstention R", title=f"EHRSQL-2024, {scores['n']} items")
-    t.add_row(*(fmt(scores[k]) for k in ("rs_0", "rs_5", "rs_10", "rs_N", "exec_acc_answerable", "abstention_precision", "abstention_recall")))
+    t = Table("RS(0)", "RS(5)", "RS(10)", "RS(N)", "exec acc (answerable)", "abstention P", "abstention R",
+              title=f"EHRSQL-2024, {scores['n']} items")
+    t.add_row(*(fmt(scores[k]) for k in ("rs_0", "rs_5", "rs_10", "rs_N", "exec_acc_answerable",
+                                         "abstention_precision", "abstention_recall")))
     console.print(t)
 
 
 @bench_group.command("forms")
 @click.option("--db-id", type=click.Choice(["mimic_iv", "eicu"]), required=True,
               help="mimic_iv: forms from EHRSQL-2024 train, read its valid split. eicu: EHRSQL eICU questions, grouped K-fold.")
-@click.option("--db", "db_path", default=None, help="The database (file, or a name in $EHRGUARD_DB_DIR); default: the --db-id name.")
+@db_option(required=False, help="The database (file, or a name in $EHRGUARD_DB_DIR); default: the --db-id name.")
 @click.option("--folds", type=int, default=5, show_default=True, help="eicu only: folds (questions grouped).")
 @click.option("--limit", type=int, default=None, help="Only the first N held-out questions (per fold for eicu).")
 @json_option
 def forms_command(db_id: str, db_path: str | None, folds: int, limit: int | None, as_json: bool) -> None:
     """How well known forms read held-out questions: coverage, precision (execution match), read time."""
-    from ehrguard.benchmarks.forms import combine, read_held_out
+    from ehrguard.benchmarks.forms import combine, held_out_splits, read_held_out
     from ehrguard.benchmarks.report import fmt, jsonable
-    from ehrguard.config import data_dir
     from ehrguard.db import locate_database, open_database
-    from ehrguard.db.fidelity import ehrsql_pairs
-    from ehrguard.errors import DatasetError
     from ehrguard.verify.methods import DatabaseContext
-    from ehrguard.verify.offline.templates import BANK_SOURCES
-    from ehrguard.verify.offline.training import fold_of
 
     path = locate_database(db_path or db_id)
     context = DatabaseContext(open_database(path), db_id, path)
-    if db_id == "mimic_iv":
-        root = data_dir() / "ehrsql-2024" / "mimic_iv"
-        if not (root / "valid" / "label.json").is_file():
-            raise DatasetError(f"EHRSQL-2024 is not under {root}; set EHRGUARD_DATA_DIR to the folder that holds ehrsql-2024/.")
-        def answerable(split: str) -> list[tuple[str, str]]:
-            return [(q, sql) for q, sql in ehrsql_pairs(root / split) if sql != "null"]
-
-        runs = [(answerable("train"), answerable("valid")[:limit])]
-    else:
-        pairs = BANK_SOURCES["eicu"](data_dir())
-        if not pairs:
-            raise DatasetError(f"The EHRSQL eICU questions are not at {data_dir() / 'ehrsql/eicu/valid.json'}; set EHRGUARD_DATA_DIR.")
-        runs = [([p for p in pairs if fold_of(p[0], folds) != k], [p for p in pairs if fold_of(p[0], folds) == k][:limit])
-                for k in range(folds)]
+    runs = held_out_splits(db_id, folds=folds, limit=limit)
     results = []
     with _progress() as bar:
         task = bar.add_task("reading", total=sum(len(test) for _, test in runs))
         for train, test in runs:
             done = bar.tasks[task].completed
-            results.append(read_held_out(train, test, context, progress=lambda i, done=done: bar.update(task, completed=done + i)))
+
+            def advance(i: int, done: float = done) -> None:
+                bar.update(task, completed=done + i)
+
+            results.append(read_held_out(train, test, context, progress=advance))
     summary = {**combine(results), "db_id": db_id}
     if as_json:
         echo_json(jsonable(summary))
@@ -273,7 +229,7 @@ def forms_command(db_id: str, db_path: str | None, folds: int, limit: int | None
 
 @bench_group.command("clinsql")
 @click.option("--split", "split_dir", required=True, type=click.Path(exists=True, file_okay=False), help="ClinSQL split (task folders).")
-@click.option("--db", "db_path", required=True, help="The DuckDB MIMIC-IV (`ehrguard db build mimic_iv_raw`), a file or a name.")
+@db_option(help="The DuckDB MIMIC-IV (`ehrguard db build mimic_iv_raw`), a file or a name.")
 @click.option("--model", required=True, help="provider/model.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Run folder; rerun to resume.")
 @click.option("--mode", type=click.Choice(["direct", "cot"]), default="cot", show_default=True)
@@ -300,8 +256,8 @@ def clinsql_command(split_dir: str, db_path: str, model: str, out: str, mode: st
     if as_json:
         echo_json(summary)
     else:
-        console.print(f"{summary['n']} tasks: {summary['executed']} ran, {summary['refined']} needed refinement, {summary['errors']} model errors. "
-                      f"Outputs in {summary['outputs']}")
+        console.print(f"{summary['n']} tasks: {summary['executed']} ran, {summary['refined']} needed refinement, "
+                      f"{summary['errors']} model errors. Outputs in {summary['outputs']}")
 
 
 @bench_group.command("methods")

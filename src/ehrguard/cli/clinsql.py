@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 from rich.table import Table
 
 from ehrguard.benchmarks.report import jsonable
-from ehrguard.cli.options import console, echo_json, json_option
+from ehrguard.cli.options import console, db_option, echo_json, json_option
+
+if TYPE_CHECKING:
+    from ehrguard.db.bigquery import BigQueryDatabase
+    from ehrguard.db.engine import Database
 
 
 @click.group("clinsql")
@@ -16,7 +22,8 @@ def clinsql_group() -> None:
 
 @clinsql_group.command("rescore")
 @click.option("--gradings", required=True, type=click.Path(exists=True, dir_okay=False), help="A *_detailed_grading.json (leaf decisions).")
-@click.option("--split", "split_dir", required=True, type=click.Path(exists=True, file_okay=False), help="The split's task folders (rubric trees).")
+@click.option("--split", "split_dir", required=True, type=click.Path(exists=True, file_okay=False),
+              help="The split's task folders (rubric trees).")
 @click.option("--published", default=None, type=click.Path(exists=True, dir_okay=False),
               help="A *_scoring_results.json to compare with (max |difference| per task).")
 @click.option("--variant", type=click.Choice(["clinsql", "mind2web2"]), default="clinsql", show_default=True,
@@ -41,7 +48,8 @@ def rescore_command(gradings: str, split_dir: str, published: str | None, varian
         t.add_row(name, str(g["total_samples"]), f"{100 * g['average_sql_score']:.2f}", f"{100 * g['average_results_score']:.2f}")
     console.print(t)
     if result["missing"]:
-        console.print(f"{len(result['missing'])} task(s) of the split have no grading (no model output): {', '.join(result['missing'][:5])}")
+        console.print(f"{len(result['missing'])} task(s) of the split have no grading (no model output): "
+                      f"{', '.join(result['missing'][:5])}")
     if published:
         c = out["comparison"]
         console.print(f"vs published: {c['tasks']} tasks, max |delta| {c['max_abs_delta']:.2e}")
@@ -49,19 +57,20 @@ def rescore_command(gradings: str, split_dir: str, published: str | None, varian
 
 @clinsql_group.command("execcheck")
 @click.option("--split", "split_dir", required=True, type=click.Path(exists=True, file_okay=False), help="The split's task folders.")
-@click.option("--db", "db_path", required=True,
-              help="The DuckDB MIMIC-IV from `ehrguard db build mimic_iv_raw` (file or name), or bigquery:PROJECT to run the SQL as written.")
+@db_option(help="The DuckDB MIMIC-IV from `ehrguard db build mimic_iv_raw` (file or name), or bigquery:PROJECT to run the SQL as written.")
 @click.option("--max-bytes-billed", type=int, default=10 * 1024**3, show_default=True, help="BigQuery: the cap per query.")
 @click.option("--sql-from", default="gold", show_default=True,
               help="gold, or a model's outputs folder in the published layout (<Scenario>/<level>/<id>/sql_<id>.sql).")
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per query.")
 @json_option
 def execcheck_command(split_dir: str, db_path: str, max_bytes_billed: int, sql_from: str, timeout: float, as_json: bool) -> None:
-    """Transpile every task's BigQuery SQL to DuckDB and execute it (or send it as written to BigQuery); count successes and error classes."""
+    """Transpile every task's BigQuery SQL to DuckDB and execute it (or send it as written to BigQuery); count successes and
+    error classes."""
     from ehrguard.clinsql.execcheck import execcheck
     from ehrguard.db import locate_database, open_database
 
     bigquery = db_path.startswith("bigquery:")
+    db: Database | BigQueryDatabase
     if bigquery:
         from ehrguard.db.bigquery import BigQueryDatabase
 
@@ -91,7 +100,8 @@ def execcheck_command(split_dir: str, db_path: str, max_bytes_billed: int, sql_f
 @click.option("--limit", type=int, default=None, help="Only the first N tasks.")
 @click.option("--concurrency", type=int, default=4, show_default=True, help="Tasks judged at the same time.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Write the gradings JSON here (readable by `clinsql rescore`).")
-def judge_command(split_dir: str, outputs: str, model: str, mode: str, no_skip: bool, limit: int | None, concurrency: int, out: str) -> None:
+def judge_command(split_dir: str, outputs: str, model: str, mode: str, no_skip: bool, limit: int | None,
+                  concurrency: int, out: str) -> None:
     """Judge a model's SQL and result tables against the rubric trees with an LLM."""
     import json
     from pathlib import Path
@@ -103,13 +113,15 @@ def judge_command(split_dir: str, outputs: str, model: str, mode: str, no_skip: 
     result = judge_outputs(split_dir, outputs, llm, mode=mode, skip=not no_skip, limit=limit, concurrency=concurrency)
     Path(out).write_text(json.dumps(result, indent=1))
     s = result["summary"]
-    console.print(f"Judged {s['judged']} task(s), {s['errors']} error(s); {s['calls']} calls, {s['prompt_tokens']}+{s['completion_tokens']} tokens. Wrote {out}")
+    console.print(f"Judged {s['judged']} task(s), {s['errors']} error(s); {s['calls']} calls, "
+                  f"{s['prompt_tokens']}+{s['completion_tokens']} tokens. Wrote {out}")
 
 
 @clinsql_group.command("resultcheck")
 @click.option("--split", "split_dir", required=True, type=click.Path(exists=True, file_okay=False), help="The split (gold result CSVs).")
 @click.option("--outputs", required=True, type=click.Path(exists=True, file_okay=False), help="A model's outputs (published layout).")
-@click.option("--published", default=None, type=click.Path(exists=True, dir_okay=False), help="Its *_scoring_results.json, for the agreement.")
+@click.option("--published", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="Its *_scoring_results.json, for the agreement.")
 @click.option("--rel-tol", type=float, default=0.02, show_default=True, help="Relative tolerance of numeric cells.")
 @json_option
 def resultcheck_command(split_dir: str, outputs: str, published: str | None, rel_tol: float, as_json: bool) -> None:

@@ -88,5 +88,6 @@ def _verify_examples(db_path: Path) -> list[dict]:
         start = time.perf_counter()
         verdict = verify(question, sql, db=db_path, db_id="mimic_iv")
         out.append({"question": question, "sql": sql, "action": verdict.action, "subtype": verdict.subtype, "message": verdict.message,
-                    "corrected": verdict.sql if verdict.action == "correct" else None, "ms": round(1000 * (time.perf_counter() - start), 1)})
+                    "corrected": verdict.sql if verdict.action == "correct" else None,
+                    "ms": round(1000 * (time.perf_counter() - start), 1)})
     return out

@@ -27,15 +27,17 @@ def llm_group() -> None:
 @json_option
 def ping_command(model: str, base_url: str | None, structured: bool, as_json: bool) -> None:
     """Send one small request and report the reply, latency and token usage (not cached)."""
+    from ehrguard.labels import ACTIONS
     from ehrguard.llm import LLM, GenerateConfig
 
     llm = LLM(model, base_url=base_url, cache="off", retries=1)
-    schema = {"type": "object", "properties": {"action": {"type": "string", "enum": ["preserve", "correct", "ambiguous", "unanswerable"]}},
+    schema = {"type": "object", "properties": {"action": {"type": "string", "enum": list(ACTIONS)}},
               "required": ["action"]} if structured else None
     messages = [{"role": "user", "content": "Reply with one short sentence: are you there?" if not structured else
                  "Question: how many patients are there? SQL: SELECT COUNT(*) FROM patients. Pick an action for this SQL."}]
     c = llm.complete(messages, GenerateConfig(max_tokens=48, response_schema=schema))
-    out = {"model": c.model, **llm.describe(), "reply": c.text, "parsed": c.parsed, "latency_ms": round(c.latency_s * 1000, 1), "usage": c.usage}
+    out = {"model": c.model, **llm.describe(), "reply": c.text, "parsed": c.parsed,
+           "latency_ms": round(c.latency_s * 1000, 1), "usage": c.usage}
     if as_json:
         echo_json(out)
     else:
@@ -67,8 +69,9 @@ def usage_command(log_file: str, prices: str | None, as_json: bool) -> None:
         return
     t = Table("model", "calls", "cache hits", "failed calls", "prompt tok", "completion tok", "p50 ms", "p99 ms", "est. cost $")
     for name, s in summary.items():
-        t.add_row(name, str(s["calls"]), str(s["cache_hits"]), str(s["failed_attempts"]), str(s["prompt_tokens"]), str(s["completion_tokens"]),
-                  str(s["latency_ms"]["p50"]), str(s["latency_ms"]["p99"]), "-" if s["estimated_cost_usd"] is None else f"{s['estimated_cost_usd']:.4f}")
+        t.add_row(name, str(s["calls"]), str(s["cache_hits"]), str(s["failed_attempts"]), str(s["prompt_tokens"]),
+                  str(s["completion_tokens"]), str(s["latency_ms"]["p50"]), str(s["latency_ms"]["p99"]),
+                  "-" if s["estimated_cost_usd"] is None else f"{s['estimated_cost_usd']:.4f}")
     console.print(t)
 
 
@@ -90,7 +93,8 @@ def bench_command(model: str, base_url: str | None, calls: int, concurrency: int
     if as_json:
         echo_json(numbers)
         return
-    console.print(f"{calls} calls to {model}: first run {numbers['first_run']['seconds']} s ({numbers['first_run']['provider_calls']} provider calls); "
+    console.print(f"{calls} calls to {model}: first run {numbers['first_run']['seconds']} s "
+                  f"({numbers['first_run']['provider_calls']} provider calls); "
                   f"replay-only {numbers['replay']['seconds']} s ({numbers['replay']['provider_calls']} provider calls)")
     c = numbers["concurrency"]
     console.print(f"concurrency {c['n']}: {c['sequential_s']} s sequential vs {c['parallel_s']} s in parallel, speed-up x{c['speedup']}")

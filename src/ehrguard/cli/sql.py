@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from ehrguard.cli.options import console, db_option, echo_json, json_option
-from ehrguard.config import setting
+from ehrguard.cli.options import console, db_option, echo_json, json_option, setting_option
 from ehrguard.db import locate_database, open_database
 
 
@@ -18,10 +17,8 @@ def sql_group() -> None:
 @sql_group.command("run")
 @db_option
 @click.argument("sql")
-@click.option("--timeout", type=float, default=lambda: float(setting("query_timeout")), show_default="60",
-              help="Wall-clock limit in seconds (env EHRGUARD_QUERY_TIMEOUT).")
-@click.option("--max-rows", type=int, default=lambda: int(setting("max_rows")), show_default="10000",
-              help="Row cap; a capped result is marked truncated (env EHRGUARD_MAX_ROWS).")
+@setting_option("--timeout", "query_timeout", "Wall-clock limit")
+@setting_option("--max-rows", "max_rows", "Row cap; a capped result is marked truncated")
 @json_option
 def run_command(db_path: str, sql: str, timeout: float, max_rows: int, as_json: bool) -> None:
     """Execute one SELECT statement; anything that could write is refused."""
@@ -35,4 +32,5 @@ def run_command(db_path: str, sql: str, timeout: float, max_rows: int, as_json: 
     console.print(t)
     shown = min(len(result.rows), 200)
     more = " (truncated at the row cap)" if result.truncated else ""
-    click.echo(f"{len(result.rows)} row(s){more}, {result.elapsed_s * 1000:.1f} ms" + (f"; showing {shown}" if shown < len(result.rows) else ""))
+    click.echo(f"{len(result.rows)} row(s){more}, {result.elapsed_s * 1000:.1f} ms"
+               + (f"; showing {shown}" if shown < len(result.rows) else ""))

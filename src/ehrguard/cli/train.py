@@ -19,20 +19,23 @@ def train_group() -> None:
 
 
 @train_group.command("question-model")
-@click.option("--ehrsql", "ehrsql_dir", default=None, help="EHRSQL-2024 train split [default: $EHRGUARD_DATA_DIR/ehrsql-2024/mimic_iv/train].")
+@click.option("--ehrsql", "ehrsql_dir", default=None,
+              help="EHRSQL-2024 train split [default: $EHRGUARD_DATA_DIR/ehrsql-2024/mimic_iv/train].")
 @click.option("--scare", "scare_files", multiple=True, help="SCARE files to train on too [default: $EHRGUARD_DATA_DIR/scare/*_dev.json].")
 @click.option("--no-scare", is_flag=True, help="Train without any SCARE items (EHRSQL + generated questions only).")
 @click.option("--embeddings/--no-embeddings", default=True, show_default=True, help="Use MiniLM sentence embeddings as features.")
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="Where to write the .npz [default: the shipped model file].")
 @click.option("--cv", type=int, default=0, help="Also report K-fold out-of-fold metrics on the SCARE questions (grouped by question).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generated questions.")
-@click.option("--exclude-fold", default=None, metavar="I/K", help="Leave out the SCARE questions of fold I of K (for an honest `bench scare --fold I/K`).")
-def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...], no_scare: bool, embeddings: bool, out: str | None, cv: int, seed: int,
-                           exclude_fold: str | None) -> None:
+@click.option("--exclude-fold", default=None, metavar="I/K",
+              help="Leave out the SCARE questions of fold I of K (for an honest `bench scare --fold I/K`).")
+def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...], no_scare: bool, embeddings: bool, out: str | None,
+                           cv: int, seed: int, exclude_fold: str | None) -> None:
     """Train the question classifier (answerable / 3 ambiguous / 4 unanswerable classes)."""
     import numpy as np
 
-    from ehrguard.db.fidelity import ehrsql_pairs
+    from ehrguard.benchmarks.ehrsql import ehrsql_pairs
+    from ehrguard.labels import ANSWERABLE_TYPES, QUESTION_CATEGORIES
     from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES
     from ehrguard.verify.offline.embedding import load_embedder
     from ehrguard.verify.offline.features import mask_values
@@ -74,21 +77,22 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
             raise DatasetError("--cv needs SCARE files to evaluate on.")
         probs = cross_validate(scare, base, embedder, cache, k=cv)
         items = [it for f in files for it in json.loads(Path(f).read_text())]
-        true = ["answerable" if it["type"] in ("easy", "medium", "hard") else CATEGORY_OF[it["type"]] for it in items]
+        true = ["answerable" if it["type"] in ANSWERABLE_TYPES else CATEGORY_OF[it["type"]] for it in items]
         pred = []
         for it in items:
             row = probs[mask_values(it["question"], it["pred_sql"])]
-            cat = {c: 0.0 for c in ("answerable", "ambiguous", "unanswerable")}
+            cat = {c: 0.0 for c in QUESTION_CATEGORIES}
             for i, c in enumerate(CLASSES):
                 cat[CATEGORY_OF[c]] += float(row[i])
-            pred.append(max(cat, key=cat.get))
+            pred.append(max(cat, key=cat.__getitem__))
         for c in ("ambiguous", "unanswerable", "answerable"):
-            tp = sum(p == c and t == c for p, t in zip(pred, true))
+            tp = sum(p == c and t == c for p, t in zip(pred, true, strict=True))
             pp, ap = sum(p == c for p in pred), sum(t == c for t in true)
             prec, rec = (100 * tp / pp if pp else float("nan")), (100 * tp / ap if ap else float("nan"))
             f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
             console.print(f"{cv}-fold out-of-fold, argmax, {c}: P {prec:.1f} R {rec:.1f} F1 {f1:.1f} ({len(items)} items)")
-        np.save(Path(out or ".").with_suffix(".cv.npy") if out else Path("question_model.cv.npy"), np.array([probs[mask_values(it["question"], it["pred_sql"])] for it in items]))
+        np.save(Path(out or ".").with_suffix(".cv.npy") if out else Path("question_model.cv.npy"),
+                np.array([probs[mask_values(it["question"], it["pred_sql"])] for it in items]))
     model = train_model(base + [(m, c) for m, c, _ in scare], embedder, cache)
     target = Path(out) if out else MODEL_FILES["minilm" if embedder else "lexical"]
     target.parent.mkdir(parents=True, exist_ok=True)

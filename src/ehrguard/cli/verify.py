@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
-from ehrguard.cli.options import console, echo_json, json_option
+from ehrguard.cli.options import console, db_option, echo_json, json_option
 
 _COLORS = {"preserve": "green", "correct": "yellow", "ambiguous": "magenta", "unanswerable": "red"}
 
@@ -21,7 +21,7 @@ def underline(sql: str, span: tuple[int, int]) -> str:
 
 
 @click.command("verify")
-@click.option("--db", "db_path", required=True, help="Database file, or the name of a built database in $EHRGUARD_DB_DIR.")
+@db_option
 @click.option("--question", "-q", required=True, help="The user's question.")
 @click.option("--sql", "-s", required=True, help="The candidate SQL from the text-to-SQL model.")
 @click.option("--method", default="offline", show_default=True, help="Verification method (see `ehrguard bench methods`).")
@@ -36,15 +36,11 @@ def verify_command(db_path: str, question: str, sql: str, method: str, model: st
     Prints the verdict, the message for the user, and every finding of the checks with the
     part of the SQL it points at underlined.
     """
-    import time
-
+    from ehrguard import answer
     from ehrguard.audit import AuditLog
-    from ehrguard.verify import verify
 
-    options = {"operating_point": operating_point} if operating_point else {}
-    start = time.perf_counter()
-    verdict = verify(question, sql, db=db_path, method=method, model=model, db_id=db_id, **options)
-    AuditLog().record_verdict(verdict, caller="cli", interface="cli", db=db_path, question=question, sql=sql, started=start)
+    verdict = answer(question, db=db_path, sql=sql, method=method, verifier_model=model, operating_point=operating_point, db_id=db_id,
+                     execute=False, audit=AuditLog(), caller="cli", interface="cli", audit_errors=False).require_verdict()
     if as_json:
         echo_json(verdict.to_dict())
         return
@@ -55,7 +51,8 @@ def verify_command(db_path: str, question: str, sql: str, method: str, model: st
     if verdict.message:
         console.print(escape(verdict.message))
     if verdict.action == "correct":
-        known = (verdict.details or {}).get("repair", {}).get("known_question")
+        fix = verdict.evidence.replacement if verdict.evidence is not None else None
+        known = fix.readable if fix is not None else (verdict.details or {}).get("repair", {}).get("known_question")
         if known:
             console.print(f"Known question it paraphrases: {escape(known)}", highlight=False)
         console.print("[bold]Corrected SQL:[/bold]")

@@ -49,7 +49,8 @@ def _write_outputs(folder: Path, task: Task, record: dict[str, Any], columns: li
             w.writerow(columns)
             w.writerows(rows)
     (folder / "execution_summary.json").write_text(json.dumps(
-        {"query": task.question, "final_sql": record.get("final_sql"), "attempts": record.get("attempts", []), "error": record.get("error")}, indent=1))
+        {"query": task.question, "final_sql": record.get("final_sql"), "attempts": record.get("attempts", []),
+         "error": record.get("error")}, indent=1))
 
 
 def run_clinsql(split_dir: str | Path, db: Database, db_path: str | Path, llm: LLM, out: str | Path, *, mode: str = "cot", refine: int = 2,

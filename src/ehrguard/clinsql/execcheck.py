@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ehrguard.clinsql.data import load_split
 from ehrguard.clinsql.transpile import error_class, to_duckdb
 from ehrguard.db.engine import Database
 from ehrguard.errors import DatabaseError, DatasetError
+
+if TYPE_CHECKING:
+    from ehrguard.db.bigquery import BigQueryDatabase
 
 
 def queries(split_dir: str | Path, sql_from: str | Path | None = None) -> dict[str, str | None]:
@@ -28,7 +31,7 @@ def queries(split_dir: str | Path, sql_from: str | Path | None = None) -> dict[s
     return out
 
 
-def execcheck(split_dir: str | Path, db: Database, sql_from: str | Path | None = None, timeout_s: float = 120.0,
+def execcheck(split_dir: str | Path, db: Database | BigQueryDatabase, sql_from: str | Path | None = None, timeout_s: float = 120.0,
               transpile: bool = True) -> dict[str, Any]:
     """``{"n", "executed", "errors": {class: count}, "failures": [{task, error}]}``.
 

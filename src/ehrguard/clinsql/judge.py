@@ -56,7 +56,8 @@ def judge_tree(tree: Node, *, question: str, artifact: str, content: str, llm: L
 
     def ask(template: str, schema: dict[str, Any], **fields: str) -> dict[str, Any]:
         text = (PROMPTS / template).read_text().format(question=question, artifact=artifact, content=content, **fields)
-        c = llm.complete([{"role": "user", "content": text}], GenerateConfig(temperature=0.0, seed=0, max_tokens=max_tokens, response_schema=schema))
+        c = llm.complete([{"role": "user", "content": text}],
+                         GenerateConfig(temperature=0.0, seed=0, max_tokens=max_tokens, response_schema=schema))
         j.calls += 1
         j.prompt_tokens += c.usage.get("prompt_tokens", 0)
         j.completion_tokens += c.usage.get("completion_tokens", 0)
@@ -69,14 +70,16 @@ def judge_tree(tree: Node, *, question: str, artifact: str, content: str, llm: L
         missing = [leaf.id for leaf in leaves if leaf.id not in got]
         if missing:
             raise LLMError(f"The judge left requirement(s) {', '.join(missing[:5])} undecided.")
-        j.decisions = {i: {"score": float(got[i]["score"]), "explanation": got[i]["explanation"], "critical": meta[i][0], "weight": meta[i][1]}
+        j.decisions = {i: {"score": float(got[i]["score"]), "explanation": got[i]["explanation"],
+                           "critical": meta[i][0], "weight": meta[i][1]}
                        for i in meta}
     else:
         pending = needed_leaves(tree, {}) if skip else tree.leaves()
         while pending:
             leaf = pending[0]
             reply = ask("judge_leaf.txt", LEAF_SCHEMA, requirement=leaf.requirements)
-            j.decisions[leaf.id] = {"score": float(reply["score"]), "explanation": reply["explanation"], "critical": leaf.critical, "weight": leaf.weight}
+            j.decisions[leaf.id] = {"score": float(reply["score"]), "explanation": reply["explanation"],
+                                    "critical": leaf.critical, "weight": leaf.weight}
             scores = {k: v["score"] for k, v in j.decisions.items()}
             pending = needed_leaves(tree, scores) if skip else [p for p in pending[1:]]
     j.score = score_tree(tree, {k: v["score"] for k, v in j.decisions.items()})
@@ -115,8 +118,10 @@ def judge_outputs(split_dir: str | Path, outputs_dir: str | Path, llm: LLM, *, m
             return None, None, []  # no output: not graded, as in the published gradings
         csv_text = "\n".join(csv_file.read_text().splitlines()[: max_rows + 1]) if csv_file.is_file() else "(no result file)"
         try:
-            sql_j = judge_tree(t.sql_tree(), question=t.question, artifact="SQL query", content=sql_file.read_text(), llm=llm, mode=mode, skip=skip)
-            res_j = judge_tree(t.results_tree(), question=t.question, artifact="result table (CSV)", content=csv_text, llm=llm, mode=mode, skip=skip)
+            sql_j = judge_tree(t.sql_tree(), question=t.question, artifact="SQL query", content=sql_file.read_text(),
+                               llm=llm, mode=mode, skip=skip)
+            res_j = judge_tree(t.results_tree(), question=t.question, artifact="result table (CSV)", content=csv_text,
+                               llm=llm, mode=mode, skip=skip)
         except LLMError as exc:
             return None, {"task": t.key, "error": f"{type(exc).__name__}: {exc}"}, []
         return ({"sample_path": str(folder), "sql_score": sql_j.score, "results_score": res_j.score,

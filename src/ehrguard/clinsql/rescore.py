@@ -43,7 +43,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         by["scenario"][r["scenario"]].append(r)
     out: dict[str, Any] = {"total_samples": len(rows), "average_sql_score": _avg(rows, "sql_score"),
                            "average_results_score": _avg(rows, "results_score")}
-    out["difficulty_breakdown"] = {d: {"total_samples": len(by["difficulty"][d]), "average_sql_score": _avg(by["difficulty"][d], "sql_score"),
+    out["difficulty_breakdown"] = {d: {"total_samples": len(by["difficulty"][d]),
+                                       "average_sql_score": _avg(by["difficulty"][d], "sql_score"),
                                        "average_results_score": _avg(by["difficulty"][d], "results_score")} for d in DIFFICULTIES}
     out["scenario_breakdown"] = {s: {"total_samples": len(g), "average_sql_score": _avg(g, "sql_score"),
                                      "average_results_score": _avg(g, "results_score")} for s, g in sorted(by["scenario"].items())}
@@ -59,8 +60,9 @@ def compare_with_published(rescored: dict[str, Any], published_path: str | Path)
     ours = {r["task"]: r for r in rescored["tasks"]}
     if set(theirs) != set(ours):
         raise DatasetError(f"{published_path}: its tasks differ from the gradings' ({len(theirs)} vs {len(ours)}).")
-    deltas = {k: max(abs(ours[k]["sql_score"] - theirs[k]["sql_score"]), abs(ours[k]["results_score"] - theirs[k]["results_score"])) for k in ours}
-    worst = max(deltas, key=deltas.get) if deltas else None
+    deltas = {k: max(abs(ours[k]["sql_score"] - theirs[k]["sql_score"]), abs(ours[k]["results_score"] - theirs[k]["results_score"]))
+              for k in ours}
+    worst = max(deltas, key=deltas.__getitem__) if deltas else None
     summary = published.get("summary", {})
     return {"tasks": len(deltas), "max_abs_delta": deltas[worst] if worst else 0.0, "worst_task": worst,
             "summary_delta_sql": abs(rescored["summary"]["average_sql_score"] - summary.get("average_sql_score", float("nan"))),

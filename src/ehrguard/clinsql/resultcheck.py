@@ -86,7 +86,7 @@ def agreement(pairs: list[tuple[float, float]]) -> dict[str, Any]:
     """Pearson r, mean |difference| and pass/fail agreement (>= 0.5) between our scores and the judge's."""
     if not pairs:
         return {"n": 0}
-    xs, ys = zip(*pairs)
+    xs, ys = zip(*pairs, strict=True)
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     sx = math.sqrt(sum((x - mx) ** 2 for x in xs))
     sy = math.sqrt(sum((y - my) ** 2 for y in ys))
@@ -95,7 +95,8 @@ def agreement(pairs: list[tuple[float, float]]) -> dict[str, Any]:
             "pass_agreement": sum((x >= 0.5) == (y >= 0.5) for x, y in pairs) / len(pairs)}
 
 
-def check_outputs(split_dir: str | Path, outputs_dir: str | Path, published: str | Path | None = None, rel_tol: float = REL_TOL) -> dict[str, Any]:
+def check_outputs(split_dir: str | Path, outputs_dir: str | Path, published: str | Path | None = None,
+                  rel_tol: float = REL_TOL) -> dict[str, Any]:
     """Every task's table score for a model's outputs; with the published ``*_scoring_results.json``, the agreement."""
     import json
 

@@ -69,6 +69,8 @@ def to_duckdb(sql: str) -> str:
         tree = sqlglot.parse_one(sql, read="bigquery")
     except sqlglot.errors.SqlglotError as exc:
         raise QueryExecutionError(f"Cannot parse the BigQuery SQL: {exc}") from exc
+    # sqlglot >= 30 types parse_one as its Expr base class; every node it parses is an Expression.
+    assert isinstance(tree, exp.Expression)
     for rule in RULES:
         tree = rule(tree)
     try:

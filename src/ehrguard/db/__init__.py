@@ -1,14 +1,61 @@
-"""EHR databases: building them from public sources, opening them read-only, running SQL safely."""
+"""EHR databases: building them from public sources, opening them read-only, running SQL safely.
+
+The names below are the API (``from ehrguard.db import open_database``); :mod:`ehrguard.db.builders`
+is a package with its own (the builder registry). The modules are internal: :mod:`.engine`
+(read-only SQLite and DuckDB, safe execution, finding built databases), :mod:`.schema`,
+:mod:`.values` (the value index), :mod:`.fidelity` (how many published EHRSQL answers a
+database reproduces), :mod:`.download` (the open PhysioNet demos), :mod:`.bigquery` (BigQuery
+as a query backend).
+
+``BigQueryDatabase`` and ``download_demo`` are imported on first use (PEP 562): the BigQuery
+backend loads sqlglot (and, when used, the optional google-cloud-bigquery), the download
+urllib's HTTP stack, and ``import ehrguard.db``, hence ``import ehrguard``, pays for neither.
+"""
+
+import importlib
+from typing import TYPE_CHECKING
 
 from ehrguard.db.builders import BUILDERS, BuildReport, Progress, build_database
-from ehrguard.db.engine import DuckDBDatabase, Result, SQLiteDatabase, locate_database, open_database
+from ehrguard.db.engine import (
+    Database,
+    DuckDBDatabase,
+    Result,
+    SQLiteDatabase,
+    built_databases,
+    check_select_only,
+    locate_database,
+    named_database,
+    open_database,
+)
 from ehrguard.db.fidelity import FidelityReport, check_fidelity, load_ehrsql_split
 from ehrguard.db.schema import Schema, read_schema
 from ehrguard.db.values import Lookup, ValueIndex
 
+if TYPE_CHECKING:
+    from ehrguard.db.bigquery import BigQueryDatabase
+    from ehrguard.db.download import download_demo
+
+_LAZY = {"BigQueryDatabase": ".bigquery", "download_demo": ".download"}
+
+
+def __getattr__(name: str) -> object:
+    """Import a lazily exported name on first use (PEP 562)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value  # bound now: later lookups do not come back here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
 __all__ = [
     "BUILDERS",
+    "BigQueryDatabase",
     "BuildReport",
+    "Database",
     "DuckDBDatabase",
     "FidelityReport",
     "Lookup",
@@ -18,9 +65,13 @@ __all__ = [
     "Schema",
     "ValueIndex",
     "build_database",
+    "built_databases",
     "check_fidelity",
+    "check_select_only",
+    "download_demo",
     "load_ehrsql_split",
     "locate_database",
+    "named_database",
     "open_database",
     "read_schema",
 ]

@@ -73,7 +73,8 @@ class BigQueryDatabase:
         except Exception as exc:
             text = str(exc)
             if "bytesBilledLimitExceeded" in text or "bytes billed" in text.lower():
-                raise QueryRefusedError(f"The query would bill more than {self.max_bytes_billed:,} bytes; raise the cap if you mean it. ({text})") from exc
+                raise QueryRefusedError(f"The query would bill more than {self.max_bytes_billed:,} bytes; "
+                                        f"raise the cap if you mean it. ({text})") from exc
             raise QueryExecutionError(f"BigQuery: {text}") from exc
         truncated = max_rows is not None and len(data) > max_rows
         return Result(columns, data[:max_rows] if truncated else data, truncated, time.perf_counter() - start)

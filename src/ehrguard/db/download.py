@@ -13,7 +13,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from ehrguard.config import SOURCE_FOLDERS, data_dir
+from ehrguard.config import data_dir
 from ehrguard.errors import ConfigError, DatasetError
 
 PHYSIONET = "https://physionet.org/files"
@@ -69,9 +69,12 @@ def download_demo(
     timeout: float = 120.0,
 ) -> Path:
     """Download and verify the public demo that database ``name`` is built from; returns its folder."""
-    folder = SOURCE_FOLDERS.get(name)
+    from ehrguard.db.builders import source_folders
+
+    folders = source_folders()
+    folder = folders.get(name)
     if folder is None:
-        raise ConfigError(f"{name!r} has no public demo to download; choose one of {', '.join(SOURCE_FOLDERS)}.")
+        raise ConfigError(f"{name!r} has no public demo to download; choose one of {', '.join(folders)}.")
     base = base_url or DEMO_URLS[folder]
     if not base.startswith(("https://", "file://")):
         raise ConfigError(f"Refusing to download over {base.split(':')[0]}: use https.")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ehrguard.config import SETTINGS, float_setting, int_setting
 from ehrguard.errors import (
     DatabaseError,
     DatabaseNameError,
@@ -33,8 +34,20 @@ from ehrguard.errors import (
     ReadOnlyViolationError,
 )
 
-DEFAULT_TIMEOUT_S = 60.0  # SCARE and EHRSQL execute each query with a 60 s limit.
-DEFAULT_MAX_ROWS = 10_000
+# The built-in defaults, from the settings table. ``execute`` falls back to the settings
+# themselves (EHRGUARD_QUERY_TIMEOUT, EHRGUARD_MAX_ROWS), which default to these.
+DEFAULT_TIMEOUT_S = float(SETTINGS["query_timeout"].default)
+DEFAULT_MAX_ROWS = int(SETTINGS["max_rows"].default)
+
+
+def query_limits(timeout_s: float | None, max_rows: int | None) -> tuple[float, int]:
+    """The time limit and row cap of one query: the arguments, checked against the settings' bounds,
+    or the settings ``query_timeout`` / ``max_rows`` where an argument is None.
+
+    Raises:
+        ConfigError: a limit is not finite, not positive, or above its cap (3600 s, 1,000,000 rows).
+    """
+    return (float_setting("query_timeout", timeout_s, source="timeout_s"), int_setting("max_rows", max_rows, source="max_rows"))
 
 
 @dataclass
@@ -158,12 +171,12 @@ class SQLiteDatabase:
 
         Raises:
             QueryRefusedError: not a single read-only statement.
-            QueryTimeoutError: ran past ``timeout_s``.
+            ConfigError: ``timeout_s`` or ``max_rows`` (or the setting used in its place) is out of bounds.
+            QueryTimeoutError: ran past ``timeout_s`` (default: the setting ``query_timeout``).
             QueryExecutionError: the engine's own error (message kept).
         """
         check_select_only(sql)
-        timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
-        max_rows = DEFAULT_MAX_ROWS if max_rows is None else max_rows
+        timeout_s, max_rows = query_limits(timeout_s, max_rows)
         conn = self._connection()
         deadline = time.monotonic() + timeout_s
         conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 1000)
@@ -243,8 +256,7 @@ class DuckDBDatabase:
         import duckdb
 
         check_select_only(sql)
-        timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
-        max_rows = DEFAULT_MAX_ROWS if max_rows is None else max_rows
+        timeout_s, max_rows = query_limits(timeout_s, max_rows)
         with self._lock:
             conn = self._conn.cursor()
             try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from collections.abc import Callable
@@ -41,36 +40,20 @@ class FidelityReport:
         }
 
 
+# The EHRSQL split reader lives in ehrguard.benchmarks.ehrsql; these keep the old imports working.
+# They import it on call: benchmarks imports db, so db must not import benchmarks while it loads.
 def load_ehrsql_split(split_dir: str | Path) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
-    """Read ``data.json`` (questions), ``label.json`` (gold SQL or "null") and ``answer.json`` of a split.
+    """:func:`ehrguard.benchmarks.ehrsql.load_ehrsql_split`."""
+    from ehrguard.benchmarks.ehrsql import load_ehrsql_split as load
 
-    Raises:
-        DatasetError: a file is missing or not the expected JSON shape.
-    """
-    d = Path(split_dir)
-    out = []
-    for name in ("data.json", "label.json", "answer.json"):
-        path = d / name
-        if not path.is_file():
-            raise DatasetError(f"{path} is missing: an EHRSQL-2024 split folder holds data.json, label.json and answer.json.")
-        try:
-            out.append(json.loads(path.read_text()))
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path} is not valid JSON: {exc}") from exc
-    data, labels, answers = out
-    if isinstance(data, dict) and "data" in data:
-        questions = {item["id"]: item["question"] for item in data["data"]}
-    else:
-        raise DatasetError(f"{d / 'data.json'} should be an object with a 'data' list of {{id, question}}.")
-    if not isinstance(labels, dict) or not isinstance(answers, dict):
-        raise DatasetError(f"{d}: label.json and answer.json should map ids to strings.")
-    return questions, labels, answers
+    return load(split_dir)
 
 
 def ehrsql_pairs(split_dir: str | Path) -> list[tuple[str, str]]:
-    """(question, gold SQL or "null") of an EHRSQL-2024 split, in the split's order."""
-    questions, labels, _ = load_ehrsql_split(split_dir)
-    return [(question, labels[qid]) for qid, question in questions.items()]
+    """:func:`ehrguard.benchmarks.ehrsql.ehrsql_pairs`."""
+    from ehrguard.benchmarks.ehrsql import ehrsql_pairs as pairs
+
+    return pairs(split_dir)
 
 
 def tables_in(sql: str, tables: list[str]) -> list[str]:
@@ -117,7 +100,8 @@ def check_fidelity(
         report.reproduced += ok
         if not ok:
             report.mismatches.append(
-                {"id": key, "sql": sql, "published": answers[key][:300], "ours": str(ours)[:300] if ours is not None else None, "error": error}
+                {"id": key, "sql": sql, "published": answers[key][:300],
+                 "ours": str(ours)[:300] if ours is not None else None, "error": error}
             )
     report.without_table = {focus_table: without}
     return report

@@ -102,7 +102,8 @@ def _sqlite_schema(db: SQLiteDatabase) -> Schema:
                 ColumnInfo(name=r[1], type=r[2], not_null=bool(r[3]), primary_key=bool(r[5]))
                 for r in conn.execute(f"PRAGMA table_info({_quote(name)})").fetchall()
             ]
-            fks = [ForeignKey(column=r[3], ref_table=r[2], ref_column=r[4]) for r in conn.execute(f"PRAGMA foreign_key_list({_quote(name)})").fetchall()]
+            fks = [ForeignKey(column=r[3], ref_table=r[2], ref_column=r[4])
+                   for r in conn.execute(f"PRAGMA foreign_key_list({_quote(name)})").fetchall()]
             fks.reverse()  # PRAGMA lists them last-declared first
             tables.append(TableInfo(name=name, columns=cols, foreign_keys=fks, ddl=ddl or ""))
         return Schema(dialect="sqlite", tables=tables)

@@ -17,20 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ehrguard.db.schema import read_schema
+from ehrguard.profiles import PROFILES
 
-# Columns whose values questions name directly (EHRSQL/SCARE schemas); others are indexed on demand.
-DEFAULT_COLUMNS: dict[str, tuple[str, ...]] = {
-    "d_labitems": ("label",),
-    "d_items": ("label",),
-    "d_icd_diagnoses": ("long_title",),
-    "d_icd_procedures": ("long_title",),
-    "prescriptions": ("drug", "route"),
-    "microbiologyevents": ("spec_type_desc", "test_name", "org_name"),
-    "admissions": ("admission_type", "admission_location", "discharge_location", "insurance", "language", "marital_status"),
-    "patients": ("gender",),
-    "icustays": ("first_careunit", "last_careunit"),
-    "transfers": ("careunit", "eventtype"),
-}
+# Columns whose values questions name directly (the MIMIC-IV profile's value columns); others are indexed on demand.
+DEFAULT_COLUMNS: dict[str, tuple[str, ...]] = PROFILES["mimic_iv"].value_columns_by_table()
 
 MAX_DISTINCT = 500_000  # a column with more distinct values than this is not indexed (free text)
 

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ehrguard.errors import DatabaseError
+from ehrguard.labels import AMBIGUOUS_SUBTYPES, UNANSWERABLE_SUBTYPES
+from ehrguard.profiles import EHRSQL_NOW, answer_rule
 
-NOW_DATE = "2100-12-31"
-NOW_TIME = "23:59:00"
-NOW = f"{NOW_DATE} {NOW_TIME}"  # EHRSQL/SCARE fix "now" here (the databases end at this instant).
+NOW = EHRSQL_NOW  # EHRSQL/SCARE fix "now" here (the databases end at this instant); their scorers rewrite it into queries.
+NOW_DATE, NOW_TIME = NOW.split(" ")
 
 # Normal ranges substituted for `<vital>_lower` / `<vital>_upper` placeholders (EHRSQL templates).
 VITAL_RANGES: dict[str, tuple[float, float]] = {
@@ -41,8 +42,8 @@ VITAL_RANGES: dict[str, tuple[float, float]] = {
     "mean bp": (60.0, 110.0),
 }
 
-AMBIGUOUS_LABELS = frozenset({"ambiguous", "vague-question", "vague-word", "ambiguous-reference"})
-UNANSWERABLE_LABELS = frozenset({"unanswerable", "small-talk", "out-of-scope", "missing-column", "infeasible-faq"})
+AMBIGUOUS_LABELS = frozenset({"ambiguous", *AMBIGUOUS_SUBTYPES})
+UNANSWERABLE_LABELS = frozenset({"unanswerable", *UNANSWERABLE_SUBTYPES})
 ABSTENTION_LABELS = AMBIGUOUS_LABELS | UNANSWERABLE_LABELS | {"null"}
 
 MAX_COMPARED_ROWS = 100  # both scorers compare only the first 100 sorted rows.
@@ -163,7 +164,7 @@ def parse_answer(text: str) -> list[list[str]] | None:
 
 
 def answers_match(pred: list[list[str]], gold: list[list[str]], gold_sql: str, db_id: str) -> bool:
-    """Compare two canonical answers with SCARE's rule.
+    """Compare two canonical answers with SCARE's rule (the database profile's ``answer_rule``).
 
     * ``mimicsql``: row *i* of both must hold the same set of values, for every gold row.
     * Otherwise: both empty → match; prediction empty, gold not → no match; a single-column
@@ -172,10 +173,10 @@ def answers_match(pred: list[list[str]], gold: list[list[str]], gold_sql: str, d
       multi-column prediction matches when any of its columns' set of non-``None`` values
       equals the set of the gold's first-column values.
     """
-    if db_id == "mimicsql":
+    if answer_rule(db_id) == "mimicsql":
         if len(pred) < len(gold):
             return False
-        return all(set(g) == set(p) for g, p in zip(gold, pred))
+        return all(set(g) == set(p) for g, p in zip(gold, pred, strict=False))
     if not pred:
         return not gold
     width = len(pred[0])
@@ -190,7 +191,7 @@ def answers_match(pred: list[list[str]], gold: list[list[str]], gold_sql: str, d
         return pred == gold
     if width > 1:
         gold_first = {row[0] for row in gold}
-        for column in zip(*pred):
+        for column in zip(*pred, strict=False):
             if {v for v in column if v != "None"} == gold_first:
                 return True
     return False

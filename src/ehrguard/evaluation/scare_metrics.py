@@ -20,11 +20,11 @@ from typing import Any
 
 from ehrguard.evaluation.execution_match import label_category
 from ehrguard.evaluation.stats import percent
+from ehrguard.labels import AMBIGUOUS_SUBTYPES as AMBIGUOUS_TYPES
+from ehrguard.labels import ANSWERABLE_TYPES, CATEGORIES
+from ehrguard.labels import UNANSWERABLE_REPORT_ORDER as UNANSWERABLE_TYPES
 
-ANSWERABLE_TYPES = ("easy", "medium", "hard")
-AMBIGUOUS_TYPES = ("vague-question", "vague-word", "ambiguous-reference")
-UNANSWERABLE_TYPES = ("infeasible-faq", "missing-column", "small-talk", "out-of-scope")
-CATEGORIES = ("answerable_correct", "answerable_incorrect", "ambiguous", "unanswerable")
+# What the method did with an item, as the confusion matrix counts it (not a verdict's actions).
 ACTIONS = ("answer", "ambiguous", "unanswerable", "error")
 
 

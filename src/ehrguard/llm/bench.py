@@ -12,7 +12,7 @@ from typing import Any
 from ehrguard.llm.cache import ResponseCache
 from ehrguard.llm.client import LLM
 from ehrguard.llm.providers import scripted
-from ehrguard.llm.types import GenerateConfig
+from ehrguard.llm.types import Completion, GenerateConfig, Message
 
 
 class _Counting:
@@ -22,7 +22,7 @@ class _Counting:
         self.calls = 0
         inner = llm.provider.call
 
-        def call(messages, config):  # type: ignore[no-untyped-def]
+        def call(messages: list[Message], config: GenerateConfig) -> Completion:
             self.calls += 1
             return inner(messages, config)
 

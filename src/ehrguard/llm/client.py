@@ -16,6 +16,7 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -27,12 +28,7 @@ from ehrguard.llm.providers import LocalLlama, OpenAICompatible, Provider, scrip
 from ehrguard.llm.schema import parse_json_reply, problems
 from ehrguard.llm.types import Completion, GenerateConfig, Message
 from ehrguard.llm.usage import UsageTracker, load_prices
-
-PROVIDERS = ("openai", "local", "scripted")
-_LIMITS: dict[str, threading.BoundedSemaphore] = {}
-_POOLS: dict[str, ThreadPoolExecutor] = {}
-_LIMITS_LOCK = threading.Lock()
-_LOCAL_MODELS: dict[str, LocalLlama] = {}
+from ehrguard.registry import Registry
 
 
 def parse_model(model: str) -> tuple[str, str]:
@@ -47,19 +43,35 @@ def parse_model(model: str) -> tuple[str, str]:
     return provider, name
 
 
-def make_provider(model: str, *, base_url: str | None = None, api_key: str | None = None, timeout_s: float = 120.0,
-                  structured: str = "json_schema") -> Provider:
-    provider, name = parse_model(model)
-    if provider == "scripted":
-        return scripted(name)
-    if provider == "local":
-        if name not in _LOCAL_MODELS:
-            _LOCAL_MODELS[name] = LocalLlama(name)
-        return _LOCAL_MODELS[name]
+def _openai(name: str, *, base_url: str | None, api_key: str | None, timeout_s: float, structured: str) -> Provider:
     import os
 
     key = api_key or setting("llm_api_key") or os.environ.get("OPENAI_API_KEY", "")
     return OpenAICompatible(name, base_url or setting("llm_base_url") or None, key, timeout_s, structured)
+
+
+def _local(name: str, **_: Any) -> Provider:
+    """One loaded model per GGUF name for the whole runtime (loading takes seconds and memory)."""
+    from ehrguard.runtime import runtime
+
+    return runtime().memo("local_models", name, lambda: LocalLlama(name))
+
+
+def _scripted(name: str, **_: Any) -> Provider:
+    return scripted(name)
+
+
+ProviderFactory = Callable[..., Provider]  # (name, *, base_url, api_key, timeout_s, structured) -> Provider
+PROVIDERS: Registry[ProviderFactory] = Registry("provider")
+PROVIDERS.register("openai", _openai, description="OpenAI or any OpenAI-compatible server (vLLM, Ollama, LM Studio, llama.cpp) at base_url")
+PROVIDERS.register("local", _local, description="a GGUF model in this process through llama-cpp-python")
+PROVIDERS.register("scripted", _scripted, description="replies queued by a test; records every call")
+
+
+def make_provider(model: str, *, base_url: str | None = None, api_key: str | None = None, timeout_s: float = 120.0,
+                  structured: str = "json_schema") -> Provider:
+    provider, name = parse_model(model)
+    return PROVIDERS.get(provider)(name, base_url=base_url, api_key=api_key, timeout_s=timeout_s, structured=structured)
 
 
 class CallLog:
@@ -92,13 +104,13 @@ class LLM:
         if not shared_limit:  # a limit of its own (measurements), not the model's shared one
             self._limit = threading.BoundedSemaphore(max(1, limit))
             self._pool = ThreadPoolExecutor(max_workers=max(1, limit), thread_name_prefix="ehrguard-llm")
-        else:
-            with _LIMITS_LOCK:
-                if key not in _LIMITS:
-                    _LIMITS[key] = threading.BoundedSemaphore(max(1, limit))
-                    _POOLS[key] = ThreadPoolExecutor(max_workers=max(1, limit), thread_name_prefix="ehrguard-llm")
-                self._limit = _LIMITS[key]
-                self._pool = _POOLS[key]
+        else:  # one limit and one pool per model and server, shared by every client in the process (the runtime owns them)
+            from ehrguard.runtime import runtime
+
+            self._limit, self._pool = runtime().memo("llm_limits", key, lambda: (
+                threading.BoundedSemaphore(max(1, limit)),
+                ThreadPoolExecutor(max_workers=max(1, limit), thread_name_prefix="ehrguard-llm")),
+                close=lambda held: held[1].shutdown(wait=False))
         if cache is None or isinstance(cache, str):
             mode = cache or setting("llm_cache")
             cache = ResponseCache(setting("llm_cache_path"), mode)

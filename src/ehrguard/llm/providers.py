@@ -19,10 +19,13 @@ import urllib.request
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ehrguard.errors import ConfigError, LLMTimeoutError, ProviderError
 from ehrguard.llm.types import Completion, GenerateConfig, Message
+
+if TYPE_CHECKING:
+    import llama_cpp
 
 OPENAI_URL = "https://api.openai.com/v1"
 
@@ -52,13 +55,15 @@ class OpenAICompatible:
                               "or point --base-url / EHRGUARD_LLM_BASE_URL at your own OpenAI-compatible server.")
 
     def _body(self, messages: list[Message], config: GenerateConfig) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": config.temperature, "max_tokens": config.max_tokens}
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": config.temperature,
+                                "max_tokens": config.max_tokens}
         if config.seed is not None:
             body["seed"] = config.seed
         if config.stop:
             body["stop"] = list(config.stop)
         if config.response_schema is not None and self.structured == "json_schema":
-            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": config.response_schema, "strict": True}}
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "reply", "schema": config.response_schema, "strict": True}}
         elif config.response_schema is not None and self.structured == "json_object":
             body["response_format"] = {"type": "json_object", "schema": config.response_schema}
         return body
@@ -143,7 +148,8 @@ class LocalLlama:
         try:
             import llama_cpp
         except ImportError:
-            raise ConfigError("local/ models need llama-cpp-python: pip install 'ehrguard[local]' (it compiles llama.cpp, a few minutes).") from None
+            raise ConfigError("local/ models need llama-cpp-python: pip install 'ehrguard[local]' "
+                              "(it compiles llama.cpp, a few minutes).") from None
         self.path = resolve_gguf(model)
         self.model = self.path.name
         self.base_url = f"file://{self.path}"
@@ -158,7 +164,10 @@ class LocalLlama:
             kwargs["response_format"] = {"type": "json_object", "schema": config.response_schema}
         start = time.perf_counter()
         with self._lock:
-            raw = self._llm.create_chat_completion(messages=messages, **kwargs)
+            # Our messages are plain role/content dicts, what llama-cpp's message TypedDicts describe; without stream=True
+            # the reply is one response, not an iterator of chunks.
+            raw = cast("llama_cpp.CreateChatCompletionResponse", self._llm.create_chat_completion(
+                messages=cast("list[llama_cpp.ChatCompletionRequestMessage]", messages), **kwargs))
         choice = raw["choices"][0]
         usage = raw.get("usage") or {}
         return Completion(text=choice["message"]["content"] or "", model=self.model, finish_reason=choice.get("finish_reason"),
@@ -203,11 +212,9 @@ class Scripted:
                           usage={"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split())}, raw={"scripted": True})
 
 
-SCRIPTED: dict[str, Scripted] = {}
-
-
 def scripted(name: str) -> Scripted:
-    """The scripted provider registered as ``scripted/<name>`` (created on first use)."""
-    if name not in SCRIPTED:
-        SCRIPTED[name] = Scripted(name)
-    return SCRIPTED[name]
+    """The scripted provider registered as ``scripted/<name>`` (created on first use; held by the runtime, so a
+    reset of the runtime forgets queued replies)."""
+    from ehrguard.runtime import runtime
+
+    return runtime().memo("scripted_providers", name, lambda: Scripted(name))

@@ -73,7 +73,7 @@ class UsageTracker:
                 cost = None
                 if price:
                     cost = round(m.prompt_tokens / 1e6 * price.get("input", 0) + m.completion_tokens / 1e6 * price.get("output", 0), 6)
-                out[name] = {"calls": m.calls, "cache_hits": m.cache_hits, "failed_attempts": m.failed_attempts, "errors": m.errors, "prompt_tokens": m.prompt_tokens,
-                             "completion_tokens": m.completion_tokens, "latency_ms": {"p50": q(0.5), "p90": q(0.9), "p99": q(0.99)},
-                             "estimated_cost_usd": cost}
+                out[name] = {"calls": m.calls, "cache_hits": m.cache_hits, "failed_attempts": m.failed_attempts, "errors": m.errors,
+                             "prompt_tokens": m.prompt_tokens, "completion_tokens": m.completion_tokens,
+                             "latency_ms": {"p50": q(0.5), "p90": q(0.9), "p99": q(0.99)}, "estimated_cost_usd": cost}
         return out

@@ -18,7 +18,8 @@ from urllib.parse import urlparse
 CASES = [
     ("What is the gender of patient 10004235?", "SELECT gender FROM patients WHERE subject_id = 10004235"),
     ("What is the gender of patient 10004235?", "SELECT gendr FROM patient WHERE subject_id = 10004235"),
-    ("How many patients are currently admitted to the hospital?", "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE dischtime IS NULL"),
+    ("How many patients are currently admitted to the hospital?",
+     "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE dischtime IS NULL"),
     ("Labs?", "SELECT * FROM labevents LIMIT 5"),
     ("Train a neural network to predict sepsis.", "SELECT 1"),
     ("What was the first heart rate of patient 10004235 on the current icu visit?",
@@ -35,8 +36,12 @@ def run(url: str, clients: int, seconds: float, token: str | None, db: str) -> d
     lock = threading.Lock()
     stop = time.monotonic() + seconds
 
+    host = u.hostname
+
     def client(n: int) -> None:
-        conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=60)
+        # A URL without a host name fails here in every client thread (as it did before this check), and run() reports no requests.
+        assert host is not None, f"{url} has no host name"
+        conn = http.client.HTTPConnection(host, u.port or 80, timeout=60)
         i = n
         while time.monotonic() < stop:
             q, sql = CASES[i % len(CASES)]
@@ -52,7 +57,7 @@ def run(url: str, clients: int, seconds: float, token: str | None, db: str) -> d
                 with lock:
                     failures[0] += 1
                 conn.close()
-                conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=60)
+                conn = http.client.HTTPConnection(host, u.port or 80, timeout=60)
                 continue
             with lock:
                 latencies.append(time.perf_counter() - start)

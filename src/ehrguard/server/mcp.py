@@ -3,33 +3,33 @@
 Tools: ``list_databases``, ``get_schema``, ``verify_sql``, ``run_sql`` (the query is verified
 first; an ambiguous, unanswerable or refused query is not executed and the result says why;
 a corrected one runs in its corrected form) and ``ask`` (when a model is configured). Every
-call is written to the audit log with the caller ``mcp``.
+call is written to the audit log with the caller ``mcp``. The tools go through
+:func:`ehrguard.answer` and only shape its :class:`~ehrguard.Answer` for agents.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from mcp.server.fastmcp import FastMCP
 
+from ehrguard import Answer, answer
 from ehrguard.audit import AuditLog
-from ehrguard.db.engine import built_databases, named_database
-from ehrguard.errors import EhrguardError
+from ehrguard.db import built_databases, named_database
+from ehrguard.verify import database_context
 
 
 def build_server(audit: AuditLog | None = None, method: str = "offline", model: str | None = None) -> FastMCP:
-    server = FastMCP("ehrguard", instructions="EHR databases behind a safety layer: verify_sql before trusting any SQL; run_sql verifies for you.")
+    server = FastMCP("ehrguard",
+                     instructions="EHR databases behind a safety layer: verify_sql before trusting any SQL; run_sql verifies for you.")
     log = audit or AuditLog()
 
-    def _verify(db: str, question: str, sql: str) -> dict[str, Any]:
-        from ehrguard.verify import verify
-
-        start = time.perf_counter()
-        verdict = verify(question, sql, db=named_database(db), method=method, model=model)
-        log.record_verdict(verdict, caller="mcp", interface="mcp", db=db, question=question, sql=sql, started=start)
-        return {"action": verdict.action, "sql": verdict.sql, "subtype": verdict.subtype, "message": verdict.message,
-                "findings": [{"check": f.check, "severity": f.severity, "message": f.message} for f in verdict.findings]}
+    def checked(db: str, question: str, sql: str | None = None, *, execute: bool = True, max_rows: int = 200) -> Answer:
+        # The configured model both writes SQL (ask) and serves LLM methods; only the verification is audited, an
+        # executed query in an entry of its own (mcp-run).
+        return answer(question, db=db, sql=sql, model=model, method=method, verifier_model=model, names_only=True,
+                      execute=execute, max_rows=max_rows, audit=log, caller="mcp", interface="mcp", audit_errors=False,
+                      audit_execution="mcp-run")
 
     @server.tool()
     def list_databases() -> dict[str, Any]:
@@ -39,47 +39,40 @@ def build_server(audit: AuditLog | None = None, method: str = "offline", model: 
     @server.tool()
     def get_schema(db: str) -> str:
         """CREATE TABLE statements of a database."""
-        from ehrguard.verify.api import database_context
-
         return database_context(named_database(db)).schema.render_ddl()
 
     @server.tool()
     def verify_sql(db: str, question: str, sql: str) -> dict[str, Any]:
         """Check a SQL query written for a question: preserve, correct (with the fixed SQL), ambiguous or unanswerable."""
-        try:
-            return _verify(db, question, sql)
-        except EhrguardError as exc:
-            return {"error": str(exc)}
+        reply = checked(db, question, sql, execute=False)
+        return {"error": str(reply.error)} if reply.error is not None else reply.verdict_summary()
 
     @server.tool()
     def run_sql(db: str, question: str, sql: str, max_rows: int = 200) -> dict[str, Any]:
         """Verify the query for the question, then run it read-only if (and as) the verifier allows."""
-        from ehrguard.db import open_database
-
-        try:
-            verdict = _verify(db, question, sql)
-            if verdict["action"] not in ("preserve", "correct"):
-                return {"executed": False, "verdict": verdict, "reason": verdict["message"]}
-            result = open_database(named_database(db)).execute(verdict["sql"], max_rows=min(max_rows, 10_000))
-        except EhrguardError as exc:
-            return {"executed": False, "error": str(exc)}
-        log.record(caller="mcp", interface="mcp-run", db=db, question=question, candidate_sql=sql, executed_sql=verdict["sql"],
-                   action=verdict["action"], row_count=len(result.rows), result_values=result.rows)
-        return {"executed": True, "verdict": verdict, "columns": result.columns, "rows": result.rows, "truncated": result.truncated}
+        return _run_result(checked(db, question, sql, max_rows=min(max_rows, 10_000)))
 
     @server.tool()
     def ask(db: str, question: str) -> dict[str, Any]:
         """Write SQL for a question with the configured model, verify it, and run it if allowed."""
         if model is None:
             return {"executed": False, "error": "No model is configured: start `ehrguard mcp --model provider/model`."}
-        from ehrguard.clinsql.generate import generate
-        from ehrguard.db import open_database
-        from ehrguard.llm import LLM
-
-        path = named_database(db)
-        gen = generate(question, open_database(path), LLM(model), mode="direct", refine=1, dialect="sqlite" if path.suffix == ".sqlite" else "duckdb")
-        if gen.final_sql is None:
-            return {"executed": False, "error": "The model wrote no SQL."}
-        return {"generated_sql": gen.final_sql, **run_sql(db, question, gen.final_sql)}
+        reply = checked(db, question)
+        if reply.generation is None:  # the database or the model call failed: the tool fails
+            reply.raise_for_error()
+        if reply.generated_sql is None:  # the model wrote no SQL
+            return _run_result(reply)
+        return {"generated_sql": reply.generated_sql, **_run_result(reply)}
 
     return server
+
+
+def _run_result(reply: Answer) -> dict[str, Any]:
+    """What ``run_sql`` returns: the verdict in brief and the rows, why nothing ran, or the error."""
+    if reply.error is not None:
+        return {"executed": False, "error": str(reply.error)}
+    verdict = reply.verdict_summary()
+    rows = reply.result_dict()
+    if rows is None:
+        return {"executed": False, "verdict": verdict, "reason": verdict["message"]}
+    return {"executed": True, "verdict": verdict, **rows}

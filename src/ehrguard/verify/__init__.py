@@ -1,7 +1,29 @@
-"""Verification of candidate SQL: the verdict type, the registry of methods, and :func:`verify`."""
+"""Verification of candidate SQL: the verdict type, the registry of methods, and :func:`verify`.
 
-from ehrguard.verify.api import verify
-from ehrguard.verify.methods import available_methods, get_method, register_method
+The names below are the API (``from ehrguard.verify import DatabaseContext, verify``); the
+subpackages :mod:`ehrguard.verify.checks` (the SQL checks) and :mod:`ehrguard.verify.offline`
+(the offline verifier) have their own. The modules are internal: :mod:`.api`, :mod:`.methods`
+and :mod:`.verdict` define the names below; the methods themselves (:mod:`.llm_methods`,
+:mod:`.hybrid`, :mod:`.baselines`, and the offline verifier) are reached by name through
+:func:`get_method`, which imports them on first use.
+"""
+
+from ehrguard.verify.api import database_context, verify, warm_up
+from ehrguard.verify.methods import Case, DatabaseContext, Method, available_methods, get_method, register_method
 from ehrguard.verify.verdict import ACTIONS, Exchange, Finding, Verdict
 
-__all__ = ["ACTIONS", "Exchange", "Finding", "Verdict", "available_methods", "get_method", "register_method", "verify"]
+__all__ = [
+    "ACTIONS",
+    "Case",
+    "DatabaseContext",
+    "Exchange",
+    "Finding",
+    "Method",
+    "Verdict",
+    "available_methods",
+    "database_context",
+    "get_method",
+    "register_method",
+    "verify",
+    "warm_up",
+]

@@ -2,38 +2,23 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
-from ehrguard.db.engine import Database, locate_database, open_database
+from ehrguard.db.engine import Database, locate_database
+from ehrguard.runtime import runtime
 from ehrguard.verify.methods import Case, DatabaseContext, get_method
 from ehrguard.verify.verdict import Verdict
 
-_CONTEXTS: dict[str, DatabaseContext] = {}
-_LOCK = threading.Lock()
-
 
 def database_context(db: str | Path | Database | DatabaseContext, db_id: str | None = None) -> DatabaseContext:
-    """An open database with its schema and value index, cached per path (they are costly to build)."""
+    """An open database with its schema and value index, shared through the runtime per file (they are costly to build;
+    a rebuilt file is opened anew)."""
     if isinstance(db, DatabaseContext):
         return db
     if isinstance(db, (str, Path)):
-        path = locate_database(db)
-        key = str(path.resolve())
-        with _LOCK:
-            if key not in _CONTEXTS:
-                _CONTEXTS[key] = DatabaseContext(open_database(path), db_id or _guess_db_id(path), path)
-            return _CONTEXTS[key]
+        return runtime().database_context(locate_database(db), db_id)
     return DatabaseContext(db, db_id or getattr(db, "name", None) or "unknown")
-
-
-def _guess_db_id(path: Path) -> str:
-    stem = path.stem.lower()
-    for known in ("mimic_iv", "eicu", "mimicsql"):
-        if stem.startswith(known):
-            return known
-    return stem
 
 
 def verify(question: str, sql: str, *, db: str | Path | Database | DatabaseContext, method: str = "offline",

@@ -49,7 +49,7 @@ class Oracle(_Baseline):
         return Verdict("correct", sql=item.gt_sql, message="Replaced by the gold SQL (oracle).")
 
 
-def _factory(cls: type[_Baseline], name: str):  # type: ignore[no-untyped-def]
+def _factory(cls: type[_Baseline], name: str):
     def make(model: str | None = None, **options: Any) -> _Baseline:
         if model:
             raise ConfigError(f"{name} uses no model; drop --model.")

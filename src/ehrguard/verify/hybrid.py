@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ehrguard.errors import ConfigError
 from ehrguard.verify.llm_methods import JOINT_SCHEMA, LLMMethod, prompt_hashes, to_verdict
 from ehrguard.verify.methods import Case, register_method
 from ehrguard.verify.offline.verifier import OfflineVerifier
@@ -35,11 +34,17 @@ class Hybrid(LLMMethod):
                 "clear_refusal": self.clear_refusal, "prompt_sha256": prompt_hashes(["case.txt", "joint.txt"])}
 
     def settled_offline(self, v: Verdict) -> bool:
-        p = v.details["question"]["category"]
+        """Clear enough to stand without a model: a clean preserve of a clearly answerable question (or one whose
+        template the candidate answers like), a correction from a known question, or an unmistakable refusal."""
+        evidence = v.evidence
+        assert evidence is not None, "the offline verifier's verdicts carry their evidence"
         if v.action == "preserve":
-            return not v.findings and (p["answerable"] >= self.clear_answerable or v.details.get("known_form") == "agrees")
+            known = evidence.known
+            agrees_with_template = known is not None and known.source == "template" and known.agrees
+            return not v.findings and (evidence.question.category["answerable"] >= self.clear_answerable or agrees_with_template)
         if v.action == "correct":
-            return v.details.get("repair", {}).get("fixed") in ("template", "form")
+            fix = evidence.replacement
+            return fix is not None and fix.kind in ("template", "form")
         return (v.confidence or 0.0) >= self.clear_refusal
 
     def verify(self, case: Case) -> Verdict:
@@ -47,10 +52,12 @@ class Hybrid(LLMMethod):
         if self.settled_offline(offline):
             offline.details["decided"] = "offline"
             return offline
+        offline_evidence = offline.evidence
+        assert offline_evidence is not None
         evidence = {
             "offline_decision": offline.action + (f" ({offline.subtype})" if offline.subtype else ""),
             "offline_sql": offline.sql if offline.action == "correct" else None,
-            "question_classifier": {k: round(v, 3) for k, v in offline.details["question"]["category"].items()},
+            "question_classifier": {k: round(v, 3) for k, v in offline_evidence.question.category.items()},
             "sql_findings": [f"{f.check}: {f.message}" for f in offline.findings],
         }
         messages = self._joint_messages(case, None)
@@ -63,10 +70,7 @@ class Hybrid(LLMMethod):
         return verdict
 
 
-@register_method("hybrid", "offline first; an LLM (with the offline evidence) only for the unclear cases")
+@register_method("hybrid", "offline first; an LLM (with the offline evidence) only for the unclear cases",
+                 options=("operating_point", "clear_answerable", "clear_refusal", "call_log", "max_tokens"))
 def _make_hybrid(model: str | None = None, **options: Any) -> Hybrid:
-    allowed = {"operating_point", "clear_answerable", "clear_refusal", "call_log", "max_tokens"}
-    unknown = set(options) - allowed
-    if unknown:
-        raise ConfigError(f"hybrid options are {', '.join(sorted(allowed))}; got {', '.join(sorted(unknown))}.")
     return Hybrid(model, **options)

@@ -22,21 +22,21 @@ from typing import Any
 
 from ehrguard.db.engine import Result
 from ehrguard.errors import ConfigError, DatabaseError, LLMError
+from ehrguard.labels import ACTIONS, AMBIGUOUS_SUBTYPES, QUESTION_CATEGORIES, UNANSWERABLE_SUBTYPES
 from ehrguard.llm import LLM, GenerateConfig
 from ehrguard.verify.methods import Case, DatabaseContext, register_method
-from ehrguard.verify.verdict import AMBIGUOUS_SUBTYPES, UNANSWERABLE_SUBTYPES, Exchange, Verdict
+from ehrguard.verify.verdict import Exchange, Verdict
 
 PROMPTS = Path(__file__).parent / "prompts"
 SUBTYPES = [*AMBIGUOUS_SUBTYPES, *UNANSWERABLE_SUBTYPES, "none"]
-ACTIONS = ["preserve", "correct", "ambiguous", "unanswerable"]
 
 CLASSIFY_SCHEMA = {"type": "object", "required": ["reasoning", "label", "subtype"], "properties": {
-    "reasoning": {"type": "string"}, "label": {"type": "string", "enum": ["answerable", "ambiguous", "unanswerable"]},
+    "reasoning": {"type": "string"}, "label": {"type": "string", "enum": list(QUESTION_CATEGORIES)},
     "subtype": {"type": "string", "enum": SUBTYPES}}}
 CORRECT_SCHEMA = {"type": "object", "required": ["reasoning", "action", "sql"], "properties": {
     "reasoning": {"type": "string"}, "action": {"type": "string", "enum": ["preserve", "correct"]}, "sql": {"type": "string"}}}
 JOINT_SCHEMA = {"type": "object", "required": ["reasoning", "action", "sql", "subtype", "message"], "properties": {
-    "reasoning": {"type": "string"}, "action": {"type": "string", "enum": ACTIONS}, "sql": {"type": "string"},
+    "reasoning": {"type": "string"}, "action": {"type": "string", "enum": list(ACTIONS)}, "sql": {"type": "string"},
     "subtype": {"type": "string", "enum": SUBTYPES}, "message": {"type": "string"}}}
 FEEDBACK_SCHEMA = {"type": "object", "required": ["feedback", "correct"], "properties": {
     "feedback": {"type": "string"}, "correct": {"type": "boolean"}}}
@@ -56,13 +56,11 @@ def evidence(db_id: str) -> str:
     return (path if path.is_file() else PROMPTS / "evidence" / "default.txt").read_text().strip()
 
 
-_SCHEMA_TEXT: dict[str, str] = {}
-
-
 def schema_text(ctx: DatabaseContext, sample_rows: bool = True) -> str:
-    """CREATE TABLE statements, each followed by one example row (as SCARE's prompts show a schema)."""
-    key = str(ctx.path or id(ctx))
-    if key not in _SCHEMA_TEXT:
+    """CREATE TABLE statements, each followed by one example row (as SCARE's prompts show a schema); built once per
+    open database and kept with it."""
+
+    def build() -> str:
         parts = []
         for t in ctx.schema.tables:
             cols = ", ".join(f"{c.name} {c.type}".strip() for c in t.columns)
@@ -75,8 +73,9 @@ def schema_text(ctx: DatabaseContext, sample_rows: bool = True) -> str:
                 if row:
                     text += "\n-- example row: " + ", ".join("NULL" if v is None else repr(v) for v in row[0])
             parts.append(text)
-        _SCHEMA_TEXT[key] = "\n".join(parts)
-    return _SCHEMA_TEXT[key]
+        return "\n".join(parts)
+
+    return ctx.derived(("llm_schema_text", sample_rows), build)
 
 
 def execution_summary(ctx: DatabaseContext, sql: str, max_rows: int = 10) -> str:
@@ -179,7 +178,8 @@ class TwoStage(LLMMethod):
         trace: list[Exchange] = []
         label = self._classify(case, trace)
         if label["label"] != "answerable":
-            return to_verdict(case, {"action": label["label"], "subtype": label["subtype"], "message": label["reasoning"]}, trace, stage1=label)
+            return to_verdict(case, {"action": label["label"], "subtype": label["subtype"], "message": label["reasoning"]},
+                              trace, stage1=label)
         messages = [{"role": "system", "content": self._system("correct.txt", case.context)}, {"role": "user", "content": self._case(case)}]
         decision = self._ask(messages, CORRECT_SCHEMA, trace)
         return to_verdict(case, decision, trace, stage1=label)
@@ -237,12 +237,11 @@ class MultiTurnSelfRef(SingleTurnVeri):
         return to_verdict(case, decision, trace, classifier=hint, rounds=revisions + 1)
 
 
-def _factory(cls: type[LLMMethod], name: str, classify: bool):  # type: ignore[no-untyped-def]
+OPTIONS = ("max_retries", "rounds", "max_tokens", "call_log")
+
+
+def _factory(cls: type[LLMMethod], name: str, classify: bool):
     def make(model: str | None = None, **options: Any) -> LLMMethod:
-        allowed = {"max_retries", "rounds", "max_tokens", "call_log"}
-        unknown = set(options) - allowed
-        if unknown:
-            raise ConfigError(f"{name} options are {', '.join(sorted(allowed))}; got {', '.join(sorted(unknown))}.")
         method = cls(model, classify=classify, **options)
         method.name = name
         return method
@@ -256,6 +255,7 @@ for _cls, _name, _desc in (
     (SingleTurnVeri, "single_turn_veri", "LLM: single-turn plus a verifier that triggers bounded retries (Single-Turn-Veri)"),
     (MultiTurnSelfRef, "multi_turn_selfref", "LLM: answer, self-feedback, refine, up to 10 rounds (Multi-Turn-SelfRef)"),
 ):
-    register_method(_name, _desc)(_factory(_cls, _name, classify=False))
+    register_method(_name, _desc, options=OPTIONS)(_factory(_cls, _name, classify=False))
     if _cls is not TwoStage:
-        register_method(f"{_name}_cls", _desc.replace(")", "-Cls)") + " with the classifier's label as a signal")(_factory(_cls, f"{_name}_cls", classify=True))
+        register_method(f"{_name}_cls", _desc.replace(")", "-Cls)") + " with the classifier's label as a signal",
+                        options=OPTIONS)(_factory(_cls, f"{_name}_cls", classify=True))

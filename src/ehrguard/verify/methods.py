@@ -8,20 +8,23 @@ included, for run logs) and ``verify(case) -> Verdict``. Register a factory with
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ehrguard.errors import ConfigError
+from ehrguard.registry import Registry
 from ehrguard.verify.verdict import Verdict
 
 if TYPE_CHECKING:
     from ehrguard.db.engine import Database
     from ehrguard.db.schema import Schema
     from ehrguard.db.values import ValueIndex
+    from ehrguard.profiles import DatabaseProfile
 
+T = TypeVar("T")
 
 class DatabaseContext:
     """An open database plus what methods derive from it once (schema, value index).
@@ -29,11 +32,29 @@ class DatabaseContext:
     Shared by every item of a run; the derived parts are built on first use, once.
     """
 
-    def __init__(self, db: Database, db_id: str, path: str | Path | None = None) -> None:
+    def __init__(self, db: Database, db_id: str, path: str | Path | None = None, *, profile: DatabaseProfile | None = None) -> None:
         self.db = db
-        self.db_id = db_id
+        self.db_id = db_id if profile is None else profile.db_id
+        self._profile = profile
         self.path = Path(path) if path else None
         self._lock = threading.Lock()
+        self._derived: dict[Hashable, Any] = {}
+        self._derived_lock = threading.Lock()
+
+    def derived(self, key: Hashable, build: Callable[[], T]) -> T:
+        """Something derived from this database (a prompt's schema text, ...), built once and kept with the open database."""
+        with self._derived_lock:
+            if key not in self._derived:
+                self._derived[key] = build()
+            return self._derived[key]
+
+    @cached_property
+    def profile(self) -> DatabaseProfile:
+        """The database's conventions (its "now", entities, id columns, ...): the one it was opened with, else the
+        built-in profile of ``db_id``."""
+        from ehrguard.profiles import get_profile
+
+        return self._profile if self._profile is not None else get_profile(self.db_id)
 
     @cached_property
     def schema(self) -> Schema:
@@ -73,16 +94,48 @@ class Method(Protocol):
 
 
 MethodFactory = Callable[..., Method]
-METHODS: dict[str, MethodFactory] = {}
-DESCRIPTIONS: dict[str, str] = {}
 
 
-def register_method(name: str, description: str) -> Callable[[MethodFactory], MethodFactory]:
-    """Decorator: make a method factory available under ``name`` (``factory(model=None, **options)``)."""
+@dataclass(frozen=True)
+class MethodSpec:
+    """A registered method: its factory and what the registry checks before calling it."""
+
+    factory: MethodFactory
+    options: frozenset[str] | None = None  # the option names it takes; None: the factory checks its own
+    refuse_model: str | None = None  # a method without an LLM: the message when a model is given anyway
+
+    def build(self, name: str, model: str | None, options: dict[str, Any]) -> Method:
+        # The model is refused before the options are read: `bench scare --model` adds a call_log option.
+        if model and self.refuse_model:
+            raise ConfigError(self.refuse_model)
+        if self.options is not None:
+            unknown = set(options) - self.options
+            if unknown:
+                raise ConfigError(f"{name} options are {', '.join(sorted(self.options))}; got {', '.join(sorted(unknown))}.")
+        return self.factory(model=model, **options)
+
+
+METHODS: Registry[MethodSpec] = Registry("method", sort=True)
+
+
+def register_method(name: str, description: str, *, options: Iterable[str] | None = None,
+                    refuse_model: str | None = None) -> Callable[[MethodFactory], MethodFactory]:
+    """Decorator: make a method factory available under ``name`` (``factory(model=None, **options)``).
+
+    Args:
+        name: the method's id (``--method NAME``).
+        description: one line for ``ehrguard bench methods``.
+        options: the option names the factory accepts; any other is refused before the factory
+            runs, as "NAME options are a, b; got x.". None leaves the check to the factory.
+        refuse_model: for a method that uses no LLM, the message to refuse a model with.
+
+    Raises:
+        ConfigError: a method is already registered as ``name``.
+    """
 
     def decorate(factory: MethodFactory) -> MethodFactory:
-        METHODS[name] = factory
-        DESCRIPTIONS[name] = description
+        allowed = frozenset(options) if options is not None else None
+        METHODS.register(name, MethodSpec(factory, allowed, refuse_model), description=description)
         return factory
 
     return decorate
@@ -92,17 +145,17 @@ def get_method(name: str, model: str | None = None, **options: Any) -> Method:
     """Build the method registered as ``name``.
 
     Raises:
-        ConfigError: no such method.
+        ConfigError: no such method (the message suggests the closest name), or a model or an
+            option the method does not take.
     """
     _load_builtin_methods()
-    if name not in METHODS:
-        raise ConfigError(f"Unknown method {name!r}. Available: {', '.join(sorted(METHODS))}.")
-    return METHODS[name](model=model, **options)
+    return METHODS.get(name).build(name, model, options)
 
 
 def available_methods() -> dict[str, str]:
+    """Every method's name and one-line description, by name."""
     _load_builtin_methods()
-    return dict(sorted(DESCRIPTIONS.items()))
+    return METHODS.describe()
 
 
 def _load_builtin_methods() -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
-ACTIONS = ("preserve", "correct", "ambiguous", "unanswerable")
-AMBIGUOUS_SUBTYPES = ("vague-question", "vague-word", "ambiguous-reference")
-UNANSWERABLE_SUBTYPES = ("small-talk", "out-of-scope", "missing-column", "infeasible-faq")
+from ehrguard.labels import ACTIONS, AMBIGUOUS_SUBTYPES, UNANSWERABLE_SUBTYPES  # noqa: F401 (the subtypes lived here)
+
+if TYPE_CHECKING:
+    from ehrguard.verify.offline.evidence import Evidence
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,9 @@ class Verdict:
         findings: what the static checks saw.
         confidence: the method's confidence in the action, 0-1, when it has one.
         trace: every LLM exchange behind the decision.
+        details: what the method saw, as plain data (shown by the API, the web app and run records).
+        evidence: the offline verifier's typed evidence behind the decision (None for other methods);
+            read it instead of ``details`` in code. Not serialised.
     """
 
     action: str
@@ -62,6 +66,7 @@ class Verdict:
     confidence: float | None = None
     trace: list[Exchange] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    evidence: Evidence | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:
@@ -90,6 +95,17 @@ class Verdict:
         return total
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "evidence"}
         out["output"] = self.output
         return out
+
+
+def _plain(value: Any) -> Any:
+    """``dataclasses.asdict`` for one field's value."""
+    if isinstance(value, list):
+        return [asdict(v) if hasattr(v, "__dataclass_fields__") else _plain(v) for v in value]
+    if isinstance(value, dict):
+        import copy
+
+        return copy.deepcopy(value)
+    return value

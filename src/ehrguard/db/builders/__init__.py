@@ -3,6 +3,12 @@
 Every builder reads a public source folder, validates it (a missing or corrupt required
 table is an error naming the file; a missing optional table is a loud warning listing
 what the database will lack), and writes its output atomically.
+
+The names below are the API; :func:`ehrguard.db.build_database` is the usual entry point. The
+modules are internal: one per database (:mod:`.mimic_iv`, :mod:`.eicu`, :mod:`.mimicsql`,
+:mod:`.mimic_iv_raw`, :mod:`.synthetic`), imported only when that database is built, and what
+they share (:mod:`.base`, :mod:`.sources`, :mod:`.writer`, :mod:`.timeshift`, :mod:`.meds`,
+:mod:`.charlson`).
 """
 
 from __future__ import annotations
@@ -13,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ehrguard.db.builders.base import BuildReport, Progress
-from ehrguard.errors import ConfigError, DatasetError
+from ehrguard.errors import DatasetError
+from ehrguard.profiles import PROFILES
+from ehrguard.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -32,32 +40,36 @@ class Builder:
         return build(source, out, progress)
 
 
-BUILDERS: dict[str, Builder] = {
-    b.name: b
-    for b in (
-        Builder("mimic_iv", "EHRSQL-2024 / SCARE MIMIC-IV (SQLite) from the MIMIC-IV demo 2.2", "sqlite", ".sqlite",
-                "mimic-iv-demo-2.2", "ehrguard.db.builders.mimic_iv"),
-        Builder("eicu", "EHRSQL / SCARE eICU (SQLite) from the eICU demo 2.0.1", "sqlite", ".sqlite",
-                "eicu-demo-2.0.1", "ehrguard.db.builders.eicu"),
-        Builder("mimicsql", "MIMICSQL 5-table schema (SQLite) from the MIMIC-III demo 1.4", "sqlite", ".sqlite",
-                "mimic-iii-demo-1.4", "ehrguard.db.builders.mimicsql"),
-        Builder("mimic_iv_raw", "MIMIC-IV in its module layout (DuckDB: mimiciv_hosp, mimiciv_icu, mimiciv_derived)",
-                "duckdb", ".duckdb", "mimic-iv-demo-2.2", "ehrguard.db.builders.mimic_iv_raw"),
-        Builder("synthetic", "A tiny seeded synthetic database in the mimic_iv schema (tests, offline demo)", "sqlite",
-                ".sqlite", "", "ehrguard.db.builders.synthetic"),
-    )
-}
+def _from_profile(name: str, module: str) -> Builder:
+    """The builder of a database with a profile: what it builds, in which dialect, from which source folder."""
+    p = PROFILES[name]
+    return Builder(name, p.description, p.dialect, Path(p.file_name).suffix, p.source_folder, module)
+
+
+BUILDERS: Registry[Builder] = Registry("database")
+for _builder in (
+    _from_profile("mimic_iv", "ehrguard.db.builders.mimic_iv"),
+    _from_profile("eicu", "ehrguard.db.builders.eicu"),
+    _from_profile("mimicsql", "ehrguard.db.builders.mimicsql"),
+    _from_profile("mimic_iv_raw", "ehrguard.db.builders.mimic_iv_raw"),
+    Builder("synthetic", "A tiny seeded synthetic database in the mimic_iv schema (tests, offline demo)", "sqlite",
+            ".sqlite", "", "ehrguard.db.builders.synthetic"),
+):
+    BUILDERS.register(_builder.name, _builder, description=_builder.description)
+
+
+def source_folders() -> dict[str, str]:
+    """Database name -> the folder of its public source inside the data directory (those built from one)."""
+    return {b.name: b.source_folder for b in BUILDERS.values() if b.source_folder}
 
 
 def get_builder(name: str) -> Builder:
-    try:
-        return BUILDERS[name]
-    except KeyError:
-        import difflib
+    """The builder of database ``name``.
 
-        close = difflib.get_close_matches(name, BUILDERS, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(f"Unknown database {name!r}.{hint} Choose one of: {', '.join(BUILDERS)}.") from None
+    Raises:
+        ConfigError: no such database (the message suggests the closest name).
+    """
+    return BUILDERS.get(name)
 
 
 def build_database(
@@ -96,4 +108,4 @@ def build_database(
     return report
 
 
-__all__ = ["BUILDERS", "BuildReport", "Builder", "Progress", "build_database", "get_builder"]
+__all__ = ["BUILDERS", "BuildReport", "Builder", "Progress", "build_database", "get_builder", "source_folders"]

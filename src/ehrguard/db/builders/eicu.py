@@ -50,21 +50,27 @@ TABLES = (
                         "icd9code VARCHAR(100)"], ["patientunitstayid -> patient.patientunitstayid"]),
     table("treatment", ["treatmentid INT pk", "patientunitstayid INT nn", "treatmentname VARCHAR(200) nn", "treatmenttime TIMESTAMP(0) nn"],
           ["patientunitstayid -> patient.patientunitstayid"]),
-    table("lab", ["labid INT pk", "patientunitstayid INT nn", "labname VARCHAR(256) nn", "labresult NUMERIC(11,4) nn", "labresulttime TIMESTAMP(0) nn"],
+    table("lab", ["labid INT pk", "patientunitstayid INT nn", "labname VARCHAR(256) nn", "labresult NUMERIC(11,4) nn",
+                  "labresulttime TIMESTAMP(0) nn"],
           ["patientunitstayid -> patient.patientunitstayid"]),
     table("medication", ["medicationid INT pk", "patientunitstayid INT nn", "drugname VARCHAR(220) nn", "dosage VARCHAR(60) nn",
                          "routeadmin VARCHAR(120) nn", "drugstarttime TIMESTAMP(0)", "drugstoptime TIMESTAMP(0)"],
           ["patientunitstayid -> patient.patientunitstayid"]),
-    table("cost", ["costid INT pk", "uniquepid VARCHAR(10) nn", "patienthealthsystemstayid INT nn", "eventtype VARCHAR(20) nn", "eventid INT nn",
-                   "chargetime TIMESTAMP(0) nn", "cost DOUBLE PRECISION nn"], ["patienthealthsystemstayid -> patient.patienthealthsystemstayid"]),
-    table("allergy", ["allergyid INT pk", "patientunitstayid INT nn", "drugname VARCHAR(255)", "allergyname VARCHAR(255) nn", "allergytime TIMESTAMP(0) nn"],
+    table("cost", ["costid INT pk", "uniquepid VARCHAR(10) nn", "patienthealthsystemstayid INT nn", "eventtype VARCHAR(20) nn",
+                   "eventid INT nn", "chargetime TIMESTAMP(0) nn", "cost DOUBLE PRECISION nn"],
+          ["patienthealthsystemstayid -> patient.patienthealthsystemstayid"]),
+    table("allergy", ["allergyid INT pk", "patientunitstayid INT nn", "drugname VARCHAR(255)", "allergyname VARCHAR(255) nn",
+                      "allergytime TIMESTAMP(0) nn"],
           ["patientunitstayid -> patient.patientunitstayid"]),
     table("intakeoutput", ["intakeoutputid INT pk", "patientunitstayid INT nn", "cellpath VARCHAR(500) nn", "celllabel VARCHAR(255) nn",
-                           "cellvaluenumeric NUMERIC(12,4) nn", "intakeoutputtime TIMESTAMP(0) nn"], ["patientunitstayid -> patient.patientunitstayid"]),
-    table("microlab", ["microlabid INT pk", "patientunitstayid INT nn", "culturesite VARCHAR(255) nn", "organism VARCHAR(255) nn", "culturetakentime TIMESTAMP(0) nn"],
+                           "cellvaluenumeric NUMERIC(12,4) nn", "intakeoutputtime TIMESTAMP(0) nn"],
           ["patientunitstayid -> patient.patientunitstayid"]),
-    table("vitalperiodic", ["vitalperiodicid BIGINT pk", "patientunitstayid INT nn", "temperature NUMERIC(11,4)", "sao2 INT", "heartrate INT",
-                            "respiration INT", "systemicsystolic INT", "systemicdiastolic INT", "systemicmean INT", "observationtime TIMESTAMP(0) nn"],
+    table("microlab", ["microlabid INT pk", "patientunitstayid INT nn", "culturesite VARCHAR(255) nn", "organism VARCHAR(255) nn",
+                       "culturetakentime TIMESTAMP(0) nn"],
+          ["patientunitstayid -> patient.patientunitstayid"]),
+    table("vitalperiodic", ["vitalperiodicid BIGINT pk", "patientunitstayid INT nn", "temperature NUMERIC(11,4)", "sao2 INT",
+                            "heartrate INT", "respiration INT", "systemicsystolic INT", "systemicdiastolic INT", "systemicmean INT",
+                            "observationtime TIMESTAMP(0) nn"],
           ["patientunitstayid -> patient.patientunitstayid"]),
 )
 VITAL_COLUMNS = ("temperature", "sao2", "heartrate", "respiration", "systemicsystolic", "systemicdiastolic", "systemicmean")
@@ -115,7 +121,7 @@ class _Build:
         rows = [r for r in rows if r["age"] not in (None, "> 89") and int(r["age"]) > 10]
         stays = np.array([int(r["hospitaldischargeoffset"]) - int(r["hospitaladmitoffset"]) for r in rows])  # type: ignore[arg-type]
         threshold = np.percentile(stays, q=95)
-        rows = [r for r, s in zip(rows, stays) if s < threshold]
+        rows = [r for r, s in zip(rows, stays, strict=True) if s < threshold]
 
         self.unit_time: dict[int, str] = {}
         self.unit_hadm: dict[int, int] = {}
@@ -150,13 +156,15 @@ class _Build:
         chosen = self._sample(current, n_current)
         if len(current) < n_current:
             self.progress.warn(self.report, f"Only {len(current)} patients are still admitted at 'now' (wanted {n_current}); all are kept.")
-        others = list(dict.fromkeys(r["uniquepid"] for r in kept if r["hospitaldischargetime"] is not None and r["uniquepid"] not in set(chosen)))
+        others = list(dict.fromkeys(r["uniquepid"] for r in kept
+                                    if r["hospitaldischargetime"] is not None and r["uniquepid"] not in set(chosen)))
         chosen += self._sample(others, NUM_PATIENTS - n_current)
         keep = set(chosen)
         self.tables["patient"] = [r for r in kept if r["uniquepid"] in keep]
         self.units = {int(r["patientunitstayid"]) for r in self.tables["patient"]}  # type: ignore[arg-type]
         self.report.facts["patients"] = len(keep)
-        self.report.facts["currently_admitted_patients"] = len({r["uniquepid"] for r in self.tables["patient"] if r["hospitaldischargetime"] is None})
+        self.report.facts["currently_admitted_patients"] = len({r["uniquepid"] for r in self.tables["patient"]
+                                                                if r["hospitaldischargetime"] is None})
 
     def _anchor_patient(self, pid: str, visits: list[Row], age: dict[int, int]) -> None:
         """Sample the patient's dates and anchor each ICU stay in time, stopping at the first stay
@@ -168,7 +176,7 @@ class _Build:
             in_year = [r for r in visits if int(r["hospitaldischargeyear"]) == year]  # type: ignore[arg-type]
             hadm_ids = list(dict.fromkeys(int(r["patienthealthsystemstayid"]) for r in in_year))  # type: ignore[arg-type]
             dates = _sample_dates(self.rng, sampled + (year - first_year), len(hadm_ids))
-            for hadm, date in zip(hadm_ids, dates):
+            for hadm, date in zip(hadm_ids, dates, strict=True):
                 for r in (v for v in in_year if int(v["patienthealthsystemstayid"]) == hadm):  # type: ignore[arg-type]
                     unit = int(r["patientunitstayid"])  # type: ignore[arg-type]
                     self.unit_hadm.setdefault(unit, hadm)
@@ -223,7 +231,8 @@ class _Build:
         if path is not None:
             self.progress.warn(self.report, f"{relative} is missing: using {stand_in_note}.")
         else:
-            self.progress.warn(self.report, f"{relative} is missing: the {table_name} table will be EMPTY, so questions that use it return nothing. "
+            self.progress.warn(self.report, f"{relative} is missing: the {table_name} table will be EMPTY, "
+                                            "so questions that use it return nothing. "
                                             f"Add {relative}.gz to the source to fix this.")
         return path
 
@@ -236,16 +245,19 @@ class _Build:
 
         self.progress.step("lab")
         lab_path = self._table_or_stand_in(
-            "lab.csv", "lab", "partial_subset_pyhealth/lab.subset.csv", "the 169-stay subset in partial_subset_pyhealth/ (most stays will have no labs)")
+            "lab.csv", "lab", "partial_subset_pyhealth/lab.subset.csv",
+            "the 169-stay subset in partial_subset_pyhealth/ (most stays will have no labs)")
         rows = [] if lab_path is None else [
-            r for r in iter_rows(lab_path, ["labid", "patientunitstayid", "labresultoffset", "labname", "labresult"]) if r["labresult"] is not None]
+            r for r in iter_rows(lab_path, ["labid", "patientunitstayid", "labresultoffset", "labname", "labresult"])
+            if r["labresult"] is not None]
         self.tables["lab"] = self._events(rows, "labresultoffset", "labresulttime", id_col="labid")
 
         self.progress.step("medication, allergy, microlab")
-        rows = read_rows(self.source, "medication.csv", ["medicationid", "patientunitstayid", "drugstartoffset", "drugstopoffset", "drugname",
-                                                         "dosage", "routeadmin", "drugordercancelled"])
+        rows = read_rows(self.source, "medication.csv", ["medicationid", "patientunitstayid", "drugstartoffset", "drugstopoffset",
+                                                         "drugname", "dosage", "routeadmin", "drugordercancelled"])
         rows = [r for r in rows if r["drugname"] and r["dosage"] and r["routeadmin"] and r["drugordercancelled"] == "no"]
-        self.tables["medication"] = self._events(rows, "drugstartoffset", "drugstarttime", also=(("drugstopoffset", "drugstoptime"),), id_col="medicationid")
+        self.tables["medication"] = self._events(rows, "drugstartoffset", "drugstarttime",
+                                                 also=(("drugstopoffset", "drugstoptime"),), id_col="medicationid")
         rows = read_rows(self.source, "allergy.csv", ["allergyid", "patientunitstayid", "allergyoffset", "drugname", "allergyname"])
         self.tables["allergy"] = self._events(rows, "allergyoffset", "allergytime", id_col="allergyid")
         rows = read_rows(self.source, "microLab.csv", ["microlabid", "patientunitstayid", "culturetakenoffset", "culturesite", "organism"])
@@ -271,7 +283,8 @@ class _Build:
         self.progress.step("vitalperiodic")
         vp_path = self._table_or_stand_in("vitalPeriodic.csv", "vitalperiodic")
         # Streamed: the full vitalPeriodic has ~146M rows; only the sampled stays' rows are kept.
-        vitals = () if vp_path is None else iter_rows(vp_path, ["vitalperiodicid", "patientunitstayid", "observationoffset", *VITAL_COLUMNS])
+        vitals = () if vp_path is None else iter_rows(vp_path,
+                                                      ["vitalperiodicid", "patientunitstayid", "observationoffset", *VITAL_COLUMNS])
         self.tables["vitalperiodic"] = self._events(vitals, "observationoffset", "observationtime", id_col="vitalperiodicid")
 
     def cost(self) -> None:
@@ -288,7 +301,7 @@ class _Build:
             for e in events:
                 unit = int(e["patientunitstayid"])  # type: ignore[arg-type]
                 rows.append({"uniquepid": self.unit_pid[unit], "patienthealthsystemstayid": self.unit_hadm[unit], "eventtype": name,  # type: ignore[dict-item]
-                             "eventid": e[id_col], "chargetime": e[time_col], "cost": price[e[key]]})  # type: ignore[dict-item]
+                             "eventid": e[id_col], "chargetime": e[time_col], "cost": price[e[key]]})
         for i, r in enumerate(rows):
             r["costid"] = i  # type: ignore[assignment]
         self.tables["cost"] = rows

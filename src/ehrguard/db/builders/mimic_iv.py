@@ -66,7 +66,8 @@ TABLES = (
     table("d_icd_diagnoses", ["row_id INT pk", "icd_code VARCHAR(10) nn uq", "long_title VARCHAR(255) nn"]),
     table("d_icd_procedures", ["row_id INT pk", "icd_code VARCHAR(10) nn uq", "long_title VARCHAR(255) nn"]),
     table("d_labitems", ["row_id INT pk", "itemid INT nn uq", "label VARCHAR(200)"]),
-    table("d_items", ["row_id INT pk", "itemid INT nn uq", "label VARCHAR(200) nn", "abbreviation VARCHAR(200) nn", "linksto VARCHAR(50) nn"]),
+    table("d_items",
+          ["row_id INT pk", "itemid INT nn uq", "label VARCHAR(200) nn", "abbreviation VARCHAR(200) nn", "linksto VARCHAR(50) nn"]),
     table(
         "diagnoses_icd",
         ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "icd_code VARCHAR(10) nn", "charttime TIMESTAMP(0) nn"],
@@ -79,7 +80,8 @@ TABLES = (
     ),
     table(
         "labevents",
-        ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "itemid INT nn", "charttime TIMESTAMP(0)", "valuenum DOUBLE PRECISION", "valueuom VARCHAR(20)"],
+        ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "itemid INT nn", "charttime TIMESTAMP(0)",
+         "valuenum DOUBLE PRECISION", "valueuom VARCHAR(20)"],
         ["hadm_id -> admissions.hadm_id", "itemid -> d_labitems.itemid"],
     ),
     table(
@@ -92,7 +94,8 @@ TABLES = (
     ),
     table(
         "cost",
-        ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "event_type VARCHAR(20) nn", "event_id INT nn", "chargetime TIMESTAMP(0) nn", "cost DOUBLE PRECISION nn"],
+        ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "event_type VARCHAR(20) nn", "event_id INT nn",
+         "chargetime TIMESTAMP(0) nn", "cost DOUBLE PRECISION nn"],
         [
             "hadm_id -> admissions.hadm_id", "event_id -> diagnoses_icd.row_id", "event_id -> procedures_icd.row_id",
             "event_id -> labevents.row_id", "event_id -> prescriptions.row_id",
@@ -100,32 +103,38 @@ TABLES = (
     ),
     table(
         "chartevents",
-        ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "stay_id INT nn", "itemid INT nn", "charttime TIMESTAMP(0) nn", "valuenum DOUBLE PRECISION", "valueuom VARCHAR(50)"],
+        ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "stay_id INT nn", "itemid INT nn", "charttime TIMESTAMP(0) nn",
+         "valuenum DOUBLE PRECISION", "valueuom VARCHAR(50)"],
         ["hadm_id -> admissions.hadm_id", "stay_id -> icustays.stay_id", "itemid -> d_items.itemid"],
     ),
     table(
         "inputevents",
-        ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "stay_id INT nn", "starttime TIMESTAMP(0) nn", "itemid INT nn", "totalamount DOUBLE PRECISION", "totalamountuom VARCHAR(50)"],
+        ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "stay_id INT nn", "starttime TIMESTAMP(0) nn", "itemid INT nn",
+         "totalamount DOUBLE PRECISION", "totalamountuom VARCHAR(50)"],
         ["hadm_id -> admissions.hadm_id", "stay_id -> icustays.stay_id", "itemid -> d_items.itemid"],
     ),
     table(
         "outputevents",
-        ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "stay_id INT nn", "charttime TIMESTAMP(0) nn", "itemid INT nn", "value DOUBLE PRECISION", "valueuom VARCHAR(50)"],
+        ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "stay_id INT nn", "charttime TIMESTAMP(0) nn", "itemid INT nn",
+         "value DOUBLE PRECISION", "valueuom VARCHAR(50)"],
         ["hadm_id -> admissions.hadm_id", "stay_id -> icustays.stay_id", "itemid -> d_items.itemid"],
     ),
     table(
         "microbiologyevents",
-        ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "charttime TIMESTAMP(0) nn", "spec_type_desc VARCHAR(100)", "test_name VARCHAR(100)", "org_name VARCHAR(100)"],
+        ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "charttime TIMESTAMP(0) nn", "spec_type_desc VARCHAR(100)",
+         "test_name VARCHAR(100)", "org_name VARCHAR(100)"],
         ["hadm_id -> admissions.hadm_id"],
     ),
     table(
         "icustays",
-        ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "stay_id INT nn uq", "first_careunit VARCHAR(20) nn", "last_careunit VARCHAR(20) nn", "intime TIMESTAMP(0) nn", "outtime TIMESTAMP(0)"],
+        ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "stay_id INT nn uq", "first_careunit VARCHAR(20) nn",
+         "last_careunit VARCHAR(20) nn", "intime TIMESTAMP(0) nn", "outtime TIMESTAMP(0)"],
         ["hadm_id -> admissions.hadm_id"],
     ),
     table(
         "transfers",
-        ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "transfer_id INT nn", "eventtype VARCHAR(20) nn", "careunit VARCHAR(20)", "intime TIMESTAMP(0) nn", "outtime TIMESTAMP(0)"],
+        ["row_id INT pk", "subject_id INT nn", "hadm_id INT nn", "transfer_id INT nn", "eventtype VARCHAR(20) nn", "careunit VARCHAR(20)",
+         "intime TIMESTAMP(0) nn", "outtime TIMESTAMP(0)"],
         ["hadm_id -> admissions.hadm_id"],
     ),
 )
@@ -199,7 +208,8 @@ class _Build:
         icustays = read_rows(
             self.source, "icu/icustays.csv", ["subject_id", "hadm_id", "stay_id", "first_careunit", "last_careunit", "intime", "outtime"]
         )
-        transfers = read_rows(self.source, "hosp/transfers.csv", ["subject_id", "hadm_id", "transfer_id", "eventtype", "careunit", "intime", "outtime"])
+        transfers = read_rows(self.source, "hosp/transfers.csv",
+                              ["subject_id", "hadm_id", "transfer_id", "eventtype", "careunit", "intime", "outtime"])
         transfers = [t for t in transfers if t["intime"] is not None]
 
         anchor = {int(p["subject_id"]): (int(p["anchor_year"]), int(p["anchor_age"])) for p in patients}  # type: ignore[arg-type]
@@ -333,7 +343,8 @@ class _Build:
             r[column] = shift(r[column], off)
             for c in also:
                 r[c] = shift(r[c], off)
-            if r[column] is not None and r[column] >= PIVOT:
+            value = r[column]
+            if value is not None and value >= PIVOT:
                 kept.append(r)
         return _renumber(kept)
 
@@ -384,7 +395,7 @@ class _Build:
             self.source, "hosp/prescriptions.csv",
             ["subject_id", "hadm_id", "starttime", "stoptime", "drug", "dose_val_rx", "dose_unit_rx", "route"],
         )
-        rows = [r for r in rows if self.owners.get(r["drug"] or "", "prescriptions") == "prescriptions"]  # type: ignore[arg-type]
+        rows = [r for r in rows if self.owners.get(r["drug"] or "", "prescriptions") == "prescriptions"]
         kept = []
         for r in rows:
             if any(r[c] is None for c in ("starttime", "stoptime", "dose_val_rx", "dose_unit_rx", "route")):
@@ -411,13 +422,13 @@ class _Build:
             ("prescriptions", "drug", "starttime", str),
         )
         rows: list[Row] = []
-        for (name, key, time_col, key_type), mean in zip(sources, means):
+        for (name, key, time_col, key_type), mean in zip(sources, means, strict=True):
             events = self.tables[name]
             keys = sorted({key_type(e[key]) for e in events})
             price = {k: round(self.rng.normal(loc=mean, scale=1.0), 2) for k in keys}
             for e in events:
                 rows.append({"subject_id": e["subject_id"], "hadm_id": e["hadm_id"], "event_type": name,
-                             "event_id": e["row_id"], "chargetime": e[time_col], "cost": price[key_type(e[key])]})  # type: ignore[dict-item]
+                             "event_id": e["row_id"], "chargetime": e[time_col], "cost": price[key_type(e[key])]})
         self.tables["cost"] = _renumber(rows)
 
     def chartevents(self) -> None:
@@ -454,7 +465,8 @@ class _Build:
         icustays = find_table(self.source, "icu/icustays.csv")
         con = duckdb.connect()
         try:
-            con.execute("CREATE TABLE icustays AS SELECT subject_id, hadm_id, stay_id, intime, outtime FROM read_csv(?, header = true)", [str(icustays)])
+            con.execute("CREATE TABLE icustays AS SELECT subject_id, hadm_id, stay_id, intime, outtime FROM read_csv(?, header = true)",
+                        [str(icustays)])
             events = con.execute(chartevents_sql("icustays", f"itemid IN ({', '.join(map(str, VITAL_ITEMIDS))})"), [str(meds)]).fetchall()
         except duckdb.Error as exc:
             raise DatasetError(f"Cannot read the chartevents stand-in {meds}: {exc}") from exc
@@ -467,10 +479,11 @@ class _Build:
             if subject_id not in self.patient_ids or valuenum is None or valueuom is None:
                 continue
             outside += out_of_window
-            rows.append({"subject_id": subject_id, "hadm_id": hadm_id, "stay_id": stay_id, "itemid": itemid,  # type: ignore[dict-item]
+            rows.append({"subject_id": subject_id, "hadm_id": hadm_id, "stay_id": stay_id, "itemid": itemid,
                          "charttime": charttime.strftime(TIME_FORMAT), "valuenum": valuenum, "valueuom": valueuom.lower()})
         if outside:
-            self.progress.warn(self.report, f"{outside} stand-in chartevents fell outside every ICU stay window and were assigned to the nearest stay.")
+            self.progress.warn(self.report,
+                               f"{outside} stand-in chartevents fell outside every ICU stay window and were assigned to the nearest stay.")
         return rows
 
     def microbiology(self) -> None:
@@ -486,14 +499,16 @@ class _Build:
 
     def io_events(self) -> None:
         self.progress.step("inputevents, outputevents")
-        rows = read_rows(self.source, "icu/inputevents.csv", ["subject_id", "hadm_id", "stay_id", "starttime", "itemid", "totalamount", "totalamountuom"])
+        rows = read_rows(self.source, "icu/inputevents.csv",
+                         ["subject_id", "hadm_id", "stay_id", "starttime", "itemid", "totalamount", "totalamountuom"])
         rows = [
             r for r in rows
             if all(r[c] is not None for c in ("hadm_id", "stay_id", "totalamount", "totalamountuom"))
             and r["totalamountuom"] == "ml" and int(r["itemid"]) in self.item_ids and self._in_cohort(r)  # type: ignore[arg-type]
         ]
         self.tables["inputevents"] = self._shift_and_pivot(rows, "starttime")
-        rows = read_rows(self.source, "icu/outputevents.csv", ["subject_id", "hadm_id", "stay_id", "charttime", "itemid", "value", "valueuom"])
+        rows = read_rows(self.source, "icu/outputevents.csv",
+                         ["subject_id", "hadm_id", "stay_id", "charttime", "itemid", "value", "valueuom"])
         rows = [
             r for r in rows
             if all(r[c] is not None for c in ("hadm_id", "stay_id", "value", "valueuom"))

@@ -16,12 +16,16 @@ from ICU stay windows (the nearest stay of the patient when no window contains t
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ehrguard.db.builders.base import BuildReport, Progress
 from ehrguard.db.builders.charlson import charlson_sql
 from ehrguard.db.builders.meds import chartevents_sql, meds_events
 from ehrguard.db.builders.writer import atomic_output
 from ehrguard.errors import BuildError, DatasetError
+
+if TYPE_CHECKING:
+    import duckdb
 
 MODULES = ("hosp", "icu")
 REQUIRED = {"hosp": ("patients", "admissions", "diagnoses_icd", "labevents", "d_labitems"), "icu": ("icustays", "d_items")}
@@ -63,20 +67,26 @@ def build(source: Path, out: Path, progress: Progress) -> BuildReport:
                         )
                     except duckdb.Error as exc:
                         raise DatasetError(f"Cannot load {path}: {exc}. The file looks corrupt; re-download it.") from exc
-                    report.tables[f"mimiciv_{module}.{name}"] = con.execute(f"SELECT count(*) FROM mimiciv_{module}.{name}").fetchone()[0]
+                    report.tables[f"mimiciv_{module}.{name}"] = _count(con, f"mimiciv_{module}.{name}")
             if "chartevents" not in plan["icu"]:
                 _chartevents_from_meds(con, source, progress, report)
             progress.step("mimiciv_derived.charlson")
             con.execute("CREATE SCHEMA mimiciv_derived")
             con.execute(charlson_sql())
-            report.tables["mimiciv_derived.charlson"] = con.execute("SELECT count(*) FROM mimiciv_derived.charlson").fetchone()[0]
+            report.tables["mimiciv_derived.charlson"] = _count(con, "mimiciv_derived.charlson")
             con.execute("CHECKPOINT")
         finally:
             con.close()
     return report
 
 
-def _chartevents_from_meds(con, source: Path, progress: Progress, report: BuildReport) -> None:  # type: ignore[no-untyped-def]
+def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    row = con.execute(f"SELECT count(*) FROM {table}").fetchone()
+    assert row is not None  # count(*) always returns one row
+    return row[0]
+
+
+def _chartevents_from_meds(con: duckdb.DuckDBPyConnection, source: Path, progress: Progress, report: BuildReport) -> None:
     meds = meds_events(source)
     if meds is None:
         progress.warn(report, "icu/chartevents.csv.gz is missing and there is no MEDS stand-in: mimiciv_icu.chartevents will be absent, "
@@ -96,4 +106,4 @@ def _chartevents_from_meds(con, source: Path, progress: Progress, report: BuildR
         )
     except Exception as exc:  # duckdb.Error, kept generic to avoid importing duckdb at module load
         raise BuildError(f"Rebuilding chartevents from {meds} failed: {exc}") from exc
-    report.tables["mimiciv_icu.chartevents"] = con.execute("SELECT count(*) FROM mimiciv_icu.chartevents").fetchone()[0]
+    report.tables["mimiciv_icu.chartevents"] = _count(con, "mimiciv_icu.chartevents")

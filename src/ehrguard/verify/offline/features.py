@@ -44,7 +44,7 @@ def mask_values(question: str, sql: str | None) -> str:
         return question
     lowered = question.lower()
     names = {m.group(1).replace("''", "'").lower() for m in SQL_STRING_LITERAL.finditer(sql)}
-    spans = []
+    spans: list[tuple[int, int]] = []
     for name in sorted(names, key=lambda n: (-len(n), n)):  # ties by text: a set's order varies between processes
         if len(name) < 4 or _NOT_A_NAME.match(name):
             continue

@@ -36,7 +36,6 @@ import threading
 import weakref
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from ehrguard.evaluation.execution_match import NOW, normalize_gold
@@ -180,13 +179,13 @@ _TIME_SQL: list[tuple[re.Pattern[str], Any]] = [(re.compile(p, re.IGNORECASE), f
 )]
 _UNSLOTTED_NUMBER = re.compile(r"(?<![\w.{])(?!(?:0|1|24|60|100)\b)\d+(?![\w.}])")
 _BOOLEAN_SQL = re.compile(r"\s*select\s+count\s*\(\s*\*\s*\)\s*>\s*0\b", re.IGNORECASE)
-_TIME_WORD = "timephrase"
-_TIME_SLOTS = "abcdefghij"  # a form's time filters are the fields ta, tb, ... of its SQL  # stands for the phrase in a question while slots are placed
+_TIME_WORD = "timephrase"  # stands for the phrase in a question while slots are placed
+_TIME_SLOTS = "abcdefghij"  # a form's time filters are the fields ta, tb, ... of its SQL
 
 
 def find_time_filter(q: str) -> tuple[TimeFilter, tuple[int, int]] | None:
     """The one calendar filter a canonical question states, and where; None for none or several."""
-    hits = []
+    hits: list[tuple[TimeFilter, tuple[int, int]]] = []
     for pattern, make in _TIME_PHRASES:
         for m in pattern.finditer(q):
             if all(m.end() <= a or b <= m.start() for _, (a, b) in hits):
@@ -197,7 +196,7 @@ def find_time_filter(q: str) -> tuple[TimeFilter, tuple[int, int]] | None:
 def _time_in_sql(sql: str, wanted: TimeFilter) -> tuple[str, tuple[str, ...]] | None:
     """The SQL with each occurrence of ``wanted`` replaced by a marker, and their columns; None when
     the SQL states the filter nowhere, or states another calendar filter too."""
-    spans = []
+    spans: list[tuple[int, int, str]] = []
     for pattern, make in _TIME_SQL:
         for m in pattern.finditer(sql):
             if any(not (m.end() <= a or b <= m.start()) for a, b, _ in spans):
@@ -208,7 +207,7 @@ def _time_in_sql(sql: str, wanted: TimeFilter) -> tuple[str, tuple[str, ...]] | 
     if not spans or len(spans) > len(_TIME_SLOTS):
         return None
     spans.sort()
-    for letter, (a, b, _) in reversed(list(zip(_TIME_SLOTS, spans))):
+    for letter, (a, b, _) in reversed(list(zip(_TIME_SLOTS, spans, strict=False))):
         sql = sql[:a] + f"__TIME{letter}__" + sql[b:]
     return sql, tuple(column for _, _, column in spans)
 
@@ -380,7 +379,8 @@ class FormIndex:
                 seen.setdefault((f.masked, f.sql), f)
         self.forms = list(seen.values())
         # Forms by what the question must supply, then by their meaning words (which must be equal).
-        self._by_needs: dict[tuple[int, int, tuple[str, ...], bool], dict[frozenset[str], list[Form]]] = defaultdict(lambda: defaultdict(list))
+        self._by_needs: dict[tuple[int, int, tuple[str, ...], bool], dict[frozenset[str], list[Form]]] = defaultdict(
+            lambda: defaultdict(list))
         for f in self.forms:
             self._by_needs[f.needs][f.meaning].append(f)
         self.columns = sorted({s.column for f in self.forms for s in f.slots if s.kind == "name"})
@@ -494,7 +494,7 @@ def _fill(form: Form, values: dict[str, list[str]], numbers: list[str], time: Ti
     fields: dict[str, str] = {}
     used: dict[str, int] = defaultdict(int)
     slotted = iter(s for s in form.slots if s.kind == "number")
-    for literal, number in zip(form.number_pattern, numbers):
+    for literal, number in zip(form.number_pattern, numbers, strict=True):
         if literal is None:
             fields[next(slotted).name] = number
         elif literal != number:
@@ -521,10 +521,9 @@ def load_forms(db_id: str, data_dir: str | None = None) -> FormIndex | None:
     """The form bank of a database, from the template bank's sources (EHRSQL-2024 for MIMIC-IV, EHRSQL
     for eICU; never SCARE) in the data directory. None when they are missing or ``EHRGUARD_TEMPLATE_BANK=off``.
     Built once per process and data directory."""
-    return loaded(_load_forms, db_id, data_dir)
+    return loaded("form_bank", _load_forms, db_id, data_dir)
 
 
-@lru_cache(maxsize=4)
 def _load_forms(db_id: str, data_dir: str) -> FormIndex | None:
     pairs = bank_pairs(db_id, data_dir)
     return FormIndex(list(pairs)) if pairs else None

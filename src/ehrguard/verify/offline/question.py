@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import threading
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -101,15 +99,9 @@ def _unresolved(cues: QuestionCues) -> QuestionAssessment:
     return _assessment(p, cues, "rule: unresolved reference")
 
 
-_LOADING = threading.Lock()
-
-
 def shared_classifier(model_path: str | None, embeddings: str, lexical_path: str | None = None, cascade: float = 0.9) -> QuestionClassifier:
-    """One classifier per configuration for the whole process; concurrent first calls load it once."""
-    with _LOADING:
-        return _classifier(model_path, embeddings, lexical_path, cascade)
+    """One classifier per configuration for the whole runtime; concurrent first calls load it once."""
+    from ehrguard.runtime import runtime
 
-
-@lru_cache(maxsize=8)
-def _classifier(model_path: str | None, embeddings: str, lexical_path: str | None, cascade: float) -> QuestionClassifier:
-    return QuestionClassifier(model_path, embeddings, lexical_path, cascade)
+    key = (model_path, embeddings, lexical_path, cascade)
+    return runtime().memo("question_classifier", key, lambda: QuestionClassifier(model_path, embeddings, lexical_path, cascade))

@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import TypeVar
 
+from ehrguard.benchmarks.ehrsql import ehrsql_pairs
 from ehrguard.config import setting
-from ehrguard.db.fidelity import ehrsql_pairs
 from ehrguard.evaluation.execution_match import normalize_gold
+from ehrguard.profiles import PROFILES, get_profile
+from ehrguard.runtime import runtime
 from ehrguard.verify.offline.features import SQL_STRING_LITERAL
 
 # Patient ids: eICU's 003-10264, MIMIC's 8 digits (a 4-digit number is a year or a count, not an id).
@@ -56,7 +56,8 @@ class Template:
 # Ways of asking the same thing: both bank questions and new ones are rewritten to one form
 # before skeletons are built or matched (general English paraphrases, not benchmark phrases).
 _PARAPHRASES = [(re.compile(p), r) for p, r in (
-    (r"^(?:please )?(?:can|could|would) you (?:please )?(?:tell me|show me|let me know|provide me with|provide|find out|calculate|count|list|get me|give me)\s+", ""),
+    ((r"^(?:please )?(?:can|could|would) you (?:please )?(?:tell me|show me|let me know|provide me with|provide|find out|calculate|"
+      r"count|list|get me|give me)\s+"), ""),
     (r"^(?:please )?(?:tell me|show me|let me know|find out|give me|get me|i want to know|i'd like to know)\s+", ""),
     ((r"^(?:what number of|what is the number of|what is the count of|what's the number of|count the number of|calculate the number of|"
       r"count the total number of|calculate the total number of|what is the total number of|what's the total number of|the number of|"
@@ -205,47 +206,54 @@ def _eicu_pairs(data_dir: Path) -> list[tuple[str, str]]:
     path = data_dir / "ehrsql" / "eicu" / "valid.json"
     if not path.is_file():
         return []
-    return [(x["question"], x["query"]) for x in json.loads(path.read_text()) if x.get("query") and x["query"] != "null" and not x.get("is_impossible")]
+    return [(x["question"], x["query"]) for x in json.loads(path.read_text())
+            if x.get("query") and x["query"] != "null" and not x.get("is_impossible")]
 
 
-BANK_SOURCES = {"mimic_iv": _mimic_iv_pairs, "eicu": _eicu_pairs}
+# The question banks, by the name a database profile gives (``DatabaseProfile.bank``).
+BANK_LOADERS: dict[str, Callable[[Path], list[tuple[str, str]]]] = {"ehrsql-2024-mimic-iv": _mimic_iv_pairs, "ehrsql-eicu": _eicu_pairs}
 
 
-_LOADING = threading.Lock()
+def bank_source(db_id: str) -> Callable[[Path], list[tuple[str, str]]] | None:
+    """The loader of the question bank a database's profile names, if it has one."""
+    return BANK_LOADERS.get(get_profile(db_id).bank)
 
 
-def loaded(build: Callable[[str, str], T | None], db_id: str, data_dir: str | None) -> T | None:
-    """``build(db_id, data_dir)`` once per process and arguments (``build`` is cached), under one lock so that
-    concurrent first requests build it once; None when ``EHRGUARD_TEMPLATE_BANK=off``."""
+BANK_SOURCES = {db_id: BANK_LOADERS[p.bank] for db_id, p in PROFILES.items() if p.bank}  # by database, for callers that name one
+
+
+BANK_NAMESPACES = ("bank_pairs", "template_bank", "form_bank")  # what the runtime holds of the banks
+
+
+def loaded(namespace: str, build: Callable[[str, str], T | None], db_id: str, data_dir: str | None) -> T | None:
+    """``build(db_id, data_dir)`` once per runtime, database and data directory (concurrent first requests
+    build it once); None when ``EHRGUARD_TEMPLATE_BANK=off``."""
     if setting("template_bank") == "off":
         return None
-    with _LOADING:
-        return build(db_id, data_dir or setting("data_dir"))
+    folder = data_dir or setting("data_dir")
+    return runtime().memo(namespace, (db_id, folder), lambda: build(db_id, folder))
 
 
 def load_bank(db_id: str, data_dir: str | None = None) -> TemplateBank | None:
     """The bank for a database's conventions, or None when its source data is not available or
     ``EHRGUARD_TEMPLATE_BANK=off`` (built once per process and data directory)."""
-    return loaded(_load_bank, db_id, data_dir)
+    return loaded("template_bank", _load_bank, db_id, data_dir)
 
 
 def reset_banks() -> None:
     """Forget the loaded banks and form banks (after the data directory changed)."""
-    from ehrguard.verify.offline.forms import _load_forms
-
-    bank_pairs.cache_clear()
-    _load_bank.cache_clear()
-    _load_forms.cache_clear()
+    runtime().forget(*BANK_NAMESPACES)
 
 
-@lru_cache(maxsize=4)
 def bank_pairs(db_id: str, data_dir: str) -> tuple[tuple[str, str], ...]:
     """The (question, gold SQL) pairs banks of a database are built from, read once for the template and the form bank."""
-    source = BANK_SOURCES.get(db_id)
-    return tuple(source(Path(data_dir))) if source else ()
+    def read() -> tuple[tuple[str, str], ...]:
+        source = bank_source(db_id)
+        return tuple(source(Path(data_dir))) if source else ()
+
+    return runtime().memo("bank_pairs", (db_id, data_dir), read)
 
 
-@lru_cache(maxsize=4)
 def _load_bank(db_id: str, data_dir: str) -> TemplateBank | None:
     pairs = bank_pairs(db_id, data_dir)
     return TemplateBank(list(pairs)) if pairs else None

@@ -22,9 +22,11 @@ import re
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from ehrguard.labels import ANSWERABLE_TYPES
 from ehrguard.verify.offline.classifier import CLASSES, QuestionModel, featurize, train_softmax
 from ehrguard.verify.offline.embedding import Embedder
 from ehrguard.verify.offline.features import mask_values
@@ -56,8 +58,8 @@ _SLOTS = {
     "place": ("cafeteria", "parking lot", "gym", "break room", "coffee shop"),
 }
 _OOS_VERBS = ("Train", "Build", "Develop", "Fit", "Create", "Design", "Can you train", "Could you build", "Please develop")
-_OOS_MODELS = ("a deep learning model", "a random forest", "a neural network", "an LSTM", "a transformer model", "a logistic regression model",
-               "a gradient boosting model", "a clustering algorithm", "a GAN", "a classifier")
+_OOS_MODELS = ("a deep learning model", "a random forest", "a neural network", "an LSTM", "a transformer model",
+               "a logistic regression model", "a gradient boosting model", "a clustering algorithm", "a GAN", "a classifier")
 _OOS_TASKS = ("to predict {outcome}", "that predicts {outcome}", "to forecast {outcome}", "to classify chest x-ray images",
               "to generate synthetic patient records", "to cluster patients by {feature}", "to segment ct images", "to detect sepsis early",
               "to recommend the best treatment for each patient")
@@ -70,24 +72,28 @@ _OOS_OTHER = ("What are the key features influencing {outcome}?", "Perform a sur
 _OUTCOMES = ("mortality", "readmission within 30 days", "length of stay", "sepsis onset", "acute kidney injury", "icu transfer",
              "medication refills", "in-hospital death", "ventilator weaning")
 _FEATURES = ("lab trajectories", "vital signs", "diagnoses", "medication history", "demographics", "admission patterns")
-_MISSING_FORMS = ("What is the {attr} of patient {pid}?", "What was patient {pid}'s {attr}?", "Tell me the {attr} of patient {pid} on the last hospital visit.",
+_MISSING_FORMS = ("What is the {attr} of patient {pid}?", "What was patient {pid}'s {attr}?",
+                  "Tell me the {attr} of patient {pid} on the last hospital visit.",
                   "What {attr} was recorded for patient {pid} during the first icu stay?", "Show the {attr} for patient {pid}.",
                   "Which {attr} did patient {pid} have in their first hospital encounter?")
-_MISSING_ATTRS = ("home address", "phone number", "email address", "blood type", "occupation", "religion", "emergency contact", "room number",
-                  "bed number", "attending physician", "mode of transfer", "transfer approval time", "dietary restriction", "smoking status",
-                  "vaccination status", "pain score", "primary care doctor", "referring department", "infection flag", "source room",
-                  "nurse in charge", "education level", "income", "discharge summary")
+_MISSING_ATTRS = ("home address", "phone number", "email address", "blood type", "occupation", "religion", "emergency contact",
+                  "room number", "bed number", "attending physician", "mode of transfer", "transfer approval time", "dietary restriction",
+                  "smoking status", "vaccination status", "pain score", "primary care doctor", "referring department", "infection flag",
+                  "source room", "nurse in charge", "education level", "income", "discharge summary")
 # Attributes the schemas do hold, asked in the same forms: they keep "the X of patient N" from meaning "missing".
 _PRESENT_ATTRS = ("gender", "age", "date of birth", "marital status", "insurance", "language", "race", "ethnicity", "admission type",
                   "admission location", "discharge location", "hospital admission time", "hospital discharge time", "admission weight",
                   "admission height", "first care unit", "last care unit", "discharge weight", "hospital discharge status",
                   "date of death", "unit admission time", "length of stay")
-_FAQ = ("What are the visiting hours of the {unit}?", "When are Dr. {name}'s rounds today?", "Is Dr. {name} available for outpatient appointments tomorrow?",
-        "What is the reimbursement standard for {drug}?", "What precautions should I take after {proc}?", "What are the side effects of {drug}?",
-        "When will patient {pid} be discharged?", "Will patient {pid} need another {proc}?", "What was the result of patient {pid}'s last covid-19 test?",
-        "When does the isolation of patient {pid} end?", "How many operating rooms are available now?", "What is the hospital policy on {topic}?",
-        "Does patient {pid} have a family history of {dx}?", "Has patient {pid} travelled overseas recently?", "Who is the nurse on duty in the {unit}?",
-        "How do I disinfect a room after {topic}?", "What is the protocol for {proc}?", "When is the next visit of patient {pid} to the {unit}?")
+_FAQ = ("What are the visiting hours of the {unit}?", "When are Dr. {name}'s rounds today?",
+        "Is Dr. {name} available for outpatient appointments tomorrow?", "What is the reimbursement standard for {drug}?",
+        "What precautions should I take after {proc}?", "What are the side effects of {drug}?",
+        "When will patient {pid} be discharged?", "Will patient {pid} need another {proc}?",
+        "What was the result of patient {pid}'s last covid-19 test?", "When does the isolation of patient {pid} end?",
+        "How many operating rooms are available now?", "What is the hospital policy on {topic}?",
+        "Does patient {pid} have a family history of {dx}?", "Has patient {pid} travelled overseas recently?",
+        "Who is the nurse on duty in the {unit}?", "How do I disinfect a room after {topic}?", "What is the protocol for {proc}?",
+        "When is the next visit of patient {pid} to the {unit}?")
 _NAMES = ("smith", "johnson", "lee", "garcia", "patel", "nguyen", "martinez", "kim")
 _DRUGS = ("ciprofloxacin", "heparin", "insulin", "aspirin", "vancomycin", "warfarin", "morphine")
 _PROCS = ("a colonoscopy", "cardiac catheterization", "a lumbar puncture", "an mri", "hip replacement")
@@ -111,7 +117,8 @@ def _fill(rng: random.Random, template: str) -> str:
 def _inject_vague(rng: random.Random, q: str) -> str:
     word = rng.choice(_VAGUE)
     forms = (
-        lambda s: _PID.sub(lambda m: f"patients with {word} stays", s, count=1) if _PID.search(s) else s.rstrip("?.") + f" in {word} cases?",
+        lambda s: (_PID.sub(lambda m: f"patients with {word} stays", s, count=1) if _PID.search(s)
+                   else s.rstrip("?.") + f" in {word} cases?"),
         lambda s: s.rstrip("?.") + f" that appeared {word}?",
         lambda s: re.sub(r"\b(patients|drugs|medications|diagnoses|procedures|tests)\b", f"{word} \\1", s, count=1),
         lambda s: re.sub(r"\b(the )?(top|first|last) (\w+)\b", f"the {word}", s, count=1),
@@ -129,8 +136,11 @@ def _inject_reference(rng: random.Random, q: str) -> str:
         plain, possessive = rng.choice(_REFS)
         return _PID.sub(lambda m: possessive if m.group(2) else plain, q, count=1)
     forms = (
-        lambda s: re.sub(r"\b(the|their) (current|first|last) (hospital visit|icu visit|hospital encounter|icu stay)\b", lambda m: rng.choice(("this", "that")) + " " + m.group(3), s, count=1),
-        lambda s: re.sub(r"\b(prescribed|diagnosed with|received|had) ([a-z0-9][^?,]{6,60}?)( on| in| since| within|\?|$)", lambda m: f"{m.group(1)} {rng.choice(('it', 'this', 'that drug', 'these', 'the same one'))}{m.group(3)}", s, count=1),
+        lambda s: re.sub(r"\b(the|their) (current|first|last) (hospital visit|icu visit|hospital encounter|icu stay)\b",
+                         lambda m: rng.choice(("this", "that")) + " " + m.group(3), s, count=1),
+        lambda s: re.sub(r"\b(prescribed|diagnosed with|received|had) ([a-z0-9][^?,]{6,60}?)( on| in| since| within|\?|$)",
+                         lambda m: f"{m.group(1)} {rng.choice(('it', 'this', 'that drug', 'these', 'the same one'))}{m.group(3)}",
+                         s, count=1),
         lambda s: s.rstrip("?.") + rng.choice((" after that?", " before then?", " for them?", " during this stay?")),
     )
     for f in rng.sample(forms, len(forms)):
@@ -142,7 +152,8 @@ def _inject_reference(rng: random.Random, q: str) -> str:
 
 def _vague_question(rng: random.Random) -> str:
     c = rng.choice(_CONCEPTS)
-    forms = ("{c}?", "{c}?", "{c} {d}?", "{c} results?", "{C}?", "any {c}?", "{c} and {d}?", "about the {c}?", "{c} trend?", "latest {c}?", "{c} levels?")
+    forms = ("{c}?", "{c}?", "{c} {d}?", "{c} results?", "{C}?", "any {c}?", "{c} and {d}?", "about the {c}?", "{c} trend?",
+             "latest {c}?", "{c} levels?")
     return rng.choice(forms).format(c=c, d=rng.choice(_CONCEPTS), C=c.title())
 
 
@@ -183,7 +194,7 @@ def scare_questions(paths: Iterable[str | Path]) -> list[tuple[str, str, str]]:
     seen: dict[str, tuple[str, str, str]] = {}
     for p in paths:
         for it in json.loads(Path(p).read_text()):
-            cls = "answerable" if it["type"] in ("easy", "medium", "hard") else it["type"]
+            cls = "answerable" if it["type"] in ANSWERABLE_TYPES else it["type"]
             masked = mask_values(it["question"], it["pred_sql"])
             seen.setdefault(masked, (masked, cls, it["question"]))
     return list(seen.values())
@@ -194,7 +205,8 @@ def _class_weights(y: np.ndarray) -> np.ndarray:
     return np.where(counts > 0, counts.sum() / np.maximum(counts, 1) / len(CLASSES), 0.0).astype(np.float32)
 
 
-def train_model(examples: list[tuple[str, str]], embedder: Embedder | None, cache: dict[str, np.ndarray] | None = None, **kw) -> QuestionModel:  # type: ignore[no-untyped-def]
+def train_model(examples: list[tuple[str, str]], embedder: Embedder | None, cache: dict[str, np.ndarray] | None = None,
+                **kw: Any) -> QuestionModel:
     questions = [q for q, _ in examples]
     y = np.array([CLASSES.index(c) for _, c in examples])
     emb = embed_cached(questions, embedder, cache) if embedder else None
@@ -206,7 +218,7 @@ def embed_cached(questions: list[str], embedder: Embedder, cache: dict[str, np.n
     cache = {} if cache is None else cache
     todo = sorted({q for q in questions if q not in cache})
     if todo:
-        for q, v in zip(todo, embedder.embed(todo)):
+        for q, v in zip(todo, embedder.embed(todo), strict=False):
             cache[q] = v
     return np.stack([cache[q] for q in questions])
 
@@ -242,6 +254,6 @@ def cross_validate(scare: list[tuple[str, str, str]], base: list[tuple[str, str]
             continue
         model = train_model(train, embedder, cache)
         x = featurize(test, embed_cached(test, embedder, cache) if embedder else None)
-        for m, row in zip(test, model.probabilities(x)):
+        for m, row in zip(test, model.probabilities(x), strict=True):
             out[m] = row
     return out

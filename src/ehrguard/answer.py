@@ -1,0 +1,231 @@
+"""``ehrguard.answer()``: one question through the whole safety layer, the one pipeline every interface uses.
+
+    question, with a candidate SQL or a model to write one
+      -> generation    (:mod:`ehrguard.generation`, only when no SQL is given)
+      -> verification  (:func:`ehrguard.verify`: preserve, correct, ambiguous or unanswerable)
+      -> execution     (the verdict's SQL, read-only and row-capped, only for preserve / correct)
+      -> audit entry   (:class:`ehrguard.audit.AuditLog`, one row per verification)
+
+The REST API (``/v1/verify``, ``/v1/ask``, so the web app too), the MCP tools and ``ehrguard verify``
+call :func:`answer` and only map the :class:`Answer` to their response shapes.
+
+A failure is part of the answer, not an exception: ``error`` holds the :class:`EhrguardError`
+that stopped the pipeline, and the steps after it did not run (what is set shows how far it
+got). :meth:`Answer.raise_for_error` raises it for callers that want the exception.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ehrguard.audit import AuditLog
+from ehrguard.db import Result, named_database
+from ehrguard.db.engine import Database
+from ehrguard.errors import ConfigError, EhrguardError, LLMError
+from ehrguard.verify import Verdict, database_context, verify
+from ehrguard.verify.methods import DatabaseContext
+
+if TYPE_CHECKING:
+    from ehrguard.generation import Generation
+
+# The verdicts whose SQL answers the question as it stands (the others ask back or refuse).
+EXECUTED_ACTIONS = ("preserve", "correct")
+
+
+@dataclass
+class Answer:
+    """What ehrguard did with one question.
+
+    Attributes:
+        question: the question, as asked.
+        generation: the model's attempts at writing the SQL, when no SQL was given.
+        verdict: the verifier's decision on the candidate SQL (given or generated).
+        result: the rows of the verdict's SQL, when it was preserved or corrected and executed.
+        audit_id: the id of the verification's audit entry, when an audit log was given.
+        error: what stopped the pipeline; the steps after it did not run.
+    """
+
+    question: str
+    generation: Generation | None = None
+    verdict: Verdict | None = None
+    result: Result | None = None
+    audit_id: int | None = None
+    error: EhrguardError | None = None
+
+    @property
+    def generated_sql(self) -> str | None:
+        """The SQL the model wrote (its last attempt), or None when SQL was given or none was written."""
+        return self.generation.final_sql if self.generation is not None else None
+
+    def raise_for_error(self) -> Answer:
+        """This answer, or its error raised (as httpx's ``raise_for_status``)."""
+        if self.error is not None:
+            raise self.error
+        return self
+
+    def verdict_dict(self) -> dict[str, Any]:
+        """The verdict in full, as the REST API returns it: every field, ``output``, the LLM usage and the audit entry's id."""
+        verdict = self.require_verdict()
+        out = verdict.to_dict()
+        out["usage"] = {"llm_calls": verdict.llm_calls, "tokens": verdict.tokens}
+        out["audit_id"] = self.audit_id
+        return out
+
+    def verdict_summary(self) -> dict[str, Any]:
+        """The verdict in brief, for agents (MCP): action, SQL, subtype, message and each finding's check, severity and message."""
+        verdict = self.require_verdict()
+        return {"action": verdict.action, "sql": verdict.sql, "subtype": verdict.subtype, "message": verdict.message,
+                "findings": [{"check": f.check, "severity": f.severity, "message": f.message} for f in verdict.findings]}
+
+    def result_dict(self) -> dict[str, Any] | None:
+        """The executed rows (``columns``, ``rows``, ``truncated``), or None when nothing ran."""
+        if self.result is None:
+            return None
+        return {"columns": self.result.columns, "rows": self.result.rows, "truncated": self.result.truncated}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The SQL the model wrote, the verdict in full and the rows (the REST API's ``/v1/ask``). The error is not
+        in it: check ``error`` (or call :meth:`raise_for_error`) first."""
+        verdict = self.verdict_dict() if self.verdict is not None else None
+        return {"generated_sql": self.generated_sql, "verdict": verdict, "result": self.result_dict()}
+
+    def require_verdict(self) -> Verdict:
+        """The verdict; without one, the error that kept the verifier from deciding is raised."""
+        if self.verdict is None:
+            raise self.error or ValueError("This answer has no verdict.")
+        return self.verdict
+
+
+def answer(question: str, *, db: str | Path | Database | DatabaseContext, sql: str | None = None, model: str | None = None,
+           method: str = "offline", verifier_model: str | None = None, operating_point: str | None = None,
+           db_id: str | None = None, names_only: bool = False, execute: bool = True, max_rows: int = 1000,
+           audit: AuditLog | None = None, caller: str = "local", interface: str = "python", audit_errors: bool = True,
+           audit_execution: str | None = None) -> Answer:
+    """Answer a question over an EHR database: write the SQL if none is given, verify it, run what the verifier allows.
+
+    Args:
+        question: the user's question, in plain language.
+        db: a database file, the name of a built database in ``$EHRGUARD_DB_DIR``, or an open database.
+        sql: the candidate SQL from any text-to-SQL model; without it, ``model`` writes it.
+        model: ``provider/model`` that writes the SQL when none is given.
+        method: the verification method (``offline``, ...; see ``ehrguard bench methods``).
+        verifier_model: ``provider/model`` for LLM verification methods.
+        operating_point: offline: ``balanced`` (default), ``safety-first`` or ``preserve-first``.
+        db_id: the database's conventions (``mimic_iv``, ``eicu``, ``mimicsql``); guessed from the file name.
+        names_only: ``db`` must be the name of a built database, never a path (network callers never name server files).
+        execute: run the verdict's SQL when it is preserved or corrected; False verifies only.
+        max_rows: the row cap of that execution.
+        audit: where the audit entries go; None writes none.
+        caller: who asked, for the audit log (a token's id, never the token).
+        interface: the interface asking, for the audit log (``api``, ``mcp``, ``cli``, ...).
+        audit_errors: also record a verification that could not run, with its error.
+        audit_execution: the interface name of an own audit entry for each executed query (the MCP
+            server writes ``mcp-run``); None records executions in no entry of their own.
+
+    Returns:
+        An :class:`Answer`. A failure before there is SQL to verify (the database cannot be opened,
+        a model call fails, the model writes no SQL) is returned and not audited; a candidate SQL
+        that could not be verified is audited with its error (unless ``audit_errors`` is False).
+
+    Examples:
+        >>> a = answer("What is the gender of patient 10004235?", db="mimic_iv",
+        ...            sql="SELECT gendr FROM patient WHERE subject_id = 10004235")  # doctest: +SKIP
+        >>> a.verdict.action, a.result.rows  # doctest: +SKIP
+        ('correct', [('F',)])
+    """
+    options = {"operating_point": operating_point} if operating_point else {}
+    log = _Entries(audit, caller, interface, _label(db), question, audit_errors, audit_execution)
+    started = time.perf_counter()
+    try:
+        target = _target(db, names_only, db_id)
+    except EhrguardError as exc:
+        if sql is not None:  # a candidate SQL that could not be verified is recorded; a question without one is not
+            log.unverified(sql, exc, started)
+        return Answer(question, error=exc)
+    generation = None
+    if sql is None:
+        try:
+            generation = _generate(question, database_context(target, db_id).db, model)
+        except EhrguardError as exc:
+            return Answer(question, error=exc)
+        if generation.final_sql is None:
+            return Answer(question, generation, error=LLMError("The model wrote no SQL."))
+        sql = generation.final_sql
+        started = time.perf_counter()
+    try:
+        verdict = verify(question, sql, db=target, method=method, model=verifier_model, db_id=db_id, **options)
+    except EhrguardError as exc:
+        log.unverified(sql, exc, started)
+        return Answer(question, generation, error=exc)
+    done = Answer(question, generation, verdict, audit_id=log.verified(sql, verdict, started))
+    if execute and verdict.action in EXECUTED_ACTIONS:
+        assert verdict.sql is not None  # a preserve / correct verdict always carries its SQL
+        try:
+            done.result = database_context(target, db_id).db.execute(verdict.sql, max_rows=max_rows)
+        except EhrguardError as exc:
+            done.error = exc
+        else:
+            log.executed(sql, verdict, done.result)
+    return done
+
+
+@dataclass(frozen=True)
+class _Entries:
+    """The audit entries of one call, all in one place (with no log, none are written)."""
+
+    log: AuditLog | None
+    caller: str
+    interface: str
+    db: str
+    question: str
+    errors: bool  # record a verification that could not run
+    execution: str | None  # the interface name of an executed query's own entry
+
+    def verified(self, sql: str, verdict: Verdict, started: float) -> int | None:
+        if self.log is None:
+            return None
+        return self.log.record_verdict(verdict, caller=self.caller, interface=self.interface, db=self.db, question=self.question,
+                                       sql=sql, started=started)
+
+    def unverified(self, sql: str, exc: EhrguardError, started: float) -> None:
+        if self.log is not None and self.errors:
+            self.log.record(caller=self.caller, interface=self.interface, db=self.db, question=self.question, candidate_sql=sql,
+                            error=f"{type(exc).__name__}: {exc}", duration_ms=1000 * (time.perf_counter() - started))
+
+    def executed(self, sql: str, verdict: Verdict, result: Result) -> None:
+        if self.log is not None and self.execution is not None:
+            self.log.record(caller=self.caller, interface=self.execution, db=self.db, question=self.question, candidate_sql=sql,
+                            executed_sql=verdict.sql, action=verdict.action, row_count=len(result.rows), result_values=result.rows)
+
+
+def _target(db: str | Path | Database | DatabaseContext, names_only: bool, db_id: str | None) -> str | Path | DatabaseContext:
+    """What to verify against: a built database's file (by name only, for network callers), a file, or one context
+    for an open database (so that its schema and value index are built once for every step)."""
+    if names_only:
+        if not isinstance(db, str):
+            raise TypeError("names_only takes the name of a built database.")
+        return named_database(db)
+    if isinstance(db, (str, Path)):
+        return db
+    return database_context(db, db_id)
+
+
+def _label(db: str | Path | Database | DatabaseContext) -> str:
+    """The database as the audit log names it: as the caller gave it, or an open database's name."""
+    if isinstance(db, (str, Path)):
+        return str(db)
+    return (db.db if isinstance(db, DatabaseContext) else db).name
+
+
+def _generate(question: str, db: Database, model: str | None) -> Generation:
+    """What the REST API and the MCP server have always asked of the model: one direct prompt, one refinement round."""
+    if model is None:
+        raise ConfigError("No model to write the SQL: pass sql=..., or model='provider/model'.")
+    # Imported here: the model clients load asyncio and HTTP machinery that verification never needs.
+    from ehrguard.generation import generate
+    from ehrguard.llm import LLM
+
+    return generate(question, db, LLM(model), mode="direct", refine=1, dialect=db.dialect)

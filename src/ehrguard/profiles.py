@@ -1,0 +1,253 @@
+"""Database profiles: everything ehrguard knows about one kind of database, in one frozen object.
+
+A profile names a database's conventions: its SQL dialect, its "now" (a fixed instant, or the
+real clock), the entities questions count (patients, admissions, ICU stays) with their tables
+and id columns, its time columns, which text columns hold values worth indexing, the file a
+build writes and the folder it reads, the question bank its known forms come from, and the rule
+the benchmarks compare answers with. Every module that needs such a fact asks the profile of
+the database at hand (``DatabaseContext.profile``) instead of testing a database's name.
+
+Adding a database means adding one profile: to :data:`PROFILES` here, or in a TOML file
+(:func:`load_profile`) for a schema ehrguard has never seen::
+
+    db_id = "st_marys"
+    dialect = "sqlite"
+    now = "clock"                     # or a fixed instant: "2100-12-31 23:59:00"
+    file_name = "st_marys.sqlite"
+    time_columns = ["encounters.start_time", "labs.taken_at"]
+    value_columns = ["labs.test_name", "meds.drug"]
+
+    [[entities]]
+    name = "patient"
+    table = "people"
+    id_column = "mrn"
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+EHRSQL_NOW = "2100-12-31 23:59:00"
+"""EHRSQL and SCARE shift every timestamp into the years up to 2100 and fix "now" at this instant."""
+
+AnswerRule = Literal["ehrsql", "mimicsql"]
+"""How the benchmarks compare a predicted answer with the gold one (see ``evaluation.execution_match.answers_match``)."""
+
+EntityName = Literal["patient", "admission", "stay"]
+_ENTITY_NAMES = ("patient", "admission", "stay")
+
+
+@dataclass(frozen=True)
+class Entity:
+    """Something questions count or name by id: a patient, a hospital admission, an ICU stay."""
+
+    name: EntityName
+    table: str
+    id_column: str
+
+
+@dataclass(frozen=True)
+class DatabaseProfile:
+    """One database's conventions. See the module docstring for the TOML form."""
+
+    db_id: str
+    description: str = ""
+    dialect: str = "sqlite"  # a sqlglot dialect name
+    now: str | None = None  # a fixed "YYYY-MM-DD HH:MM:SS", or None for the machine clock
+    entities: tuple[Entity, ...] = ()
+    # Id columns that identify people (or their visits) when counted: "how many patients" needs DISTINCT over them.
+    person_ids: tuple[str, ...] = ()
+    time_columns: tuple[str, ...] = ()  # "table.column"
+    value_columns: tuple[str, ...] = ()  # "table.column" text columns worth indexing; empty: every text column
+    file_name: str = ""  # what `ehrguard db build` writes and the benchmarks look for
+    source_folder: str = ""  # the public source's folder inside the data directory
+    builder: str = ""  # the builder that makes it (`ehrguard db build NAME`)
+    bank: str = ""  # the question bank its known forms come from (see verify.offline.templates.BANK_LOADERS)
+    answer_rule: AnswerRule = "ehrsql"
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def value_columns_by_table(self) -> dict[str, tuple[str, ...]]:
+        """``value_columns`` grouped by table, in order."""
+        out: dict[str, tuple[str, ...]] = {}
+        for qualified in self.value_columns:
+            table, column = qualified.rsplit(".", 1)
+            out[table] = (*out.get(table, ()), column)
+        return out
+
+    def entity(self, name: EntityName) -> Entity | None:
+        return next((e for e in self.entities if e.name == name), None)
+
+    @property
+    def fixed_now(self) -> bool:
+        """The database has its own "now": questions about "this year" or "today" mean that instant, not the clock."""
+        return self.now is not None
+
+
+def _entities(*triples: tuple[EntityName, str, str]) -> tuple[Entity, ...]:
+    return tuple(Entity(*t) for t in triples)
+
+
+PROFILES: dict[str, DatabaseProfile] = {
+    p.db_id: p
+    for p in (
+        DatabaseProfile(
+            "mimic_iv", "EHRSQL-2024 / SCARE MIMIC-IV (SQLite) from the MIMIC-IV demo 2.2", "sqlite", EHRSQL_NOW,
+            _entities(("patient", "patients", "subject_id"), ("admission", "admissions", "hadm_id"), ("stay", "icustays", "stay_id")),
+            person_ids=("subject_id",),
+            time_columns=("admissions.admittime", "admissions.dischtime", "diagnoses_icd.charttime", "procedures_icd.charttime",
+                          "labevents.charttime", "prescriptions.starttime", "prescriptions.stoptime", "cost.chargetime",
+                          "chartevents.charttime", "inputevents.starttime", "outputevents.charttime", "microbiologyevents.charttime",
+                          "icustays.intime", "icustays.outtime", "transfers.intime", "transfers.outtime"),
+            value_columns=("d_labitems.label", "d_items.label", "d_icd_diagnoses.long_title", "d_icd_procedures.long_title",
+                           "prescriptions.drug", "prescriptions.route", "microbiologyevents.spec_type_desc", "microbiologyevents.test_name",
+                           "microbiologyevents.org_name", "admissions.admission_type", "admissions.admission_location",
+                           "admissions.discharge_location", "admissions.insurance", "admissions.language", "admissions.marital_status",
+                           "patients.gender", "icustays.first_careunit", "icustays.last_careunit",
+                           "transfers.careunit", "transfers.eventtype"),
+            file_name="mimic_iv.sqlite", source_folder="mimic-iv-demo-2.2", builder="mimic_iv", bank="ehrsql-2024-mimic-iv",
+        ),
+        DatabaseProfile(
+            "eicu", "EHRSQL / SCARE eICU (SQLite) from the eICU demo 2.0.1", "sqlite", EHRSQL_NOW,
+            _entities(("patient", "patient", "uniquepid"), ("admission", "patient", "patienthealthsystemstayid"),
+                      ("stay", "patient", "patientunitstayid")),
+            person_ids=("uniquepid", "patienthealthsystemstayid"),
+            time_columns=("patient.hospitaladmittime", "patient.unitadmittime", "patient.unitdischargetime",
+                          "patient.hospitaldischargetime", "diagnosis.diagnosistime", "treatment.treatmenttime", "lab.labresulttime",
+                          "medication.drugstarttime", "medication.drugstoptime", "cost.chargetime", "allergy.allergytime",
+                          "intakeoutput.intakeoutputtime", "microlab.culturetakentime", "vitalperiodic.observationtime"),
+            file_name="eicu.sqlite", source_folder="eicu-demo-2.0.1", builder="eicu", bank="ehrsql-eicu",
+        ),
+        DatabaseProfile(
+            "mimicsql", "MIMICSQL 5-table schema (SQLite) from the MIMIC-III demo 1.4", "sqlite", None,
+            _entities(("patient", "demographic", "subject_id"), ("admission", "demographic", "hadm_id")),
+            person_ids=("subject_id",),
+            file_name="mimicsql.sqlite", source_folder="mimic-iii-demo-1.4", builder="mimicsql", answer_rule="mimicsql",
+        ),
+        DatabaseProfile(
+            "mimic_iv_raw", "MIMIC-IV in its module layout (DuckDB: mimiciv_hosp, mimiciv_icu, mimiciv_derived)", "duckdb", None,
+            _entities(("patient", "mimiciv_hosp.patients", "subject_id"), ("admission", "mimiciv_hosp.admissions", "hadm_id"),
+                      ("stay", "mimiciv_icu.icustays", "stay_id")),
+            person_ids=("subject_id",),
+            file_name="mimic_iv_raw.duckdb", source_folder="mimic-iv-demo-2.2", builder="mimic_iv_raw",
+        ),
+    )
+}
+
+GENERIC = DatabaseProfile(
+    "generic", "A database ehrguard has no profile for: MIMIC- and eICU-style names are recognised, nothing is fixed.", "sqlite", None,
+    _entities(("patient", "patients", "subject_id"), ("patient", "patient", "uniquepid")),
+    person_ids=("subject_id", "uniquepid", "patienthealthsystemstayid"),
+)
+"""What ehrguard assumes of a database it has no profile for (a copy built under another name, a user's own file)."""
+
+
+def get_profile(db_id: str) -> DatabaseProfile:
+    """The built-in profile ``db_id``, or :data:`GENERIC` (under that id) for a database ehrguard does not know."""
+    profile = PROFILES.get(db_id)
+    if profile is not None:
+        return profile
+    from dataclasses import replace
+
+    return replace(GENERIC, db_id=db_id)
+
+
+def known_profile(db_id: str) -> DatabaseProfile:
+    """The built-in profile ``db_id``; an unknown id is a ConfigError naming the closest one."""
+    if db_id in PROFILES:
+        return PROFILES[db_id]
+    from ehrguard.errors import ConfigError
+
+    close = difflib.get_close_matches(db_id, list(PROFILES), n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise ConfigError(f"Unknown database profile {db_id!r}.{hint} Known: {', '.join(PROFILES)} (or load one from a TOML file).")
+
+
+def profile_for_file(path: str | Path) -> DatabaseProfile:
+    """The profile of a database file, from its name: ``mimic_iv.sqlite`` and ``mimic_iv_copy.sqlite`` are ``mimic_iv``."""
+    stem = Path(path).stem.lower()
+    for db_id in ("mimic_iv", "eicu", "mimicsql"):  # the names SCARE and EHRSQL files are built under
+        if stem.startswith(db_id):
+            return PROFILES[db_id]
+    return get_profile(stem)
+
+
+def answer_rule(db_id: str) -> AnswerRule:
+    return get_profile(db_id).answer_rule
+
+
+def load_profile(path: str | Path) -> DatabaseProfile:
+    """A profile from a TOML file (the module docstring shows one).
+
+    Raises:
+        ConfigError: the file is missing, not TOML, or a field is unknown or of the wrong kind
+            (the message names the field and what it should be).
+    """
+    from ehrguard.errors import ConfigError
+
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except OSError as exc:
+        raise ConfigError(f"Cannot read the profile {p}: {exc.strerror or exc}.") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"The profile {p} is not valid TOML: {exc}.") from exc
+    return profile_from_dict(data, where=str(p))
+
+
+def profile_from_dict(data: dict[str, Any], *, where: str = "profile") -> DatabaseProfile:
+    """A profile from plain data (a parsed TOML file); see :func:`load_profile`."""
+    from ehrguard.errors import ConfigError
+
+    known = {f.name for f in fields(DatabaseProfile)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"{where}: unknown field {unknown[0]!r}{hint}; fields are {', '.join(sorted(known - {'extra'}))}.")
+    if not isinstance(data.get("db_id"), str) or not data["db_id"]:
+        raise ConfigError(f"{where}: db_id (a name such as \"st_marys\") is required.")
+    values: dict[str, Any] = dict(data)
+    now = values.get("now")
+    if now in ("clock", "", None):
+        values["now"] = None
+    elif not (isinstance(now, str) and _is_instant(now)):
+        raise ConfigError(f"{where}: now is \"clock\" or a fixed instant \"YYYY-MM-DD HH:MM:SS\"; got {now!r}.")
+    entities = []
+    for i, e in enumerate(values.get("entities", [])):
+        if not isinstance(e, dict) or set(e) != {"name", "table", "id_column"} or e["name"] not in _ENTITY_NAMES:
+            raise ConfigError(f"{where}: entities[{i}] needs exactly name ({'/'.join(_ENTITY_NAMES)}), table and id_column.")
+        entities.append(Entity(e["name"], str(e["table"]), str(e["id_column"])))
+    values["entities"] = tuple(entities)
+    for name in ("person_ids", "time_columns", "value_columns"):
+        items = values.get(name, [])
+        if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+            raise ConfigError(f"{where}: {name} is a list of strings.")
+        if name != "person_ids" and any("." not in x for x in items):
+            raise ConfigError(f"{where}: {name} entries are \"table.column\".")
+        values[name] = tuple(items)
+    if not values["person_ids"] and entities:
+        values["person_ids"] = tuple(dict.fromkeys(e.id_column for e in entities if e.name == "patient"))
+    if values.get("answer_rule", "ehrsql") not in ("ehrsql", "mimicsql"):
+        raise ConfigError(f"{where}: answer_rule is ehrsql or mimicsql.")
+    for name in ("description", "dialect", "file_name", "source_folder", "builder", "bank"):
+        if name in values and not isinstance(values[name], str):
+            raise ConfigError(f"{where}: {name} is a string.")
+    return DatabaseProfile(**values)
+
+
+def _is_instant(text: str) -> bool:
+    from datetime import datetime
+
+    try:
+        datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return False
+    return True
+
+
+__all__ = ["EHRSQL_NOW", "GENERIC", "PROFILES", "DatabaseProfile", "Entity", "answer_rule", "get_profile", "known_profile",
+           "load_profile", "profile_for_file", "profile_from_dict"]

@@ -1,0 +1,78 @@
+"""The REST API's one error shape, ``{"error": {"code": ..., "message": ...}}``, and the table behind it.
+
+:data:`ERRORS` maps each :class:`~ehrguard.errors.EhrguardError` class to its HTTP status and
+code. An error is looked up along its class's MRO, so the most specific class in the table wins
+(a :class:`~ehrguard.errors.DatabaseNameError` is ``invalid_request``, though it is also a
+:class:`~ehrguard.errors.DatabaseNotFoundError`), whatever the order of the table. Any other
+``EhrguardError`` answers 400 with its class name as the code.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ehrguard.errors import ConfigError, DatabaseNameError, DatabaseNotFoundError, EhrguardError, LLMError, QueryRefusedError
+
+ERRORS: dict[type[EhrguardError], tuple[int, str]] = {
+    DatabaseNameError: (400, "invalid_request"),
+    DatabaseNotFoundError: (404, "database_not_found"),
+    QueryRefusedError: (400, "query_refused"),
+    ConfigError: (400, "bad_configuration"),
+    LLMError: (502, "model_error"),  # the model server failed, not the request
+}
+
+
+class ApiError(Exception):
+    """A refusal of the API itself (no token, rate limit, a disabled route), with its status and code."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def status_and_code(error: type[EhrguardError]) -> tuple[int, str]:
+    """The HTTP status and error code of an ``EhrguardError`` class: its nearest class in :data:`ERRORS`."""
+    for cls in error.__mro__:
+        if cls in ERRORS:
+            return ERRORS[cls]
+    return 400, error.__name__
+
+
+def error_response(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+    return error_response(exc.status, exc.code, exc.message)
+
+
+async def _ehrguard_error(request: Request, exc: EhrguardError) -> JSONResponse:
+    return error_response(*status_and_code(type(exc)), str(exc))
+
+
+async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(p) for p in first.get("loc", [])[1:])
+    too_long = first.get("type") == "string_too_long"
+    status, code = (413, "too_large") if too_long else (422, "invalid_request")
+    return error_response(status, code, f"{where}: {first.get('msg', 'invalid')}")
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    return error_response(exc.status_code, "not_found" if exc.status_code == 404 else "http_error", str(exc.detail))
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    return error_response(500, "internal_error", f"{type(exc).__name__}: {exc}")
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Answer every failure of ``app`` in the one error shape."""
+    app.exception_handler(ApiError)(_api_error)
+    app.exception_handler(RequestValidationError)(_validation_error)
+    app.exception_handler(StarletteHTTPException)(_http_error)
+    app.exception_handler(EhrguardError)(_ehrguard_error)
+    app.exception_handler(Exception)(_unexpected)

@@ -1,0 +1,118 @@
+"""The REST API's routes: each parses its request, makes one library call and shapes the reply.
+
+Verification and asking go through :func:`ehrguard.answer` (which writes the audit entry);
+the per-app parts (tokens, audit log, the raw-SQL switch) live on ``app.state``, set by
+:func:`ehrguard.server.app.create_app`. Route function names are the OpenAPI operation ids.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import FileResponse
+from pydantic import BaseModel, Field
+
+from ehrguard import __version__, answer
+from ehrguard.audit import AuditLog
+from ehrguard.db import built_databases, named_database
+from ehrguard.server.auth import caller
+from ehrguard.server.errors import ApiError
+from ehrguard.verify import database_context
+
+MAX_QUESTION = 2_000
+MAX_SQL = 20_000
+STATIC = Path(__file__).parent / "static"
+
+router = APIRouter()
+
+
+class VerifyRequest(BaseModel):
+    db: str = Field(description="A built database's name (mimic_iv, eicu, ...) or file path.")
+    question: str = Field(max_length=MAX_QUESTION)
+    sql: str = Field(max_length=MAX_SQL, description="The candidate SQL from the text-to-SQL model.")
+    method: str = "offline"
+    model: str | None = None
+    operating_point: str | None = None
+
+
+class SqlRequest(BaseModel):
+    db: str
+    sql: str = Field(max_length=MAX_SQL)
+    max_rows: int = Field(default=1000, ge=1, le=10_000)
+
+
+class AskRequest(BaseModel):
+    db: str
+    question: str = Field(max_length=MAX_QUESTION)
+    model: str | None = None
+
+
+def audit_log(request: Request) -> AuditLog:
+    """The app's audit log."""
+    log: AuditLog = request.app.state.audit
+    return log
+
+
+def sql_enabled(request: Request) -> bool:
+    """Whether ``POST /v1/sql`` may run raw SQL on this server."""
+    return bool(request.app.state.sql_enabled)
+
+
+# The dependencies of the routes: they add nothing to the OpenAPI document.
+Caller = Annotated[str, Depends(caller)]
+Audit = Annotated[AuditLog, Depends(audit_log)]
+SqlEnabled = Annotated[bool, Depends(sql_enabled)]
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, Any]:
+    return {"status": "ok", "version": __version__}
+
+
+@router.get("/v1/databases")
+def databases(who: Caller) -> dict[str, Any]:
+    return {"databases": [{"name": p.stem, "file": p.name} for p in built_databases()]}
+
+
+@router.get("/v1/databases/{db}/schema")
+def schema(db: str, who: Caller) -> dict[str, Any]:
+    return database_context(named_database(db)).schema.to_dict()
+
+
+@router.post("/v1/verify")
+def verify(body: VerifyRequest, who: Caller, log: Audit) -> dict[str, Any]:
+    reply = answer(body.question, db=body.db, sql=body.sql, method=body.method, verifier_model=body.model,
+                   operating_point=body.operating_point, names_only=True, execute=False, audit=log, caller=who, interface="api")
+    return reply.raise_for_error().verdict_dict()
+
+
+@router.post("/v1/sql")
+def run_sql(body: SqlRequest, who: Caller, log: Audit, enabled: SqlEnabled) -> dict[str, Any]:
+    if not enabled:
+        raise ApiError(403, "disabled", "Raw SQL execution is disabled on this server (EHRGUARD_API_SQL=off).")
+    start = time.perf_counter()
+    result = database_context(named_database(body.db)).db.execute(body.sql, max_rows=body.max_rows)
+    log.record(caller=who, interface="api-sql", db=body.db, candidate_sql=body.sql, executed_sql=body.sql, row_count=len(result.rows),
+               duration_ms=round(1000 * (time.perf_counter() - start), 3), result_values=result.rows)
+    return result.to_dict()
+
+
+@router.post("/v1/ask")
+def ask(body: AskRequest, who: Caller, log: Audit) -> dict[str, Any]:
+    if not body.model:
+        raise ApiError(400, "no_model", "Asking needs a model to write the SQL: pass \"model\": \"provider/model\".")
+    reply = answer(body.question, db=body.db, model=body.model, names_only=True, max_rows=1000, audit=log, caller=who, interface="api-ask")
+    return reply.raise_for_error().to_dict()
+
+
+@router.get("/v1/audit")
+def audit_entries(who: Caller, log: Audit, limit: int = 20) -> dict[str, Any]:
+    return {"entries": log.entries(limit=min(limit, 200))}
+
+
+@router.get("/", include_in_schema=False)
+def index() -> FileResponse:
+    return FileResponse(STATIC / "index.html")

@@ -1,0 +1,57 @@
+"""The SQL checks, one module per family, run in a fixed order like sqlglot's optimizer rules.
+
+Each check is a plain function ``(SqlContext) -> CheckResult`` (findings, and the edits that
+would answer them); :data:`CHECKS` is the order they run in, and a check marked ``stops``
+ends the run when it finds anything. :func:`run_checks` runs them; :func:`repair` applies the
+proposed edits to a copy of the parse tree. Checks never raise on bad SQL: a query that does
+not parse is itself a finding.
+
+Families: :mod:`.syntax` (a query at all, read-only, parses), :mod:`.schema_refs` (tables and
+columns exist), :mod:`.execution` (runs, returns something), :mod:`.conventions` (the
+database's "now", counting people), :mod:`.values` (literals and patient ids exist),
+:mod:`.repair`. These modules and :mod:`.base` (what every check shares) are internal; the
+names below are the API (``from ehrguard.verify.checks import run_checks``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, summary
+from ehrguard.verify.checks.conventions import check_count_distinct, check_now
+from ehrguard.verify.checks.execution import check_executes, check_result
+from ehrguard.verify.checks.repair import repair
+from ehrguard.verify.checks.schema_refs import check_schema
+from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_read_only
+from ehrguard.verify.checks.values import check_patient_ids, check_values
+
+if TYPE_CHECKING:
+    from ehrguard.verify.methods import DatabaseContext
+
+CHECKS: tuple[Check, ...] = (
+    Check("abstained", check_abstained, stops=True),  # with no query there is nothing else to check
+    Check("read_only", check_read_only, stops=True),  # never execute or inspect a statement that could write
+    Check("parse", check_parses),
+    Check("schema", check_schema),
+    Check("execution", check_executes),
+    Check("result", check_result),
+    Check("now", check_now),
+    Check("values", check_values),
+    Check("patient_ids", check_patient_ids),
+    Check("count_distinct", check_count_distinct),
+)
+
+
+def run_checks(question: str, sql: str, db: DatabaseContext, checks: tuple[Check, ...] = CHECKS) -> Checked:
+    """Run the checks in order on one candidate; the findings and proposed edits, with the shared context."""
+    checked = Checked(SqlContext(question, sql, db))
+    for check in checks:
+        result = check.run(checked.ctx)
+        checked.findings.extend(result.findings)
+        checked.edits.extend(result.edits)
+        if check.stops and result.findings:
+            break
+    return checked
+
+
+__all__ = ["CHECKS", "Check", "CheckResult", "Checked", "Edit", "SqlContext", "TextEdit", "TreeEdit", "repair", "run_checks", "summary"]

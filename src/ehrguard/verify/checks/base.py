@@ -1,0 +1,135 @@
+"""What every check shares: the candidate SQL with its parse tree and execution, and what a check returns.
+
+A check is a plain function ``(ctx) -> CheckResult``: the findings it makes and the edits it
+proposes. It never changes the context, the parse tree or another check's result; the
+parse tree and the execution result are computed once, on first use, and only read after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, cast
+
+import sqlglot
+from sqlglot import exp
+
+from ehrguard.db.engine import Result
+from ehrguard.errors import DatabaseError
+from ehrguard.verify.verdict import Finding
+
+if TYPE_CHECKING:
+    from ehrguard.verify.methods import DatabaseContext
+
+# A check executes the candidate at most once, under this limit: verification answers in milliseconds, and a query
+# that runs longer than this is itself worth a finding rather than a minute's wait.
+EXECUTION_TIMEOUT_S = 10.0
+EXECUTION_MAX_ROWS = 1000
+
+
+@dataclass
+class SqlContext:
+    """A candidate SQL and what the checks read of it: its parse tree and its execution result (each computed once)."""
+
+    question: str
+    sql: str
+    db: DatabaseContext
+
+    @cached_property
+    def tree(self) -> exp.Expression | None:
+        try:
+            trees = sqlglot.parse(self.sql, read=self.dialect)
+        except sqlglot.errors.SqlglotError:
+            return None
+        trees = [t for t in trees if t is not None]
+        return cast("exp.Expression", trees[0]) if len(trees) == 1 else None
+
+    @property
+    def dialect(self) -> str:
+        """The sqlglot dialect the SQL is read and written in (SQLite unless the database is DuckDB)."""
+        return self.db.schema.dialect if self.db.schema.dialect in ("sqlite", "duckdb") else "sqlite"
+
+    @cached_property
+    def execution(self) -> Result | DatabaseError:
+        try:
+            return self.db.db.execute(self.sql, timeout_s=EXECUTION_TIMEOUT_S, max_rows=EXECUTION_MAX_ROWS)
+        except DatabaseError as exc:
+            return exc
+
+    def span_of(self, text: str) -> tuple[int, int] | None:
+        i = self.sql.lower().find(text.lower())
+        return (i, i + len(text)) if i >= 0 else None
+
+
+@dataclass(frozen=True)
+class TreeEdit:
+    """A change a check proposes to the parse tree. ``apply`` receives the node of a *copy* of the tree that
+    corresponds to ``target`` (a node of the context's tree), or the copy's root when ``target`` is None,
+    and edits it in place; the context's own tree is never changed."""
+
+    apply: Callable[[exp.Expression], None]
+    target: exp.Expression | None = None
+
+
+@dataclass(frozen=True)
+class TextEdit:
+    """A change a check proposes to the SQL text, applied after the tree edits."""
+
+    apply: Callable[[str], str]
+
+
+Edit = TreeEdit | TextEdit
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What one check returns: its findings, and the edits that would answer them (for :func:`repair`)."""
+
+    findings: tuple[Finding, ...] = ()
+    edits: tuple[Edit, ...] = ()
+
+
+NOTHING = CheckResult()
+
+
+@dataclass(frozen=True)
+class Check:
+    """A named check. ``stops``: when it finds anything, no later check runs (with no query there is nothing to
+    check; a statement that could write is never executed or inspected further)."""
+
+    name: str
+    run: Callable[[SqlContext], CheckResult]
+    stops: bool = False
+
+
+def found(*findings: Finding, edits: Sequence[Edit] = ()) -> CheckResult:
+    return CheckResult(tuple(findings), tuple(edits))
+
+
+def summary(findings: list[Finding] | tuple[Finding, ...]) -> dict[str, Any]:
+    return {"errors": sum(f.severity == "error" for f in findings), "warnings": sum(f.severity == "warning" for f in findings),
+            "checks": sorted({f.check for f in findings})}
+
+
+@dataclass
+class Checked:
+    """The outcome of running every check on one SQL: the context (parse tree, execution), the findings in
+    check order, and every proposed edit in the same order."""
+
+    ctx: SqlContext
+    findings: list[Finding] = field(default_factory=list)
+    edits: list[Edit] = field(default_factory=list)
+
+    @property
+    def has_rows(self) -> bool:
+        """Ran and returned at least one non-NULL value."""
+        result = self.ctx.execution
+        return isinstance(result, Result) and bool(result.rows) and not all(v is None for r in result.rows for v in r)
+
+    @property
+    def outcome(self) -> str:
+        """``rows``, ``empty`` (ran; nothing or only NULL), or ``failed`` (did not run, or no query)."""
+        if self.has_rows:
+            return "rows"
+        return "empty" if isinstance(self.ctx.execution, Result) else "failed"

@@ -1,0 +1,26 @@
+"""Does the SQL run on the database, and does it return anything?"""
+
+from __future__ import annotations
+
+from ehrguard.errors import DatabaseError
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found
+from ehrguard.verify.verdict import Finding
+
+
+def check_executes(ctx: SqlContext) -> CheckResult:
+    result = ctx.execution
+    if isinstance(result, DatabaseError):
+        return found(Finding("execution", "error", f"The query fails on the database: {result}"))
+    return NOTHING
+
+
+def check_result(ctx: SqlContext) -> CheckResult:
+    """An empty or all-NULL result, where the question expects an answer."""
+    result = ctx.execution
+    if isinstance(result, DatabaseError):
+        return NOTHING
+    if not result.rows:
+        return found(Finding("empty_result", "warning", "The query returns no rows."))
+    if all(v is None for row in result.rows for v in row):
+        return found(Finding("null_result", "warning", "The query returns only NULL."))
+    return NOTHING

@@ -1,0 +1,94 @@
+"""Every table and column the SQL names exists in the schema; an unknown one gets the nearest valid name."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from ehrguard.verify.checks.base import CheckResult, Edit, SqlContext, TreeEdit, found
+from ehrguard.verify.verdict import Finding
+
+# How close a name must be to count as a misspelling of a schema name (difflib ratio).
+NEAR_NAME = 0.75
+
+
+def all_columns(ctx: SqlContext) -> dict[str, list[str]]:
+    """Table -> its column names, lower-cased."""
+    return {t.name.lower(): [c.name.lower() for c in t.columns] for t in ctx.db.schema.tables}
+
+
+def aliases(tree: exp.Expression) -> tuple[dict[str, str], set[str]]:
+    """Table aliases -> table names, and every name a query defines itself (CTEs, subquery and column aliases)."""
+    tables: dict[str, str] = {}
+    defined: set[str] = set()
+    for t in tree.find_all(exp.Table):
+        tables[(t.alias or t.name).lower()] = t.name.lower()
+    for node in tree.find_all(exp.CTE, exp.Subquery, exp.Alias, exp.TableAlias):
+        if node.alias:
+            defined.add(node.alias.lower())
+        if isinstance(node, exp.TableAlias):
+            defined.update(c.name.lower() for c in node.columns)
+    return tables, defined
+
+
+def check_schema(ctx: SqlContext) -> CheckResult:
+    """Every table and column exists; unknown ones get the nearest valid name."""
+    if ctx.tree is None:
+        return CheckResult()
+    columns = all_columns(ctx)
+    tables, defined = aliases(ctx.tree)
+    findings: list[Finding] = []
+    edits: list[Edit] = []
+    for t in {t.name.lower() for t in ctx.tree.find_all(exp.Table)}:
+        if t not in columns and t not in defined:
+            near = difflib.get_close_matches(t, list(columns), n=1, cutoff=NEAR_NAME)
+            findings.append(Finding("unknown_table", "error", f"No table {t!r}" + (f"; did you mean {near[0]!r}?" if near else "."),
+                                    ctx.span_of(t), near[0] if near else None))
+            if near:
+                edits.append(TreeEdit(rename_table(t, near[0])))
+    seen = set()
+    for col in ctx.tree.find_all(exp.Column):
+        name, qual = col.name.lower(), col.table.lower()
+        if not name or name in defined or (qual, name) in seen or isinstance(col.this, exp.Star):
+            continue
+        seen.add((qual, name))
+        if qual:
+            table = tables.get(qual, qual)
+            if table not in columns or name in columns[table]:
+                continue
+            candidates = columns[table]
+        else:
+            scope = [tables[a] for a in tables if tables[a] in columns] or list(columns)
+            if any(name in columns[t] for t in scope):
+                continue
+            candidates = sorted({c for t in scope for c in columns[t]})
+        near = difflib.get_close_matches(name, candidates, n=1, cutoff=NEAR_NAME)
+        where = f"{qual}.{name}" if qual else name
+        findings.append(Finding("unknown_column", "error", f"No column {where!r}" + (f"; did you mean {near[0]!r}?" if near else "."),
+                                ctx.span_of(col.sql(dialect="sqlite")) or ctx.span_of(name), near[0] if near else None))
+        if near:
+            edits.append(TreeEdit(rename_column(qual, name, near[0])))
+    return found(*findings, edits=edits)
+
+
+def rename_table(old: str, new: str) -> Callable[[exp.Expression], None]:
+    def apply(tree: exp.Expression) -> None:
+        for t in tree.find_all(exp.Table):
+            if t.name.lower() == old:
+                t.set("this", exp.to_identifier(new))
+        for c in tree.find_all(exp.Column):
+            if c.table.lower() == old:
+                c.set("table", exp.to_identifier(new))
+
+    return apply
+
+
+def rename_column(qual: str, old: str, new: str) -> Callable[[exp.Expression], None]:
+    def apply(tree: exp.Expression) -> None:
+        for c in tree.find_all(exp.Column):
+            if c.name.lower() == old and c.table.lower() == qual:
+                c.set("this", exp.to_identifier(new))
+
+    return apply

@@ -1,0 +1,101 @@
+"""The values the SQL compares with exist in the database: text literals in their columns, patient ids in the patient table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from ehrguard.errors import DatabaseError
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
+from ehrguard.verify.checks.schema_refs import aliases, all_columns
+from ehrguard.verify.verdict import Finding
+
+# A misspelt literal is replaced only by a clear nearest value: similar enough, and clearly closer than the next one.
+CLEAR_NEAREST = 0.85
+CLEAR_MARGIN = 0.05
+
+
+def literal_comparisons(tree: exp.Expression, tables: dict[str, str]) -> list[tuple[str, str, exp.Literal]]:
+    """(table, column, string literal) for every ``column = / IN / LIKE 'literal'`` in the tree."""
+    out = []
+    for node in tree.find_all(exp.EQ, exp.In, exp.Like):
+        col = node.this if isinstance(node.this, exp.Column) else None
+        if col is None:
+            continue
+        literals = node.expressions if isinstance(node, exp.In) else [node.expression]
+        for lit in literals:
+            if isinstance(lit, exp.Literal) and lit.is_string:
+                out.append((tables.get(col.table.lower(), col.table.lower()), col.name.lower(), lit))
+    return out
+
+
+def _replace_with(value: str) -> Callable[[exp.Expression], None]:
+    def apply(node: exp.Expression) -> None:
+        node.replace(exp.Literal.string(value))
+
+    return apply
+
+
+def check_values(ctx: SqlContext) -> CheckResult:
+    """A string literal compared with a text column must be one of its values; else the nearest value is suggested."""
+    if ctx.tree is None:
+        return NOTHING
+    tables, _ = aliases(ctx.tree)
+    columns = all_columns(ctx)
+    findings: list[Finding] = []
+    edits: list[Edit] = []
+    for table, column, lit in literal_comparisons(ctx.tree, tables):
+        if not table:
+            owners = [t for t in set(tables.values()) if t in columns and column in columns[t]]
+            if len(owners) != 1:
+                continue
+            table = owners[0]
+        if column.endswith("id"):
+            continue  # identifiers are exact: never "nearest" a patient or stay id (check_patient_ids covers them)
+        info = ctx.db.schema.table(table)
+        col = info.column(column) if info else None
+        if col is None or "char" not in col.type.lower() and "text" not in col.type.lower() and col.type:
+            continue
+        value = lit.this
+        if "%" in value or "_" in value and isinstance(lit.parent, exp.Like):
+            continue
+        lookup = ctx.db.values.lookup(table, column, value, k=2)
+        if not lookup.indexed or lookup.exists:
+            continue
+        best = lookup.nearest[0] if lookup.nearest else None
+        # A value the question states word for word is what the user asked for: when the data lacks it, that is
+        # a finding, not a typo to fix.
+        stated = value.lower() in ctx.question.lower()
+        clear = (not stated and best is not None and best.score >= CLEAR_NEAREST
+                 and (len(lookup.nearest) < 2 or best.score - lookup.nearest[1].score >= CLEAR_MARGIN))
+        message = f"{value!r} is not a value of {table}.{column}" + (f"; nearest: {best.value!r}" if best else "")
+        findings.append(Finding("unknown_value", "error", message, ctx.span_of(f"'{value}'"),
+                                f"'{best.value}'" if clear and best else None))
+        if clear and best:
+            edits.append(TreeEdit(_replace_with(best.value), target=lit))
+    return found(*findings, edits=edits)
+
+
+def check_patient_ids(ctx: SqlContext) -> CheckResult:
+    """Patient ids compared in the query exist."""
+    if ctx.tree is None:
+        return NOTHING
+    patient_tables = {e.id_column: e.table for e in ctx.db.profile.entities if e.name == "patient"}
+    findings = []
+    for node in ctx.tree.find_all(exp.EQ):
+        col, lit = node.this, node.expression
+        if not (isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and col.name.lower() in patient_tables):
+            continue
+        table = patient_tables[col.name.lower()]
+        if ctx.db.schema.table(table) is None:
+            continue
+        quoted = lit.this if not lit.is_string else lit.this.replace("'", "''")
+        value = quoted if not lit.is_string else f"'{quoted}'"
+        try:
+            hit = ctx.db.db.execute(f"SELECT 1 FROM {table} WHERE {col.name} = {value} LIMIT 1", timeout_s=5)
+        except DatabaseError:
+            continue
+        if not hit.rows:
+            findings.append(Finding("unknown_patient", "error", f"No patient with {col.name} = {lit.this}.", ctx.span_of(lit.this)))
+    return found(*findings)

@@ -1,0 +1,96 @@
+"""The offline decision from tables of evidence: no database, no model, no file."""
+
+from __future__ import annotations
+
+import pytest
+
+from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES
+from ehrguard.verify.offline.evidence import Evidence, KnownQuestion, Repair
+from ehrguard.verify.offline.features import QuestionCues
+from ehrguard.verify.offline.policy import OPERATING_POINTS, decide
+from ehrguard.verify.offline.question import QuestionAssessment
+from ehrguard.verify.verdict import Finding
+
+BALANCED = OPERATING_POINTS["balanced"]
+CANDIDATE = "SELECT gender FROM patients WHERE subject_id = 1"
+FIXED = "SELECT gender FROM patients WHERE subject_id = 2"
+
+
+def assessment(answerable: float, leaning: str = "vague-word", **cues: object) -> QuestionAssessment:
+    """A question the classifier finds answerable with probability ``answerable``; the rest goes to ``leaning``."""
+    probs = {c: 0.0 for c in CLASSES}
+    probs["answerable"] = answerable
+    probs[leaning] = 1.0 - answerable
+    category = {"answerable": 0.0, "ambiguous": 0.0, "unanswerable": 0.0}
+    for c, p in probs.items():
+        category[CATEGORY_OF[c]] += p
+    base = dict(words=8, patient_id=False, vague=(), references=(), out_of_scope=(), small_talk=(), infeasible=(), missing=(), numbers=0)
+    return QuestionAssessment(probs, category, QuestionCues(**{**base, **cues}), "test")
+
+
+def evidence(answerable: float = 0.95, outcome: str = "rows", *, leaning: str = "vague-word", findings=(), known=None, repair=None,
+             no_query: bool = False, **cues: object) -> Evidence:
+    return Evidence(CANDIDATE, assessment(answerable, leaning, **cues), tuple(findings), outcome, no_query=no_query, known=known,
+                    repair=repair)
+
+
+TEMPLATE_DIFFERS = KnownQuestion("template", False, FIXED, ())
+TEMPLATE_AGREES = KnownQuestion("template", True, CANDIDATE, ())
+FORM_DIFFERS = KnownQuestion("form", False, FIXED, (), readable="what is the gender of [patient] (similarity 0.91)")
+FORM_AGREES = KnownQuestion("form", True, CANDIDATE, (), readable="what is the gender of [patient] (similarity 0.93)")
+A_REPAIR = Repair(FIXED, (), ("unknown_column", "unknown_table"))
+EMPTY = Finding("empty_result", "warning", "The query returns no rows.")
+
+# evidence -> (action, sql, message start, details["known_form"], details["threshold"])
+TABLE = [
+    (evidence(), ("preserve", CANDIDATE, "No problem found.", None, 0.85)),
+    (evidence(findings=[EMPTY], outcome="empty"), ("preserve", CANDIDATE, "Kept; the checks raised: The query returns no rows", None, 0.9)),
+    # rows are strong evidence of an answerable question; a failure is none
+    (evidence(0.12, "rows", vague=("enough",)), ("ambiguous", None, "What do you mean by 'enough'?", None, 0.85)),
+    (evidence(0.16, "rows"), ("preserve", CANDIDATE, "No problem found.", None, 0.85)),
+    (evidence(0.69, "failed"), ("ambiguous", None, "The question can be read", None, 0.3)),
+    # a known question corrects, or vouches for the answer
+    (evidence(known=TEMPLATE_DIFFERS), ("correct", FIXED, "Replaced by the SQL of a known question of the same form", "template", 0.97)),
+    (evidence(known=FORM_DIFFERS), ("correct", FIXED, "Replaced by the SQL of a known question this one paraphrases", None, 0.85)),
+    (evidence(0.05, "rows", known=TEMPLATE_AGREES), ("preserve", CANDIDATE, "No problem found.", "agrees", 0.97)),
+    (evidence(0.05, "rows", known=FORM_AGREES), ("preserve", CANDIDATE, "No problem found.", "form-agrees", 0.97)),
+    (evidence(0.01, "rows", known=TEMPLATE_AGREES), ("ambiguous", None, "The question can be read", "agrees", 0.97)),
+    # a repair makes the outcome "rows": the threshold of the SQL we would return
+    (evidence(0.5, "failed", repair=A_REPAIR), ("correct", FIXED, "Corrected (unknown_column, unknown_table).", None, 0.85)),
+    (evidence(known=TEMPLATE_AGREES, repair=A_REPAIR), ("correct", FIXED, "Corrected (unknown_column, unknown_table).", "agrees", 0.97)),
+    # no query: refused, with the reason
+    (evidence(0.9, "failed", no_query=True, leaning="infeasible-faq"),
+     ("unanswerable", None, "The text-to-SQL model produced no query for this question. This asks for information", None, 0.3)),
+    (evidence(0.4, "failed", no_query=True, leaning="out-of-scope", out_of_scope=("predict",)),
+     ("unanswerable", None, "The text-to-SQL model produced no query for this question. This asks for an analysis ('predict')", None, 0.3)),
+]
+
+
+@pytest.mark.parametrize(("ev", "expected"), TABLE)
+def test_the_decision_from_a_table_of_evidence(ev, expected):
+    action, sql, message, known_form, threshold = expected
+    v = decide(ev, BALANCED)
+    assert (v.action, v.sql) == (action, sql)
+    assert v.message.startswith(message), v.message
+    assert v.details["known_form"] == known_form and v.details["threshold"] == threshold
+    assert v.evidence is ev
+
+
+def test_a_form_correction_names_the_known_question_and_what_remains():
+    v = decide(evidence(known=FORM_DIFFERS), BALANCED)
+    assert v.details["repair"] == {"fixed": "form", "remaining": {"errors": 0, "warnings": 0, "checks": []},
+                                   "known_question": FORM_DIFFERS.readable}
+    assert v.details["sql"]["outcome"] == "rows"
+
+
+def test_operating_points_move_only_the_thresholds():
+    ev = evidence(0.3, "rows")  # 0.7 not answerable
+    assert decide(ev, OPERATING_POINTS["balanced"]).action == "preserve"
+    assert decide(ev, OPERATING_POINTS["safety-first"]).action == "ambiguous"
+    assert decide(ev, OPERATING_POINTS["preserve-first"]).action == "preserve"
+
+
+def test_the_verdict_serialises_without_its_typed_evidence():
+    d = decide(evidence(known=FORM_DIFFERS), BALANCED).to_dict()
+    assert "evidence" not in d and d["output"] == FIXED
+    assert list(d) == ["action", "sql", "subtype", "message", "findings", "confidence", "trace", "details", "output"]
