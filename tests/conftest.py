@@ -25,7 +25,9 @@ SHARED_DATA = _shared_data()
 
 # Markers only select (`pytest -m "not slow"`); they never skip. Most are applied here, from what a test
 # uses, so that a new test is marked without a decorator. A fixture counts when a test needs it
-# directly or through another fixture (`ctx` -> `mimic_iv_db` -> `shared_data`).
+# directly or through another fixture (`ctx` -> `mimic_iv_db` -> `shared_data`). A fixture reached only
+# through `request.getfixturevalue` is invisible at collection: mark such a test `demo_data` by hand,
+# and `slow` follows (IMPLIED_MARKS).
 FIXTURE_MARKS: dict[str, tuple[str, ...]] = {
     "shared_data": ("demo_data", "slow"),
     "mimic_iv_db": ("demo_data", "slow"),
@@ -35,15 +37,19 @@ MODULE_MARKS: dict[str, tuple[str, ...]] = {
     "llm/test_local_llama.py": ("llama", "subprocess", "slow"),
     "server/test_mcp.py": ("subprocess",),
 }
+IMPLIED_MARKS: dict[str, tuple[str, ...]] = {"demo_data": ("slow",), "browser": ("slow",)}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     tests = ROOT / "tests"
     for item in items:
+        has = {m.name for m in item.iter_markers()}
         marks = set(MODULE_MARKS.get(item.path.relative_to(tests).as_posix(), ())) if item.path.is_relative_to(tests) else set()
         for fixture in item.fixturenames:
             marks.update(FIXTURE_MARKS.get(fixture, ()))
-        for name in sorted(marks - {m.name for m in item.iter_markers()}):
+        for name in has | marks:
+            marks.update(IMPLIED_MARKS.get(name, ()))
+        for name in sorted(marks - has):
             item.add_marker(name)
 
 

@@ -140,7 +140,8 @@ def test_readme_settings_table_is_the_settings_table():
     readme = (ROOT / "README.md").read_text()
     start = readme.index("| environment | default | meaning |")
     end = readme.index("\n\n", start)
-    assert readme[start:end] == config.settings_markdown(), "README.md's table is rendered from config.SETTINGS: paste config.settings_markdown()"
+    assert readme[start:end] == config.settings_markdown(), (
+        "README.md's table is rendered from config.SETTINGS: paste config.settings_markdown()")
     for s in SETTINGS.values():
         if s.secret:
             assert f"| `{s.env}` |  |" in readme, f"{s.env} is secret: no default is shown"

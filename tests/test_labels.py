@@ -33,14 +33,17 @@ def test_prompt_schemas_are_byte_identical() -> None:
     # The schemas are hashed into the response cache and the run logs: the enum order is pinned.
     from ehrguard.verify.llm_methods import CLASSIFY_SCHEMA, JOINT_SCHEMA
 
-    subtypes = '["vague-question", "vague-word", "ambiguous-reference", "small-talk", "out-of-scope", "missing-column", "infeasible-faq", "none"]'
+    subtypes = ('["vague-question", "vague-word", "ambiguous-reference", "small-talk", "out-of-scope", "missing-column", '
+                '"infeasible-faq", "none"]')
     assert json.dumps(CLASSIFY_SCHEMA) == (
-        '{"type": "object", "required": ["reasoning", "label", "subtype"], "properties": {"reasoning": {"type": "string"}, '
+        '{"type": "object", "required": ["reasoning", "label", "subtype"], '
+        '"properties": {"reasoning": {"type": "string"}, '
         '"label": {"type": "string", "enum": ["answerable", "ambiguous", "unanswerable"]}, '
         f'"subtype": {{"type": "string", "enum": {subtypes}}}}}}}'
     )
     assert json.dumps(JOINT_SCHEMA) == (
-        '{"type": "object", "required": ["reasoning", "action", "sql", "subtype", "message"], "properties": {"reasoning": {"type": "string"}, '
+        '{"type": "object", "required": ["reasoning", "action", "sql", "subtype", "message"], '
+        '"properties": {"reasoning": {"type": "string"}, '
         '"action": {"type": "string", "enum": ["preserve", "correct", "ambiguous", "unanswerable"]}, "sql": {"type": "string"}, '
         f'"subtype": {{"type": "string", "enum": {subtypes}}}, "message": {{"type": "string"}}}}}}'
     )

@@ -24,6 +24,7 @@ def eicu_db(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     return out
 
 
+@pytest.mark.demo_data  # the database fixture is looked up by name, so conftest cannot see it
 @pytest.mark.parametrize("db_id", ["mimic_iv", "eicu"])
 def test_every_column_a_built_in_profile_names_exists_in_its_database(db_id, request):
     path = request.getfixturevalue(f"{db_id}_db")

@@ -211,32 +211,49 @@ def profile_from_dict(data: dict[str, Any], *, where: str = "profile") -> Databa
     if not isinstance(data.get("db_id"), str) or not data["db_id"]:
         raise ConfigError(f"{where}: db_id (a name such as \"st_marys\") is required.")
     values: dict[str, Any] = dict(data)
-    now = values.get("now")
-    if now in ("clock", "", None):
-        values["now"] = None
-    elif not (isinstance(now, str) and _is_instant(now)):
-        raise ConfigError(f"{where}: now is \"clock\" or a fixed instant \"YYYY-MM-DD HH:MM:SS\"; got {now!r}.")
-    entities = []
-    for i, e in enumerate(values.get("entities", [])):
-        if not isinstance(e, dict) or set(e) != {"name", "table", "id_column"} or e["name"] not in _ENTITY_NAMES:
-            raise ConfigError(f"{where}: entities[{i}] needs exactly name ({'/'.join(_ENTITY_NAMES)}), table and id_column.")
-        entities.append(Entity(e["name"], str(e["table"]), str(e["id_column"])))
-    values["entities"] = tuple(entities)
+    values["now"] = _now(values.get("now"), where)
+    values["entities"] = _entities_from(values.get("entities", []), where)
     for name in ("person_ids", "time_columns", "value_columns"):
-        items = values.get(name, [])
-        if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
-            raise ConfigError(f"{where}: {name} is a list of strings.")
-        if name != "person_ids" and any("." not in x for x in items):
-            raise ConfigError(f"{where}: {name} entries are \"table.column\".")
-        values[name] = tuple(items)
-    if not values["person_ids"] and entities:
-        values["person_ids"] = tuple(dict.fromkeys(e.id_column for e in entities if e.name == "patient"))
+        values[name] = _names(values.get(name, []), name, where, qualified=name != "person_ids")
+    if not values["person_ids"]:
+        values["person_ids"] = tuple(dict.fromkeys(e.id_column for e in values["entities"] if e.name == "patient"))
     if values.get("answer_rule", "ehrsql") not in ("ehrsql", "mimicsql"):
         raise ConfigError(f"{where}: answer_rule is ehrsql or mimicsql.")
     for name in ("description", "dialect", "file_name", "source_folder", "builder", "bank"):
         if name in values and not isinstance(values[name], str):
             raise ConfigError(f"{where}: {name} is a string.")
     return DatabaseProfile(**values)
+
+
+def _now(value: Any, where: str) -> str | None:
+    from ehrguard.errors import ConfigError
+
+    if value in ("clock", "", None):
+        return None
+    if not (isinstance(value, str) and _is_instant(value)):
+        raise ConfigError(f"{where}: now is \"clock\" or a fixed instant \"YYYY-MM-DD HH:MM:SS\"; got {value!r}.")
+    return value
+
+
+def _entities_from(items: Any, where: str) -> tuple[Entity, ...]:
+    from ehrguard.errors import ConfigError
+
+    entities = []
+    for i, e in enumerate(items if isinstance(items, list) else [items]):
+        if not isinstance(e, dict) or set(e) != {"name", "table", "id_column"} or e["name"] not in _ENTITY_NAMES:
+            raise ConfigError(f"{where}: entities[{i}] needs exactly name ({'/'.join(_ENTITY_NAMES)}), table and id_column.")
+        entities.append(Entity(e["name"], str(e["table"]), str(e["id_column"])))
+    return tuple(entities)
+
+
+def _names(items: Any, name: str, where: str, *, qualified: bool) -> tuple[str, ...]:
+    from ehrguard.errors import ConfigError
+
+    if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+        raise ConfigError(f"{where}: {name} is a list of strings.")
+    if qualified and any("." not in x for x in items):
+        raise ConfigError(f"{where}: {name} entries are \"table.column\".")
+    return tuple(items)
 
 
 def _is_instant(text: str) -> bool:

@@ -73,8 +73,8 @@ def test_bench_scare_cli_writes_reports_and_rejects_bad_input(shared_data, mimic
                                  "--out", str(tmp_path / "r2")])
     assert r.exit_code != 0 and "missing field" in str(r.exception)
     with pytest.raises(Exception, match="Unknown method 'nope'"):
-        CliRunner().invoke(cli,
-                           ["bench", "scare", "--data", data, "--db-dir", str(tmp_path), "--method", "nope", "--out", str(tmp_path / "r3")], catch_exceptions=False)
+        CliRunner().invoke(cli, ["bench", "scare", "--data", data, "--db-dir", str(tmp_path), "--method", "nope",
+                                 "--out", str(tmp_path / "r3")], catch_exceptions=False)
     r = CliRunner().invoke(cli, ["bench", "methods"])
     assert "preserve_all" in r.output and "oracle" in r.output
 

@@ -16,7 +16,8 @@ from ehrguard.errors import QueryExecutionError
 
 
 def test_bigquery_tables_map_to_the_local_schemas():
-    sql = to_duckdb("SELECT COUNT(*) FROM `physionet-data.mimiciv_3_1_hosp.patients` p JOIN `physionet-data.mimiciv_3_1_icu.icustays` i USING (subject_id)")
+    sql = to_duckdb("SELECT COUNT(*) FROM `physionet-data.mimiciv_3_1_hosp.patients` p "
+                    "JOIN `physionet-data.mimiciv_3_1_icu.icustays` i USING (subject_id)")
     assert 'mimiciv_hosp."patients"' in sql and 'mimiciv_icu."icustays"' in sql and "physionet" not in sql
 
 
@@ -40,7 +41,8 @@ def test_constructs_without_a_duckdb_equivalent_are_errors_not_warnings():
         to_duckdb("SELECT ARRAY_AGG(x LIMIT 2) FROM t")
     with pytest.raises(QueryExecutionError, match="Cannot parse"):
         to_duckdb("SELECT FROM WHERE (")
-    assert error_class('Catalog Error: Table with name "mimiciv_derived.charlson" does not exist!') == "Catalog Error: missing table mimiciv_derived.charlson"
+    assert (error_class('Catalog Error: Table with name "mimiciv_derived.charlson" does not exist!')
+            == "Catalog Error: missing table mimiciv_derived.charlson")
 
 
 def test_gold_queries_execute_on_the_demo(shared_data: Path, tmp_path_factory):

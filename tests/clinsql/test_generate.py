@@ -74,8 +74,8 @@ def test_bench_clinsql_resumes_and_writes_the_published_layout(raw_db, shared_da
     build_database("mimic_iv_raw", source=shared_data / "mimic-iv-demo-2.2", out=raw_path)
     good = fenced("SELECT gender, COUNT(*) AS n FROM mimiciv_hosp.patients GROUP BY gender ORDER BY gender")
     scripted("clinsql-bench").enqueue(fenced("SELECT nope"), good, good)
-    args = ["bench", "clinsql", "--split", str(shared_data / "clinsql" / "validation"), "--db", str(raw_path), "--model", "scripted/clinsql-bench",
-            "--out", str(tmp_path / "run"), "--limit", "2", "--hints", "gold", "--json"]
+    args = ["bench", "clinsql", "--split", str(shared_data / "clinsql" / "validation"), "--db", str(raw_path),
+            "--model", "scripted/clinsql-bench", "--out", str(tmp_path / "run"), "--limit", "2", "--hints", "gold", "--json"]
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)

@@ -35,7 +35,8 @@ def test_agreement_measures():
 
 def test_on_the_shared_outputs(shared_data: Path):
     g = shared_data / "clinsql"
-    r = CliRunner().invoke(cli, ["clinsql", "resultcheck", "--split", str(g / "validation"), "--outputs", str(g / "model_outputs" / "gemini-2.5-pro" / "validation"),
+    r = CliRunner().invoke(cli, ["clinsql", "resultcheck", "--split", str(g / "validation"),
+                                 "--outputs", str(g / "model_outputs" / "gemini-2.5-pro" / "validation"),
                                  "--published", str(g / "gradings" / "gemini-2.5-pro" / "validation_scoring_results.json"), "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)

@@ -12,9 +12,10 @@ from ehrguard.db.builders.charlson import charlson_sql
 def con():
     c = duckdb.connect()
     c.execute("CREATE SCHEMA mimiciv_hosp; CREATE SCHEMA mimiciv_derived")
-    c.execute("CREATE TABLE mimiciv_hosp.patients AS SELECT * FROM (VALUES (1, 70, 2150), (2, 45, 2150), (3, 85, 2150)) t(subject_id, anchor_age, anchor_year)")
-    c.execute("CREATE TABLE mimiciv_hosp.admissions AS SELECT * FROM (VALUES (1, 11, TIMESTAMP '2155-01-01'), (2, 22, TIMESTAMP '2150-06-01'),"
-              " (3, 33, TIMESTAMP '2150-01-01')) t(subject_id, hadm_id, admittime)")
+    c.execute("CREATE TABLE mimiciv_hosp.patients AS SELECT * FROM (VALUES (1, 70, 2150), (2, 45, 2150), (3, 85, 2150))"
+              " t(subject_id, anchor_age, anchor_year)")
+    c.execute("CREATE TABLE mimiciv_hosp.admissions AS SELECT * FROM (VALUES (1, 11, TIMESTAMP '2155-01-01'),"
+              " (2, 22, TIMESTAMP '2150-06-01'), (3, 33, TIMESTAMP '2150-01-01')) t(subject_id, hadm_id, admittime)")
     rows = [(11, "4280", 9), (11, "25040", 9), (11, "25000", 9), (11, "5710", 9), (11, "5722", 9), (11, "1970", 9), (11, "1530", 9),
             (22, "I5020", 10), (22, "E1122", 10), (22, "J449", 10), (22, "I10", 10)]
     c.execute("CREATE TABLE mimiciv_hosp.diagnoses_icd (hadm_id INT, icd_code VARCHAR, icd_version INT)")

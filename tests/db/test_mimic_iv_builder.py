@@ -32,10 +32,12 @@ def test_schema_is_exactly_the_ehrsql_2024_one(mimic_iv_db: Path, shared_data: P
     import re
 
     spec = (shared_data / "ehrsql-2024" / "mimic_iv" / "mimic_iv.sql").read_text()
-    expected = {m.group(1): re.findall(r"^\s+(\w+) ", m.group(2), re.MULTILINE) for m in re.finditer(r"CREATE TABLE (\w+)\s*\((.*?)\n\);", spec, re.DOTALL)}
+    expected = {m.group(1): re.findall(r"^\s+(\w+) ", m.group(2), re.MULTILINE)
+                for m in re.finditer(r"CREATE TABLE (\w+)\s*\((.*?)\n\);", spec, re.DOTALL)}
     expected = {t: [c for c in cols if c != "FOREIGN"] for t, cols in expected.items()}
     conn = sqlite3.connect(mimic_iv_db)
-    actual = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    actual = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")]
+              for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     conn.close()
     assert actual == expected
 
@@ -63,9 +65,10 @@ def test_time_shift_invariants(mimic_iv_db: Path):
         return db.execute(sql).rows[0][0]
 
     # Every patient's first admission is in 2100 and nothing lies after "now".
-    assert one("SELECT count(*) FROM (SELECT subject_id, min(admittime) m FROM admissions GROUP BY subject_id) WHERE m NOT LIKE '2100-%'") == 0
-    for table, column in [("admissions", "admittime"), ("labevents", "charttime"), ("chartevents", "charttime"), ("prescriptions", "starttime"),
-                          ("inputevents", "starttime"), ("outputevents", "charttime"),
+    assert one("SELECT count(*) FROM (SELECT subject_id, min(admittime) m FROM admissions GROUP BY subject_id)"
+               " WHERE m NOT LIKE '2100-%'") == 0
+    for table, column in [("admissions", "admittime"), ("labevents", "charttime"), ("chartevents", "charttime"),
+                          ("prescriptions", "starttime"), ("inputevents", "starttime"), ("outputevents", "charttime"),
                           ("microbiologyevents", "charttime"), ("cost", "chargetime")]:
         assert one(f"SELECT count(*) FROM {table} WHERE {column} > '2100-12-31 23:59:00' OR {column} < '2100-01-01'") == 0, table
     # Text is lower-cased; ICD codes carry their version.
@@ -76,7 +79,8 @@ def test_time_shift_invariants(mimic_iv_db: Path):
     # age = admission year - anchor year + anchor age, never negative.
     assert one("SELECT min(age) FROM admissions") >= 18
     # Every chartevent sits in a known ICU stay of its admission.
-    assert one("SELECT count(*) FROM chartevents c LEFT JOIN icustays i ON c.stay_id = i.stay_id WHERE i.hadm_id IS NULL OR i.hadm_id <> c.hadm_id") == 0
+    assert one("SELECT count(*) FROM chartevents c LEFT JOIN icustays i ON c.stay_id = i.stay_id"
+               " WHERE i.hadm_id IS NULL OR i.hadm_id <> c.hadm_id") == 0
 
 
 def test_build_is_deterministic(mimic_iv_db: Path, shared_data: Path, tmp_path: Path):

@@ -27,7 +27,8 @@ def test_eicu_schema_counts_and_warnings(eicu, shared_data: Path):
     expected = {m.group(1): [c for c in re.findall(r"^\s+(\w+) ", m.group(2), re.MULTILINE) if c != "FOREIGN"]
                 for m in re.finditer(r"CREATE TABLE (\w+)\s*\((.*?)\n\)", spec, re.DOTALL)}
     conn = sqlite3.connect(out)
-    actual = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    actual = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")]
+              for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     conn.close()
     assert actual == expected
     assert 900 <= report.facts["patients"] <= 1000
@@ -35,7 +36,8 @@ def test_eicu_schema_counts_and_warnings(eicu, shared_data: Path):
     assert any("vitalPeriodic" in w and "EMPTY" in w for w in warnings)
     assert any("lab.csv is missing" in w for w in warnings)
     db = open_database(out)
-    assert db.execute("SELECT count(*) FROM patient WHERE unitadmittime > '2100-12-31 23:59:00' OR hospitaladmittime < '2099-01-01'").rows == [(0,)]
+    assert db.execute("SELECT count(*) FROM patient"
+                      " WHERE unitadmittime > '2100-12-31 23:59:00' OR hospitaladmittime < '2099-01-01'").rows == [(0,)]
     assert db.execute("SELECT count(*) FROM cost").rows[0][0] == sum(report.tables[t] for t in ("diagnosis", "lab",
                                                                                                 "treatment", "medication"))
     assert db.execute("SELECT count(*) FROM diagnosis WHERE diagnosisname <> lower(diagnosisname)").rows == [(0,)]
@@ -52,9 +54,11 @@ def test_mimicsql_tables_and_values(shared_data: Path, tmp_path: Path):
     assert report.tables["DEMOGRAPHIC"] == 129  # one row per demo admission
     db = open_database(out)
     # MIMICSQL-style queries (double-quoted identifiers and literals) run as published.
-    n = db.execute('SELECT COUNT ( DISTINCT DEMOGRAPHIC."SUBJECT_ID" ) FROM DEMOGRAPHIC WHERE DEMOGRAPHIC."GENDER" = "F" AND DEMOGRAPHIC."AGE" < "83"').rows[0][0]
+    n = db.execute('SELECT COUNT ( DISTINCT DEMOGRAPHIC."SUBJECT_ID" ) FROM DEMOGRAPHIC'
+                   ' WHERE DEMOGRAPHIC."GENDER" = "F" AND DEMOGRAPHIC."AGE" < "83"').rows[0][0]
     assert 0 < n < 100
-    joined = db.execute('SELECT COUNT(*) FROM DEMOGRAPHIC INNER JOIN LAB on DEMOGRAPHIC.HADM_ID = LAB.HADM_ID WHERE LAB."FLAG" = "abnormal"').rows[0][0]
+    joined = db.execute('SELECT COUNT(*) FROM DEMOGRAPHIC INNER JOIN LAB on DEMOGRAPHIC.HADM_ID = LAB.HADM_ID'
+                        ' WHERE LAB."FLAG" = "abnormal"').rows[0][0]
     assert joined > 0
     assert db.execute("SELECT count(*) FROM DIAGNOSES WHERE SHORT_TITLE IS NULL").rows[0][0] < report.tables["DIAGNOSES"] * 0.05
     assert_rebuild_identical("mimicsql", out, tmp_path, source=shared_data / "mimic-iii-demo-1.4")
@@ -70,8 +74,10 @@ def test_mimic_iv_raw_layout_and_chartevents(shared_data: Path, tmp_path: Path):
     assert any("stand-in" in w for w in warnings)
     db = open_database(out)
     rows = db.execute(
-        "SELECT count(DISTINCT p.subject_id) FROM mimiciv_hosp.patients p JOIN mimiciv_icu.chartevents c USING (subject_id) WHERE c.itemid = 220045"
+        "SELECT count(DISTINCT p.subject_id) FROM mimiciv_hosp.patients p JOIN mimiciv_icu.chartevents c USING (subject_id)"
+        " WHERE c.itemid = 220045"
     ).rows
     assert rows[0][0] > 50
-    assert db.execute("SELECT count(*) FROM mimiciv_icu.chartevents c LEFT JOIN mimiciv_icu.icustays s USING (stay_id) WHERE s.hadm_id <> c.hadm_id").rows == [(0,)]
+    assert db.execute("SELECT count(*) FROM mimiciv_icu.chartevents c LEFT JOIN mimiciv_icu.icustays s USING (stay_id)"
+                      " WHERE s.hadm_id <> c.hadm_id").rows == [(0,)]
     assert not list(tmp_path.glob(".raw.duckdb.*"))

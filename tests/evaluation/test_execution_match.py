@@ -42,7 +42,8 @@ def db(tmp_path: Path):
 
 def test_prediction_normalisation_rules():
     assert normalize_prediction("```sql\nSELECT  a\nFROM t```") == "SELECT a FROM t"
-    assert normalize_prediction("SELECT a FROM t WHERE x > = 1 AND y < = 2 AND z ! = 3") == "SELECT a FROM t WHERE x >= 1 AND y <= 2 AND z != 3"
+    assert (normalize_prediction("SELECT a FROM t WHERE x > = 1 AND y < = 2 AND z ! = 3")
+            == "SELECT a FROM t WHERE x >= 1 AND y <= 2 AND z != 3")
     assert normalize_prediction('SELECT a FROM t WHERE n = "ann"') == "SELECT a FROM t WHERE n = 'ann'"
     now = "'2100-12-31 23:59:00'"
     assert normalize_prediction("SELECT current_time") == f"SELECT {now}"

@@ -11,8 +11,9 @@ from typing import Any, Self
 
 
 def ok(text: str, prompt_tokens: int = 10, completion_tokens: int = 5) -> dict[str, Any]:
-    return {"status": 200, "body": {"id": "x", "model": "fake-model", "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-            "finish_reason": "stop"}], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}}
+    return {"status": 200, "body": {"id": "x", "model": "fake-model",
+                                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}}
 
 
 class FakeOpenAI:
@@ -64,7 +65,8 @@ class FakeOpenAI:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # poll_interval 0.05 s: shutdown() waits up to one interval, and the default 0.5 s did so in every test
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def base_url(self) -> str:

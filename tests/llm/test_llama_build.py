@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 
 import pytest
 
-pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'ehrguard[local]')")
+# find_spec, not importorskip: importing llama_cpp would load the native library into the pytest process.
+if importlib.util.find_spec("llama_cpp") is None:
+    pytest.skip("llama-cpp-python is not installed (pip install 'ehrguard[local]')", allow_module_level=True)
 
 
 @pytest.mark.llama

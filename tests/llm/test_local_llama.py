@@ -39,8 +39,8 @@ def served(tmp_path_factory) -> str:
     port = free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "ehrguard", "llm", "serve", "--model", "local/smollm2", "--port", str(port), "--n-ctx", "8192"],
-                                stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([sys.executable, "-m", "ehrguard", "llm", "serve", "--model", "local/smollm2", "--port", str(port),
+                                 "--n-ctx", "8192"], stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     try:
         wait_until_serving(f"{base}/models", proc, log)

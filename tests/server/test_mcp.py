@@ -50,3 +50,33 @@ def test_tools_over_stdio(mimic_iv_db: Path, tmp_path: Path):
     assert out["refused"]["executed"] is False and out["refused"]["verdict"]["action"] == "unanswerable" and out["refused"]["reason"]
     assert out["verify"]["action"] == "ambiguous"
     assert "not a path" in out["missing"]["error"]
+
+
+def test_a_model_configured_with_the_offline_method_writes_sql_and_the_offline_verifier_checks_it(mimic_iv_db: Path, tmp_path: Path,
+                                                                                                     monkeypatch):
+    # It used to be handed to the offline verifier too, which refuses any model: every tool failed.
+    from ehrguard.audit import AuditLog
+    from ehrguard.llm import scripted
+    from ehrguard.server.mcp import build_server
+
+    dbs = tmp_path / "dbs"
+    dbs.mkdir()
+    (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
+    monkeypatch.setenv("EHRGUARD_DB_DIR", str(dbs))
+    monkeypatch.setenv("EHRGUARD_LLM_CACHE", "off")
+    scripted("mcp-offline").enqueue("```sql\nSELECT gender FROM patients WHERE subject_id = 10004235\n```")
+    server = build_server(audit=AuditLog(tmp_path / "audit.sqlite"), model="scripted/mcp-offline")
+
+    async def call(tool: str, arguments: dict) -> dict:
+        _, structured = await server.call_tool(tool, arguments)  # in process: (content, structured result)
+        return structured.get("result", structured)
+
+    async def calls() -> tuple[dict, dict]:
+        verified = await call("verify_sql", {"db": "mimic_iv", "question": "What is the gender of patient 10004235?",
+                                             "sql": "SELECT gender FROM patients WHERE subject_id = 10004235"})
+        asked = await call("ask", {"db": "mimic_iv", "question": "What is the gender of patient 10004235?"})
+        return verified, asked
+
+    verified, asked = asyncio.run(calls())
+    assert verified["action"] == "preserve", verified
+    assert asked["generated_sql"].startswith("SELECT gender") and asked["executed"] and asked["rows"][0][0] in ("f", "m"), asked

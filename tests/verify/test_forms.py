@@ -81,7 +81,8 @@ def test_forms_that_cannot_be_refilled_safely_are_left_out():
                      "ORDER BY prescriptions.starttime DESC LIMIT 1") is None
     # A yes/no query for a question not asked as one.
     assert make_form("Patient 10004235 was admitted in 2100",
-                     "SELECT COUNT(*)>0 FROM admissions WHERE admissions.subject_id = 10004235 AND strftime('%Y',admissions.admittime) = '2100'") is None
+                     "SELECT COUNT(*)>0 FROM admissions WHERE admissions.subject_id = 10004235"
+                     " AND strftime('%Y',admissions.admittime) = '2100'") is None
 
 
 def test_a_paraphrase_with_another_time_filter_and_values_is_read(context):

@@ -12,7 +12,8 @@ from ehrguard.verify.offline.templates import TemplateBank, abstract, load_bank,
 
 def test_names_ids_and_numbers_become_slots_in_question_and_sql():
     t = abstract("When was patient 10004235 last prescribed heparin within 3 days?",
-                 "SELECT MAX(starttime) FROM prescriptions WHERE subject_id = 10004235 AND drug = 'heparin' AND x >= datetime(current_time, '-3 day')")
+                 "SELECT MAX(starttime) FROM prescriptions WHERE subject_id = 10004235 AND drug = 'heparin'"
+                 " AND x >= datetime(current_time, '-3 day')")
     assert t is not None
     m = t.pattern.fullmatch("when was patient 10001217 last prescribed insulin glargine within 5 days")
     assert m is not None

@@ -14,8 +14,9 @@ here, which an eager import would also turn into an import cycle.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ehrguard.lazy import by_module, lazy_exports
 
 if TYPE_CHECKING:
     from ehrguard.benchmarks.compare import compare_runs, load_reference, write_comparison
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
         write_run_report,
     )
 
-_LAZY = {name: module for module, names in {
+_LAZY = by_module({
     ".compare": ("compare_runs", "load_reference", "write_comparison"),
     ".ehrsql": ("ehrsql_pairs", "load_ehrsql_split", "load_predictions", "score_ehrsql"),
     ".fidelity": ("candidate_fidelity",),
@@ -46,20 +47,10 @@ _LAZY = {name: module for module, names in {
     ".scare": ("ScareItem", "load_scare"),
     ".scare_run": ("RunSummary", "method_for_run", "record_llm_usage", "rescore_runs", "run_scare", "score_records", "select_items",
                    "write_run_report"),
-}.items() for name in names}
+})
 
 
-def __getattr__(name: str) -> object:
-    """Import a lazily exported name on first use (PEP 562)."""
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-    globals()[name] = value  # bound now: later lookups do not come back here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 
 __all__ = [

@@ -36,7 +36,7 @@ def _progress() -> Progress:
 
 
 def _print_main(metrics: dict[str, Any]) -> None:
-    from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, fmt
+    from ehrguard.benchmarks import MAIN_KEYS, MAIN_LABELS, fmt
 
     t = Table("metric", "%", title=f"SCARE metrics, {metrics['n']} items")
     for k in MAIN_KEYS:
@@ -68,9 +68,7 @@ def scare_command(data_files: tuple[str, ...], db_dir: str, method: str, model: 
     Each finished item is appended to OUT/predictions.jsonl at once, so an interrupted run
     (even `kill -9`) resumes where it stopped when rerun with the same --out.
     """
-    from ehrguard.benchmarks.report import jsonable
-    from ehrguard.benchmarks.scare import load_scare
-    from ehrguard.benchmarks.scare_run import method_for_run, record_llm_usage, run_scare, select_items, write_run_report
+    from ehrguard.benchmarks import jsonable, load_scare, method_for_run, record_llm_usage, run_scare, select_items, write_run_report
 
     items = select_items(load_scare(list(data_files)), fold=fold, limit=limit)
     options = _parse_options(method_options)
@@ -100,8 +98,7 @@ def scare_command(data_files: tuple[str, ...], db_dir: str, method: str, model: 
 @json_option
 def report_command(run_dirs: tuple[str, ...], out: str | None, as_json: bool) -> None:
     """Rescore run folder(s) from their predictions and rewrite the reports."""
-    from ehrguard.benchmarks.report import jsonable
-    from ehrguard.benchmarks.scare_run import rescore_runs
+    from ehrguard.benchmarks import jsonable, rescore_runs
 
     metrics, paths = rescore_runs(list(run_dirs), out)
     if as_json:
@@ -119,8 +116,7 @@ def report_command(run_dirs: tuple[str, ...], out: str | None, as_json: bool) ->
 @json_option
 def compare_command(run_dirs: tuple[str, ...], out: str | None, reference: str | None, as_json: bool) -> None:
     """Put several runs side by side, with the paper's published numbers as reference rows."""
-    from ehrguard.benchmarks.compare import compare_runs, load_reference, write_comparison
-    from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, fmt, jsonable
+    from ehrguard.benchmarks import MAIN_KEYS, MAIN_LABELS, compare_runs, fmt, jsonable, load_reference, write_comparison
 
     comparison = compare_runs(list(run_dirs), load_reference(reference) if reference else None)
     if out:
@@ -144,9 +140,7 @@ def compare_command(run_dirs: tuple[str, ...], out: str | None, reference: str |
 @json_option
 def fidelity_command(data_files: tuple[str, ...], db_dir: str, as_json: bool) -> None:
     """Published vs recomputed candidate exec_acc: how faithful our rebuilt databases are."""
-    from ehrguard.benchmarks.fidelity import candidate_fidelity
-    from ehrguard.benchmarks.report import fmt, jsonable
-    from ehrguard.benchmarks.scare import load_scare
+    from ehrguard.benchmarks import candidate_fidelity, fmt, jsonable, load_scare
 
     report = candidate_fidelity(load_scare(list(data_files)), db_dir)
     if as_json:
@@ -170,8 +164,7 @@ def fidelity_command(data_files: tuple[str, ...], db_dir: str, as_json: bool) ->
 @json_option
 def ehrsql_command(split_dir: str, db_path: str, predictions: str, as_json: bool) -> None:
     """Score a text-to-SQL system's predictions: RS(0/5/10/N), execution accuracy, abstention P/R."""
-    from ehrguard.benchmarks.ehrsql import load_predictions, score_ehrsql
-    from ehrguard.benchmarks.report import fmt, jsonable
+    from ehrguard.benchmarks import fmt, jsonable, load_predictions, score_ehrsql
     from ehrguard.db import locate_database, open_database
 
     db = open_database(locate_database(db_path))
@@ -198,10 +191,9 @@ def ehrsql_command(split_dir: str, db_path: str, predictions: str, as_json: bool
 @json_option
 def forms_command(db_id: str, db_path: str | None, folds: int, limit: int | None, as_json: bool) -> None:
     """How well known forms read held-out questions: coverage, precision (execution match), read time."""
-    from ehrguard.benchmarks.forms import combine, held_out_splits, read_held_out
-    from ehrguard.benchmarks.report import fmt, jsonable
+    from ehrguard.benchmarks import combine, fmt, held_out_splits, jsonable, read_held_out
     from ehrguard.db import locate_database, open_database
-    from ehrguard.verify.methods import DatabaseContext
+    from ehrguard.verify import DatabaseContext
 
     path = locate_database(db_path or db_id)
     context = DatabaseContext(open_database(path), db_id, path)
@@ -242,7 +234,7 @@ def forms_command(db_id: str, db_path: str | None, folds: int, limit: int | None
 def clinsql_command(split_dir: str, db_path: str, model: str, out: str, mode: str, refine: int, dialect: str, hints: str,
                     limit: int | None, as_json: bool) -> None:
     """Generate SQL for every ClinSQL task (resumable); outputs in the published layout for judge/resultcheck."""
-    from ehrguard.clinsql.bench import run_clinsql
+    from ehrguard.clinsql import run_clinsql
     from ehrguard.db import locate_database, open_database
     from ehrguard.llm import LLM
 
@@ -263,7 +255,7 @@ def clinsql_command(split_dir: str, db_path: str, model: str, out: str, mode: st
 @bench_group.command("methods")
 def methods_command() -> None:
     """List the verification methods."""
-    from ehrguard.verify.methods import available_methods
+    from ehrguard.verify import available_methods
 
     for name, desc in available_methods().items():
         click.echo(f"{name:24s} {desc}")

@@ -7,12 +7,11 @@ from typing import TYPE_CHECKING
 import click
 from rich.table import Table
 
-from ehrguard.benchmarks.report import jsonable
+from ehrguard.benchmarks import jsonable
 from ehrguard.cli.options import console, db_option, echo_json, json_option
 
 if TYPE_CHECKING:
-    from ehrguard.db.bigquery import BigQueryDatabase
-    from ehrguard.db.engine import Database
+    from ehrguard.db import BigQueryDatabase, Database
 
 
 @click.group("clinsql")
@@ -31,7 +30,7 @@ def clinsql_group() -> None:
 @json_option
 def rescore_command(gradings: str, split_dir: str, published: str | None, variant: str, as_json: bool) -> None:
     """Recompute every task's sql_score and results_score from the recorded leaf decisions."""
-    from ehrguard.clinsql.rescore import compare_with_published, rescore
+    from ehrguard.clinsql import compare_with_published, rescore
 
     result = rescore(gradings, split_dir, variant)
     out = {"tasks": [{k: r[k] for k in ("task", "sql_score", "results_score")} for r in result["tasks"]],
@@ -66,13 +65,13 @@ def rescore_command(gradings: str, split_dir: str, published: str | None, varian
 def execcheck_command(split_dir: str, db_path: str, max_bytes_billed: int, sql_from: str, timeout: float, as_json: bool) -> None:
     """Transpile every task's BigQuery SQL to DuckDB and execute it (or send it as written to BigQuery); count successes and
     error classes."""
-    from ehrguard.clinsql.execcheck import execcheck
+    from ehrguard.clinsql import execcheck
     from ehrguard.db import locate_database, open_database
 
     bigquery = db_path.startswith("bigquery:")
     db: Database | BigQueryDatabase
     if bigquery:
-        from ehrguard.db.bigquery import BigQueryDatabase
+        from ehrguard.db import BigQueryDatabase
 
         db = BigQueryDatabase(db_path.split(":", 1)[1] or None, max_bytes_billed=max_bytes_billed)
     else:
@@ -106,7 +105,7 @@ def judge_command(split_dir: str, outputs: str, model: str, mode: str, no_skip: 
     import json
     from pathlib import Path
 
-    from ehrguard.clinsql.judge import judge_outputs
+    from ehrguard.clinsql import judge_outputs
     from ehrguard.llm import LLM
 
     llm = LLM(model, log=str(Path(out).with_suffix(".calls.jsonl")))
@@ -126,7 +125,7 @@ def judge_command(split_dir: str, outputs: str, model: str, mode: str, no_skip: 
 @json_option
 def resultcheck_command(split_dir: str, outputs: str, published: str | None, rel_tol: float, as_json: bool) -> None:
     """Judge-free: the share of gold result cells each output table reproduces, and its agreement with the judge."""
-    from ehrguard.clinsql.resultcheck import check_outputs
+    from ehrguard.clinsql import check_outputs
 
     result = check_outputs(split_dir, outputs, published, rel_tol)
     if as_json:

@@ -56,7 +56,7 @@ def build_command(name: str, source: Path | None, out: Path | None, download: bo
     builder = BUILDERS[name]
     out = out or db_dir() / f"{name}{builder.suffix}"
     if download:
-        from ehrguard.db.download import download_demo
+        from ehrguard.db import download_demo
 
         source = download_demo(name, progress=lambda m: console.print(f"[dim]{m}[/dim]"))
     with status(f"Building {name}", quiet=as_json) as step:

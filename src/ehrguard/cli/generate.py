@@ -24,7 +24,7 @@ from ehrguard.cli.options import console, db_option, echo_json, json_option
 def generate_command(db_path: str, question: str, model: str, mode: str, refine: int, dialect: str,
                      schema_hints: str | None, as_json: bool) -> None:
     """Write SQL for a question, run it, and repair it from execution errors (every attempt is shown)."""
-    from ehrguard.clinsql.generate import generate
+    from ehrguard.clinsql import generate
     from ehrguard.db import locate_database, open_database
     from ehrguard.llm import LLM
 

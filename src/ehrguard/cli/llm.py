@@ -53,7 +53,7 @@ def ping_command(model: str, base_url: str | None, structured: bool, as_json: bo
 def usage_command(log_file: str, prices: str | None, as_json: bool) -> None:
     """Summarise a call log (JSON lines written by a run): calls, cache hits, errors, tokens, latency, cost."""
     from ehrguard.config import setting
-    from ehrguard.llm.usage import UsageTracker, load_prices
+    from ehrguard.llm import UsageTracker, load_prices
 
     tracker = UsageTracker(load_prices(prices or setting("llm_prices") or None))
     for n, line in enumerate(Path(log_file).read_text().splitlines(), 1):
@@ -85,7 +85,7 @@ def usage_command(log_file: str, prices: str | None, as_json: bool) -> None:
 def bench_command(model: str, base_url: str | None, calls: int, concurrency: int, out: str | None, as_json: bool) -> None:
     """Measure the layer: a cached replay of CALLS calls (network calls made), the speed-up of
     CONCURRENCY calls in flight, and the per-call overhead of the layer itself."""
-    from ehrguard.llm.bench import measure
+    from ehrguard.llm import measure
 
     numbers = measure(model, base_url=base_url, calls=calls, concurrency=concurrency)
     if out:
@@ -112,8 +112,7 @@ def serve_command(model: str, host: str, port: int, n_ctx: int) -> None:
     Example: ehrguard llm serve --model local/smollm2 --port 8080, then
     ehrguard llm ping --model openai/smollm2 --base-url http://127.0.0.1:8080/v1
     """
-    from ehrguard.llm.client import parse_model
-    from ehrguard.llm.providers import resolve_gguf
+    from ehrguard.llm import parse_model, resolve_gguf
 
     provider, name = parse_model(model)
     if provider != "local":

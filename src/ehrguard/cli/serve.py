@@ -22,7 +22,7 @@ def serve_command(host: str, port: int, no_auth: bool, workers: int) -> None:
     """Serve the REST API (/v1/verify, /v1/ask, /v1/sql, /v1/databases, /healthz; OpenAPI at /docs) and the web app at /."""
     import uvicorn
 
-    from ehrguard.server.app import create_app
+    from ehrguard.server import create_app
 
     if no_auth and host not in LOOPBACK:
         raise ConfigError(f"--no-auth is only allowed on a loopback address, not {host}: set EHRGUARD_API_TOKENS instead.")
@@ -37,7 +37,7 @@ def serve_command(host: str, port: int, no_auth: bool, workers: int) -> None:
 @click.option("--model", default=None, help="provider/model for LLM methods and the ask tool.")
 def mcp_command(method: str, model: str | None) -> None:
     """Serve MCP over stdio for agents (Claude Desktop, Cursor, ...): list_databases, get_schema, verify_sql, run_sql, ask."""
-    from ehrguard.server.mcp import build_server
+    from ehrguard.server import build_server
 
     server = build_server(method=method, model=model)
     _warm_up(quiet=True)  # stdout is the protocol
@@ -46,8 +46,8 @@ def mcp_command(method: str, model: str | None) -> None:
 
 def _warm_up(quiet: bool = False) -> None:
     """Load models and banks for every built database before the first request."""
-    from ehrguard.db.engine import built_databases
-    from ehrguard.verify.api import warm_up
+    from ehrguard.db import built_databases
+    from ehrguard.verify import warm_up
 
     took = warm_up(built_databases())
     if not quiet and took:

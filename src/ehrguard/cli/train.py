@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ehrguard.cli.options import console
-from ehrguard.config import setting
+from ehrguard.config import path_setting
 from ehrguard.errors import DatasetError
 
 
@@ -34,22 +34,23 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
     """Train the question classifier (answerable / 3 ambiguous / 4 unanswerable classes)."""
     import numpy as np
 
-    from ehrguard.benchmarks.ehrsql import ehrsql_pairs
+    from ehrguard.benchmarks import ehrsql_pairs
     from ehrguard.labels import ANSWERABLE_TYPES, QUESTION_CATEGORIES
-    from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES
-    from ehrguard.verify.offline.embedding import load_embedder
-    from ehrguard.verify.offline.features import mask_values
-    from ehrguard.verify.offline.question import MODEL_FILES
-    from ehrguard.verify.offline.training import (
+    from ehrguard.verify.offline import (
+        CATEGORY_OF,
+        CLASSES,
+        MODEL_FILES,
         cross_validate,
         ehrsql_questions,
         embed_cached,
         generated_questions,
+        load_embedder,
+        mask_values,
         scare_questions,
         train_model,
     )
 
-    data_dir = Path(setting("data_dir"))
+    data_dir = path_setting("data_dir")
     ehrsql_dir = ehrsql_dir or str(data_dir / "ehrsql-2024" / "mimic_iv" / "train")
     if not (Path(ehrsql_dir) / "label.json").is_file():
         raise DatasetError(f"No EHRSQL-2024 train split at {ehrsql_dir}; pass --ehrsql or set EHRGUARD_DATA_DIR.")
@@ -63,7 +64,7 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
     base = ehr + generated_questions([(q, sql) for q, sql in pairs if sql != "null"], seed=seed)
     scare = scare_questions(files) if files else []
     if exclude_fold:
-        from ehrguard.verify.offline.training import fold_of, parse_fold
+        from ehrguard.verify.offline import fold_of, parse_fold
 
         fold, k = parse_fold(exclude_fold)
         scare = [(m, c, q) for m, c, q in scare if fold_of(q, k) != fold]

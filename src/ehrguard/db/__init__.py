@@ -12,7 +12,6 @@ backend loads sqlglot (and, when used, the optional google-cloud-bigquery), the 
 urllib's HTTP stack, and ``import ehrguard.db``, hence ``import ehrguard``, pays for neither.
 """
 
-import importlib
 from typing import TYPE_CHECKING
 
 from ehrguard.db.builders import BUILDERS, BuildReport, Progress, build_database
@@ -30,6 +29,7 @@ from ehrguard.db.engine import (
 from ehrguard.db.fidelity import FidelityReport, check_fidelity, load_ehrsql_split
 from ehrguard.db.schema import Schema, read_schema
 from ehrguard.db.values import Lookup, ValueIndex
+from ehrguard.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ehrguard.db.bigquery import BigQueryDatabase
@@ -38,17 +38,7 @@ if TYPE_CHECKING:
 _LAZY = {"BigQueryDatabase": ".bigquery", "download_demo": ".download"}
 
 
-def __getattr__(name: str) -> object:
-    """Import a lazily exported name on first use (PEP 562)."""
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-    globals()[name] = value  # bound now: later lookups do not come back here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 
 __all__ = [

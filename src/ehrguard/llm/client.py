@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ehrguard.config import setting
+from ehrguard.config import float_setting, int_setting, setting
 from ehrguard.errors import ConfigError, LLMError, LLMTimeoutError, ProviderError, StructuredOutputError
 from ehrguard.llm.cache import ResponseCache, cache_key
 from ehrguard.llm.providers import LocalLlama, OpenAICompatible, Provider, scripted
@@ -96,10 +96,10 @@ class LLM:
                  usage: UsageTracker | None = None, log: CallLog | str | Path | None = None, structured: str = "json_schema",
                  backoff_s: float = 1.0, backoff_cap_s: float = 30.0, shared_limit: bool = True) -> None:
         self.model = model
-        self.timeout_s = float(timeout_s if timeout_s is not None else setting("llm_timeout"))
+        self.timeout_s = float_setting("llm_timeout", timeout_s)
         self.provider = make_provider(model, base_url=base_url, api_key=api_key, timeout_s=self.timeout_s, structured=structured)
-        self.retries = int(retries if retries is not None else setting("llm_retries"))
-        limit = int(concurrency if concurrency is not None else setting("llm_concurrency"))
+        self.retries = int_setting("llm_retries", retries)
+        limit = int_setting("llm_concurrency", concurrency)
         key = f"{model}@{self.provider.base_url}"
         if not shared_limit:  # a limit of its own (measurements), not the model's shared one
             self._limit = threading.BoundedSemaphore(max(1, limit))

@@ -145,12 +145,12 @@ class LocalLlama:
     name = "local"
 
     def __init__(self, model: str, n_ctx: int = 4096, threads: int | None = None) -> None:
+        self.path = resolve_gguf(model)  # a missing model file is said before the native library is loaded
         try:
             import llama_cpp
         except ImportError:
             raise ConfigError("local/ models need llama-cpp-python: pip install 'ehrguard[local]' "
                               "(it compiles llama.cpp, a few minutes).") from None
-        self.path = resolve_gguf(model)
         self.model = self.path.name
         self.base_url = f"file://{self.path}"
         self._llm = llama_cpp.Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=threads, verbose=False)

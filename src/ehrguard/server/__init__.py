@@ -12,32 +12,23 @@ command line pays for until a server starts.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ehrguard.lazy import by_module, lazy_exports
 
 if TYPE_CHECKING:
     from ehrguard.server.app import create_app
     from ehrguard.server.errors import ERRORS, ApiError, status_and_code
     from ehrguard.server.mcp import build_server
 
-_LAZY = {name: module for module, names in {
+_LAZY = by_module({
     ".app": ("create_app",),
     ".errors": ("ERRORS", "ApiError", "status_and_code"),
     ".mcp": ("build_server",),
-}.items() for name in names}
+})
 
 
-def __getattr__(name: str) -> object:
-    """Import a lazily exported name on first use (PEP 562)."""
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-    globals()[name] = value  # bound now: later lookups do not come back here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 
 __all__ = ["ERRORS", "ApiError", "build_server", "create_app", "status_and_code"]

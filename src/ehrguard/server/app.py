@@ -13,7 +13,7 @@ from fastapi import FastAPI
 
 from ehrguard import __version__
 from ehrguard.audit import AuditLog
-from ehrguard.config import setting
+from ehrguard.config import switch_setting
 from ehrguard.server.auth import Auth
 from ehrguard.server.errors import add_error_handlers
 from ehrguard.server.routes import router
@@ -38,7 +38,7 @@ def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: Aud
     app.state.auth = Auth(required=auth, tokens=tokens, rate_limit=rate_limit)
     app.state.audit = audit if audit is not None else AuditLog()
     get_method("offline")  # load the question models now, not under the first requests
-    app.state.sql_enabled = allow_sql if allow_sql is not None else setting("api_sql") == "on"
+    app.state.sql_enabled = allow_sql if allow_sql is not None else switch_setting("api_sql")
     add_error_handlers(app)
     app.include_router(router)
     return app

@@ -14,7 +14,7 @@ from collections import defaultdict, deque
 
 from fastapi import Request
 
-from ehrguard.config import setting
+from ehrguard.config import int_setting, setting
 from ehrguard.errors import ConfigError
 from ehrguard.server.errors import ApiError
 
@@ -62,7 +62,7 @@ class Auth:
             raise ConfigError("The API needs at least one bearer token: set EHRGUARD_API_TOKENS (or serve on 127.0.0.1 with --no-auth).")
         self.required = required
         self.token_ids = {t: token_id(t) for t in token_list}
-        self.limiter = RateLimiter(int(rate_limit if rate_limit is not None else setting("api_rate_limit")))
+        self.limiter = RateLimiter(int_setting("api_rate_limit", rate_limit))
 
     def identify(self, authorization: str) -> str:
         """The caller's token id from an ``Authorization`` header (``local`` without auth).

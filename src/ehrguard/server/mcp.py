@@ -16,7 +16,7 @@ from mcp.server.fastmcp import FastMCP
 from ehrguard import Answer, answer
 from ehrguard.audit import AuditLog
 from ehrguard.db import built_databases, named_database
-from ehrguard.verify import database_context
+from ehrguard.verify import database_context, method_uses_model
 
 
 def build_server(audit: AuditLog | None = None, method: str = "offline", model: str | None = None) -> FastMCP:
@@ -24,10 +24,13 @@ def build_server(audit: AuditLog | None = None, method: str = "offline", model: 
                      instructions="EHR databases behind a safety layer: verify_sql before trusting any SQL; run_sql verifies for you.")
     log = audit or AuditLog()
 
+    # The configured model writes SQL (ask) and, when the method takes one, serves the verification too: with the
+    # offline method it writes SQL only (it used to be handed to the offline verifier, which refuses any model).
+    verifier_model = model if method_uses_model(method) else None
+
     def checked(db: str, question: str, sql: str | None = None, *, execute: bool = True, max_rows: int = 200) -> Answer:
-        # The configured model both writes SQL (ask) and serves LLM methods; only the verification is audited, an
-        # executed query in an entry of its own (mcp-run).
-        return answer(question, db=db, sql=sql, model=model, method=method, verifier_model=model, names_only=True,
+        # Only the verification is audited, an executed query in an entry of its own (mcp-run).
+        return answer(question, db=db, sql=sql, model=model, method=method, verifier_model=verifier_model, names_only=True,
                       execute=execute, max_rows=max_rows, audit=log, caller="mcp", interface="mcp", audit_errors=False,
                       audit_execution="mcp-run")
 

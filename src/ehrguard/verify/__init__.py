@@ -9,7 +9,7 @@ and :mod:`.verdict` define the names below; the methods themselves (:mod:`.llm_m
 """
 
 from ehrguard.verify.api import database_context, verify, warm_up
-from ehrguard.verify.methods import Case, DatabaseContext, Method, available_methods, get_method, register_method
+from ehrguard.verify.methods import Case, DatabaseContext, Method, available_methods, get_method, method_uses_model, register_method
 from ehrguard.verify.verdict import ACTIONS, Exchange, Finding, Verdict
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "available_methods",
     "database_context",
     "get_method",
+    "method_uses_model",
     "register_method",
     "verify",
     "warm_up",

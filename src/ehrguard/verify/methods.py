@@ -152,6 +152,12 @@ def get_method(name: str, model: str | None = None, **options: Any) -> Method:
     return METHODS.get(name).build(name, model, options)
 
 
+def method_uses_model(name: str) -> bool:
+    """Whether the method ``name`` can take an LLM (``offline`` cannot: a model given with it serves generation only)."""
+    _load_builtin_methods()
+    return METHODS.get(name).refuse_model is None
+
+
 def available_methods() -> dict[str, str]:
     """Every method's name and one-line description, by name."""
     _load_builtin_methods()

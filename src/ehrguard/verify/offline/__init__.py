@@ -13,8 +13,9 @@ embedder and the verifier's models, and ``import ehrguard.verify.offline`` stays
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ehrguard.lazy import by_module, lazy_exports
 
 if TYPE_CHECKING:
     from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     )
     from ehrguard.verify.offline.verifier import OfflineVerifier
 
-_LAZY = {name: module for module, names in {
+_LAZY = by_module({
     ".classifier": ("CATEGORY_OF", "CLASSES"),
     ".embedding": ("Embedder", "load_embedder"),
     ".evidence": ("Evidence", "KnownQuestion", "Outcome", "Repair"),
@@ -49,20 +50,10 @@ _LAZY = {name: module for module, names in {
     ".training": ("cross_validate", "ehrsql_questions", "embed_cached", "fold_of", "generated_questions", "parse_fold", "scare_questions",
                   "train_model"),
     ".verifier": ("OfflineVerifier",),
-}.items() for name in names}
+})
 
 
-def __getattr__(name: str) -> object:
-    """Import a lazily exported name on first use (PEP 562)."""
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-    globals()[name] = value  # bound now: later lookups do not come back here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 
 __all__ = [

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ehrguard.benchmarks.ehrsql import ehrsql_pairs
-from ehrguard.config import setting
+from ehrguard.config import setting, switch_setting
 from ehrguard.evaluation.execution_match import normalize_gold
 from ehrguard.profiles import PROFILES, get_profile
 from ehrguard.runtime import runtime
@@ -228,7 +228,7 @@ BANK_NAMESPACES = ("bank_pairs", "template_bank", "form_bank")  # what the runti
 def loaded(namespace: str, build: Callable[[str, str], T | None], db_id: str, data_dir: str | None) -> T | None:
     """``build(db_id, data_dir)`` once per runtime, database and data directory (concurrent first requests
     build it once); None when ``EHRGUARD_TEMPLATE_BANK=off``."""
-    if setting("template_bank") == "off":
+    if not switch_setting("template_bank"):
         return None
     folder = data_dir or setting("data_dir")
     return runtime().memo(namespace, (db_id, folder), lambda: build(db_id, folder))
