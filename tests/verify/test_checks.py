@@ -116,3 +116,11 @@ def test_checks_are_pure_functions_that_stop_only_where_marked():
 
     assert [c.name for c in CHECKS if c.stops] == ["abstained", "read_only"]
     assert len({c.name for c in CHECKS}) == len(CHECKS)
+
+
+def test_unknown_tables_are_listed_in_the_order_the_query_names_them(ctx):
+    # Once iterated from a set, their order followed the process's string hashing.
+    sql = "SELECT * FROM zeta_things JOIN alpha_things ON zeta_things.id = alpha_things.id JOIN mid_things ON 1 = 1"
+    checked = run_checks("What is it?", sql, ctx)
+    tables = [f.message for f in checked.findings if f.check == "unknown_table"]
+    assert tables == ["No table 'zeta_things'.", "No table 'alpha_things'.", "No table 'mid_things'."]

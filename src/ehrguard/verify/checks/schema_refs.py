@@ -41,7 +41,8 @@ def check_schema(ctx: SqlContext) -> CheckResult:
     tables, defined = aliases(ctx.tree)
     findings: list[Finding] = []
     edits: list[Edit] = []
-    for t in {t.name.lower() for t in ctx.tree.find_all(exp.Table)}:
+    named = {t.name.lower() for t in ctx.tree.find_all(exp.Table)}
+    for t in sorted(named, key=lambda name: (_first_at(ctx, name), name)):  # in the order the query names them
         if t not in columns and t not in defined:
             near = difflib.get_close_matches(t, list(columns), n=1, cutoff=NEAR_NAME)
             findings.append(Finding("unknown_table", "error", f"No table {t!r}" + (f"; did you mean {near[0]!r}?" if near else "."),
@@ -71,6 +72,11 @@ def check_schema(ctx: SqlContext) -> CheckResult:
         if near:
             edits.append(TreeEdit(rename_column(qual, name, near[0])))
     return found(*findings, edits=edits)
+
+
+def _first_at(ctx: SqlContext, name: str) -> int:
+    span = ctx.span_of(name)
+    return span[0] if span else len(ctx.sql)
 
 
 def rename_table(old: str, new: str) -> Callable[[exp.Expression], None]:
