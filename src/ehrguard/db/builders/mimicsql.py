@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from ehrguard.db.builders.base import BuildReport, Progress
 from ehrguard.db.builders.sources import find_table, iter_rows, read_rows
@@ -123,6 +124,6 @@ def build(source: Path, out: Path, progress: Progress) -> BuildReport:
                     "FLUID": item.get("fluid"), "CATEGORY": item.get("category")})
 
     progress.step("writing SQLite")
-    contents = (demographic, diagnoses, procedures, prescriptions, lab)
+    contents: tuple[list[dict[str, Any]], ...] = (demographic, diagnoses, procedures, prescriptions, lab)
     report.tables = write_sqlite(out, TABLES, {t.name: rows for t, rows in zip(TABLES, contents, strict=True)})
     return report
