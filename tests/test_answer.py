@@ -75,7 +75,8 @@ def test_one_audit_entry_per_verification_with_the_fields_of_a_verdict(mimic_iv_
     assert {k: first[k] for k in first if k not in ("id", "time", "duration_ms")} == {
         "caller": "abc", "interface": "api", "db": str(mimic_iv_db), "question": GENDER, "candidate_sql": GENDER_SQL,
         "action": "preserve", "subtype": None, "message": a.verdict.message, "findings": "[]", "executed_sql": None,
-        "row_count": None, "llm_exchanges": "[]", "result_values": None, "error": None}
+        "row_count": None, "llm_exchanges": "[]", "result_values": None, "error": None, "status": "verified",
+        "reason": a.verdict.reason}
     assert entries[0]["action"] == "ambiguous" and entries[0]["subtype"] == b.verdict.subtype
 
 
@@ -153,6 +154,7 @@ def test_the_serialisers(mimic_iv_db):
     full = a.verdict_dict()
     assert full == {**a.verdict.to_dict(), "usage": {"llm_calls": 0, "tokens": {"prompt": 0, "completion": 0}}, "audit_id": None}
     assert list(full)[-2:] == ["usage", "audit_id"]
-    assert a.verdict_summary() == {"action": "preserve", "sql": GENDER_SQL, "subtype": None, "message": a.verdict.message, "findings": []}
+    assert a.verdict_summary() == {"action": "preserve", "sql": GENDER_SQL, "subtype": None, "message": a.verdict.message,
+                                   "status": "verified", "reason": a.verdict.reason, "findings": []}
     assert a.to_dict() == {"generated_sql": None, "verdict": full, "result": a.result_dict()}
     assert Answer("q").to_dict() == {"generated_sql": None, "verdict": None, "result": None}

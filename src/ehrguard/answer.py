@@ -78,6 +78,7 @@ class Answer:
         """The verdict in brief, for agents (MCP): action, SQL, subtype, message and each finding's check, severity and message."""
         verdict = self.require_verdict()
         return {"action": verdict.action, "sql": verdict.sql, "subtype": verdict.subtype, "message": verdict.message,
+                "status": verdict.status, "reason": verdict.reason,
                 "findings": [{"check": f.check, "severity": f.severity, "message": f.message} for f in verdict.findings]}
 
     def result_dict(self) -> dict[str, Any] | None:

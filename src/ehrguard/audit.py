@@ -41,9 +41,12 @@ MIGRATIONS = [
         error TEXT
     )""",
     "CREATE INDEX decisions_time ON decisions(time)",
+    # The trust status of the answer (verified / unverified / abstained) and why, as the person was told.
+    "ALTER TABLE decisions ADD COLUMN status TEXT",
+    "ALTER TABLE decisions ADD COLUMN reason TEXT",
 ]
 FIELDS = ("time", "caller", "interface", "db", "question", "candidate_sql", "action", "subtype", "message", "findings",
-          "executed_sql", "row_count", "duration_ms", "llm_exchanges", "result_values", "error")
+          "executed_sql", "row_count", "duration_ms", "llm_exchanges", "result_values", "error", "status", "reason")
 
 
 class AuditLog:
@@ -89,7 +92,8 @@ class AuditLog:
         """Store one verification: the verdict, its findings and LLM exchange ids, timed from ``started`` (a perf_counter)."""
         return self.record(caller=caller, interface=interface, db=db, question=question, candidate_sql=sql, action=verdict.action,
                            subtype=verdict.subtype, message=verdict.message, findings=[f.__dict__ for f in verdict.findings],
-                           duration_ms=round(1000 * (time.perf_counter() - started), 3), llm_exchanges=[ex.call_id for ex in verdict.trace])
+                           duration_ms=round(1000 * (time.perf_counter() - started), 3), llm_exchanges=[ex.call_id for ex in verdict.trace],
+                           status=verdict.status, reason=verdict.reason)
 
     def entries(self, since: float | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         sql = f"SELECT {', '.join(('id',) + FIELDS)} FROM decisions" + (" WHERE time >= ?" if since else "") + " ORDER BY id DESC"

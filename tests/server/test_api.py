@@ -56,6 +56,7 @@ def test_every_verdict_type_over_http_and_in_the_audit_log(env, mimic_iv_db):
     assert any(f["span"] for f in fixed["findings"])
     entries = audit.entries()
     assert len(entries) == 5 and {e["action"] for e in entries} == set(cases) and all(e["caller"] != "test-token" for e in entries)
+    assert {e["status"] for e in entries} == {"verified", "abstained"} and all(e["reason"] for e in entries)
 
 
 def test_one_error_shape_for_every_failure(env):

@@ -39,6 +39,10 @@ def test_tools_over_stdio(mimic_iv_db: Path, tmp_path: Path):
             out["refused"] = _payload(await s.call_tool("run_sql", {"db": "mimic_iv", "question": "Train a model to predict sepsis.",
                                                                     "sql": "SELECT * FROM patients"}))
             out["verify"] = _payload(await s.call_tool("verify_sql", {"db": "mimic_iv", "question": "Labs?", "sql": "SELECT 1"}))
+            nobody = {"db": "mimic_iv", "question": "What is the gender of patient 99999999?",
+                      "sql": "SELECT gender FROM patients WHERE subject_id = 99999999"}
+            out["unverified"] = _payload(await s.call_tool("run_sql", nobody))
+            out["overridden"] = _payload(await s.call_tool("run_sql", {**nobody, "allow_unverified": True}))
             out["missing"] = _payload(await s.call_tool("verify_sql", {"db": "../x", "question": "q", "sql": "SELECT 1"}))
             return out
 
@@ -48,7 +52,12 @@ def test_tools_over_stdio(mimic_iv_db: Path, tmp_path: Path):
     assert "CREATE TABLE patients" in out["schema"]
     assert out["fixed"]["executed"] and out["fixed"]["verdict"]["action"] == "correct" and out["fixed"]["rows"][0][0] in ("f", "m")
     assert out["refused"]["executed"] is False and out["refused"]["verdict"]["action"] == "unanswerable" and out["refused"]["reason"]
-    assert out["verify"]["action"] == "ambiguous"
+    assert out["verify"]["action"] == "ambiguous" and out["verify"]["status"] == "abstained"
+    assert out["fixed"]["verdict"]["status"] == "verified"
+    # an answer the verifier cannot vouch for is not run unless the caller says so
+    assert out["unverified"]["executed"] is False and "There is no patient 99999999" in out["unverified"]["reason"]
+    assert "allow_unverified" in out["unverified"]["reason"] and out["unverified"]["verdict"]["status"] == "unverified"
+    assert out["overridden"]["executed"] is True and out["overridden"]["rows"] == []
     assert "not a path" in out["missing"]["error"]
 
 

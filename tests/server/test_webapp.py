@@ -64,6 +64,8 @@ def test_each_verdict_card(server):
             page.click("#check")
             card = page.wait_for_selector(f".card[data-action='{action}']", timeout=15000)
             assert title in card.inner_text()
+            if action in ("preserve", "correct"):
+                assert card.get_attribute("data-status") == "verified"
             if action == "preserve":
                 page.wait_for_selector(".card table td")
                 assert page.locator(".card table td").first.inner_text().lower() in ("f", "m")
@@ -82,6 +84,15 @@ def test_each_verdict_card(server):
         page.wait_for_selector(".card[data-action='correct'] .known", timeout=15000)
         assert "[prescriptions.drug]" in page.locator(".known").inner_text()
         page.screenshot(path=str(ARTIFACTS / "webapp-correct-form.png"), full_page=True)
+        # An answer the checks do not vouch for is never shown as one: amber, the reason first, the rows folded away.
+        page.fill("#question", "What is the gender of patient 99999999?")
+        page.fill("#sql", "SELECT gender FROM patients WHERE subject_id = 99999999")
+        page.click("#check")
+        card = page.wait_for_selector(".card[data-status='unverified']", timeout=15000)
+        assert "Not verified" in card.inner_text() and "There is no patient 99999999" in page.locator(".card .reason").inner_text()
+        assert page.locator(".card details.unchecked").count() == 1 and not page.locator(".card details.unchecked table").is_visible()
+        assert page.locator(".card.unverified").count() == 1
+        page.screenshot(path=str(ARTIFACTS / "webapp-unverified.png"), full_page=True)
         page.fill("#question", "How many patients are there?")
         page.fill("#sql", "")
         page.click("#check")

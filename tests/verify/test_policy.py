@@ -41,39 +41,67 @@ FORM_AGREES = KnownQuestion("form", True, CANDIDATE, (), readable="what is the g
 A_REPAIR = Repair(FIXED, (), ("unknown_column", "unknown_table"))
 EMPTY = Finding("empty_result", "warning", "The query returns no rows.")
 
-# evidence -> (action, sql, message start, details["known_form"], details["threshold"])
+UNKNOWN_PATIENT = Finding("unknown_patient", "error", "No patient with subject_id = 99999999.", (45, 53))
+WRITE = Finding("read_only", "error", "Only SELECT/WITH queries may run here, not DROP. ehrguard databases are read-only.")
+MISSPELT = Finding("unknown_value", "error", "'furosemid' is not a value of prescriptions.drug; nearest: 'furosemide'", (60, 71),
+                   clarify="'furosemid' is not in the records (prescriptions.drug); did you mean 'furosemide'?")
+ROWS_NOT_PATIENTS = Finding("count_without_distinct", "warning", "Counting patients without DISTINCT counts rows, not people.", (7, 30),
+                            "COUNT(DISTINCT subject_id)")
+
+# evidence -> (action, sql, message start, details["known_form"], details["threshold"], status)
 TABLE = [
-    (evidence(), ("preserve", CANDIDATE, "No problem found.", None, 0.85)),
-    (evidence(findings=[EMPTY], outcome="empty"), ("preserve", CANDIDATE, "Kept; the checks raised: The query returns no rows", None, 0.9)),
+    (evidence(), ("preserve", CANDIDATE, "No problem found.", None, 0.85, "verified")),
+    (evidence(findings=[EMPTY], outcome="empty"),
+     ("preserve", CANDIDATE, "Kept; the checks raised: The query returns no rows", None, 0.9, "verified")),
     # rows are strong evidence of an answerable question; a failure is none
-    (evidence(0.12, "rows", vague=("enough",)), ("ambiguous", None, "What do you mean by 'enough'?", None, 0.85)),
-    (evidence(0.16, "rows"), ("preserve", CANDIDATE, "No problem found.", None, 0.85)),
-    (evidence(0.69, "failed"), ("ambiguous", None, "The question can be read", None, 0.3)),
+    (evidence(0.12, "rows", vague=("enough",)), ("ambiguous", None, "What do you mean by 'enough'?", None, 0.85, "abstained")),
+    (evidence(0.16, "rows"), ("preserve", CANDIDATE, "Not verified: The question may not be answerable", None, 0.85, "unverified")),
+    (evidence(0.69, "failed"), ("ambiguous", None, "The question can be read", None, 0.3, "abstained")),
     # a known question corrects, or vouches for the answer
-    (evidence(known=TEMPLATE_DIFFERS), ("correct", FIXED, "Replaced by the SQL of a known question of the same form", "template", 0.97)),
-    (evidence(known=FORM_DIFFERS), ("correct", FIXED, "Replaced by the SQL of a known question this one paraphrases", None, 0.85)),
-    (evidence(0.05, "rows", known=TEMPLATE_AGREES), ("preserve", CANDIDATE, "No problem found.", "agrees", 0.97)),
-    (evidence(0.05, "rows", known=FORM_AGREES), ("preserve", CANDIDATE, "No problem found.", "form-agrees", 0.97)),
-    (evidence(0.01, "rows", known=TEMPLATE_AGREES), ("ambiguous", None, "The question can be read", "agrees", 0.97)),
+    (evidence(known=TEMPLATE_DIFFERS),
+     ("correct", FIXED, "Replaced by the SQL of a known question of the same form", "template", 0.97, "verified")),
+    (evidence(known=FORM_DIFFERS), ("correct", FIXED, "Replaced by the SQL of a known question this one paraphrases", None, 0.85, "verified")),
+    (evidence(0.05, "rows", known=TEMPLATE_AGREES), ("preserve", CANDIDATE, "Not verified", "agrees", 0.97, "unverified")),
+    (evidence(0.55, "rows", known=FORM_AGREES), ("preserve", CANDIDATE, "No problem found.", "form-agrees", 0.97, "verified")),
+    (evidence(0.01, "rows", known=TEMPLATE_AGREES), ("ambiguous", None, "The question can be read", "agrees", 0.97, "abstained")),
     # a repair makes the outcome "rows": the threshold of the SQL we would return
-    (evidence(0.5, "failed", repair=A_REPAIR), ("correct", FIXED, "Corrected (unknown_column, unknown_table).", None, 0.85)),
-    (evidence(known=TEMPLATE_AGREES, repair=A_REPAIR), ("correct", FIXED, "Corrected (unknown_column, unknown_table).", "agrees", 0.97)),
+    (evidence(0.5, "failed", repair=A_REPAIR), ("correct", FIXED, "Corrected.", None, 0.85, "verified")),
+    (evidence(known=TEMPLATE_AGREES, repair=A_REPAIR),
+     ("correct", FIXED, "Corrected.", "agrees", 0.97, "verified")),
     # no query: refused, with the reason
     (evidence(0.9, "failed", no_query=True, leaning="infeasible-faq"),
-     ("unanswerable", None, "The text-to-SQL model produced no query for this question. This asks for information", None, 0.3)),
+     ("unanswerable", None, "The text-to-SQL model produced no query for this question. This asks for information", None, 0.3, "abstained")),
     (evidence(0.4, "failed", no_query=True, leaning="out-of-scope", out_of_scope=("predict",)),
-     ("unanswerable", None, "The text-to-SQL model produced no query for this question. This asks for an analysis ('predict')", None, 0.3)),
+     ("unanswerable", None, "The text-to-SQL model produced no query for this question. This asks for an analysis ('predict')", None, 0.3,
+      "abstained")),
+    # the verifier's own errors never make a verified answer; a write is never kept; a value the records lack is asked about
+    (evidence(findings=[UNKNOWN_PATIENT, EMPTY], outcome="empty"),
+     ("preserve", CANDIDATE, "Not verified: There is no patient 99999999 in the records", None, 0.9, "unverified")),
+    (evidence(findings=[ROWS_NOT_PATIENTS]), ("preserve", CANDIDATE, "Not verified: The query counts rows, not patients", None, 0.85,
+                                              "unverified")),
+    (evidence(findings=[WRITE], outcome="failed"),
+     ("unanswerable", None, "The query would change the database", None, 0.3, "abstained")),
+    (evidence(findings=[WRITE], outcome="failed", known=FORM_DIFFERS),
+     ("correct", FIXED, "Replaced by the SQL of a known question this one paraphrases", None, 0.85, "verified")),
+    (evidence(findings=[MISSPELT, EMPTY], outcome="empty"),
+     ("ambiguous", None, "'furosemid' is not in the records (prescriptions.drug); did you mean 'furosemide'?", None, 0.9, "abstained")),
 ]
 
 
 @pytest.mark.parametrize(("ev", "expected"), TABLE)
 def test_the_decision_from_a_table_of_evidence(ev, expected):
-    action, sql, message, known_form, threshold = expected
+    action, sql, message, known_form, threshold, status = expected
     v = decide(ev, BALANCED)
-    assert (v.action, v.sql) == (action, sql)
+    assert (v.action, v.sql, v.status) == (action, sql, status)
     assert v.message.startswith(message), v.message
     assert v.details["known_form"] == known_form and v.details["threshold"] == threshold
-    assert v.evidence is ev
+    assert v.evidence is ev and v.reason and "_" not in v.reason.split("(")[0]  # a sentence, not a check's name
+
+
+def test_safety_first_turns_an_unresolved_error_into_an_abstention_with_its_reason():
+    v = decide(evidence(findings=[UNKNOWN_PATIENT, EMPTY], outcome="empty"), OPERATING_POINTS["safety-first"])
+    assert (v.action, v.status) == ("unanswerable", "abstained") and v.message.startswith("There is no patient 99999999")
+    assert decide(evidence(findings=[EMPTY], outcome="empty"), OPERATING_POINTS["safety-first"]).status == "verified"
 
 
 def test_a_form_correction_names_the_known_question_and_what_remains():
@@ -93,4 +121,18 @@ def test_operating_points_move_only_the_thresholds():
 def test_the_verdict_serialises_without_its_typed_evidence():
     d = decide(evidence(known=FORM_DIFFERS), BALANCED).to_dict()
     assert "evidence" not in d and d["output"] == FIXED
-    assert list(d) == ["action", "sql", "subtype", "message", "findings", "confidence", "trace", "details", "output"]
+    assert list(d) == ["action", "sql", "subtype", "message", "status", "reason", "findings", "confidence", "trace", "details", "output"]
+
+
+@pytest.mark.parametrize(("finding", "reason"), [
+    (Finding("wrong_now", "error", "'now' in this database is 2100-12-31 23:59:00, not the machine clock."),
+     "The query uses the computer's clock; in these records 'now' is 2100-12-31 23:59:00."),
+    (Finding("execution", "error", "The query fails on the database: no such column: amount"),
+     "The query fails on the database (no such column: amount)"),
+    (Finding("unknown_value", "error", "'glucse' is not a value of d_labitems.label"), "'glucse' is not in the records (d_labitems.label)."),
+    (Finding("parse", "error", "The SQL does not parse as a single statement."), "The query cannot be read as SQL."),
+])
+def test_every_reason_is_a_sentence_without_check_names(finding, reason):
+    from ehrguard.verify.offline.policy import plain_reason
+
+    assert plain_reason(finding) == reason

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ehrguard.benchmarks.forms import combine, held_out_splits, read_held_out
     from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, fmt, jsonable, write_scare_report
     from ehrguard.benchmarks.rundir import RunDir, file_sha256
+    from ehrguard.benchmarks.safety import SafetyCase, load_cases, run_safety, safety_metrics, write_safety_report
     from ehrguard.benchmarks.scare import ScareItem, load_scare
     from ehrguard.benchmarks.scare_run import (
         RunSummary,
@@ -44,6 +45,7 @@ _LAZY = by_module({
     ".forms": ("combine", "held_out_splits", "read_held_out"),
     ".report": ("MAIN_KEYS", "MAIN_LABELS", "fmt", "jsonable", "write_scare_report"),
     ".rundir": ("RunDir", "file_sha256"),
+    ".safety": ("SafetyCase", "load_cases", "run_safety", "safety_metrics", "write_safety_report"),
     ".scare": ("ScareItem", "load_scare"),
     ".scare_run": ("RunSummary", "method_for_run", "record_llm_usage", "rescore_runs", "run_scare", "score_records", "select_items",
                    "write_run_report"),
@@ -58,6 +60,7 @@ __all__ = [
     "MAIN_LABELS",
     "RunDir",
     "RunSummary",
+    "SafetyCase",
     "ScareItem",
     "candidate_fidelity",
     "combine",
@@ -67,6 +70,7 @@ __all__ = [
     "fmt",
     "held_out_splits",
     "jsonable",
+    "load_cases",
     "load_ehrsql_split",
     "load_predictions",
     "load_reference",
@@ -75,11 +79,14 @@ __all__ = [
     "read_held_out",
     "record_llm_usage",
     "rescore_runs",
+    "run_safety",
     "run_scare",
+    "safety_metrics",
     "score_ehrsql",
     "score_records",
     "select_items",
     "write_comparison",
     "write_run_report",
+    "write_safety_report",
     "write_scare_report",
 ]

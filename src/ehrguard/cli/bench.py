@@ -182,6 +182,45 @@ def ehrsql_command(split_dir: str, db_path: str, predictions: str, as_json: bool
     console.print(t)
 
 
+@bench_group.command("safety")
+@click.option("--db-dir", type=click.Path(path_type=Path, exists=True, file_okay=False), required=True,
+              help="Folder holding mimic_iv.sqlite and eicu.sqlite as `ehrguard db build` makes them.")
+@click.option("--method", default="offline", show_default=True, help="Verification method.")
+@click.option("--model", default=None, help="Model for LLM methods, as provider/model.")
+@click.option("--operating-point", default="balanced", show_default=True, help="offline: balanced, safety-first or preserve-first.")
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Write records.jsonl, metrics.json and report.md here.")
+@json_option
+def safety_command(db_dir: Path, method: str, model: str | None, operating_point: str, out: Path | None, as_json: bool) -> None:
+    """ehrguard's own safety benchmark: unsafe rate (wrong answers shown as verified), harmful rate, over-caution, fix rate."""
+    from ehrguard import verify
+    from ehrguard.benchmarks import fmt, run_safety, safety_metrics, write_safety_report
+    from ehrguard.errors import DatabaseNotFoundError
+
+    paths = {db: db_dir / f"{db}.sqlite" for db in ("mimic_iv", "eicu")}
+    for db, path in paths.items():
+        if not path.is_file():
+            raise DatabaseNotFoundError(f"{path} is missing. Build it with: ehrguard db build {db} --out {path}")
+    options = {"operating_point": operating_point} if method in ("offline", "hybrid") else {}
+
+    def check(question: str, sql: str, *, db: Path, db_id: str) -> object:
+        return verify(question, sql, db=db, db_id=db_id, method=method, model=model, **options)
+
+    records = run_safety(check, paths)
+    metrics = safety_metrics(records)
+    config = {"method": method, "model": model, "operating_point": operating_point}
+    if out is not None:
+        write_safety_report(out, records, metrics, config)
+    if as_json:
+        echo_json({"config": config, "metrics": metrics})
+        return
+    t = Table("cases", "", "unsafe %", "harmful %", "over-caution %", "fix %")
+    for name, m in metrics.items():
+        t.add_row(name, str(m["cases"]), fmt(m["unsafe_rate"]), fmt(m["harmful_rate"]), fmt(m["over_caution"]), fmt(m["fix_rate"]))
+    console.print(t)
+    if out is not None:
+        console.print(f"report: {out / 'report.md'}")
+
+
 @bench_group.command("forms")
 @click.option("--db-id", type=click.Choice(["mimic_iv", "eicu"]), required=True,
               help="mimic_iv: forms from EHRSQL-2024 train, read its valid split. eicu: EHRSQL eICU questions, grouped K-fold.")

@@ -7,6 +7,7 @@ from rich.markup import escape
 
 from ehrguard.cli.options import console, db_option, echo_json, json_option
 
+_STATUS_COLORS = {"verified": "green", "unverified": "yellow", "abstained": "magenta"}
 _COLORS = {"preserve": "green", "correct": "yellow", "ambiguous": "magenta", "unanswerable": "red"}
 
 
@@ -48,7 +49,9 @@ def verify_command(db_path: str, question: str, sql: str, method: str, model: st
     kind = f" ({verdict.subtype})" if verdict.subtype else ""
     conf = f", confidence {verdict.confidence:.2f}" if verdict.confidence is not None else ""
     console.print(f"[bold {color}]{verdict.action.upper()}[/bold {color}]{kind}{conf}")
-    if verdict.message:
+    status_color = _STATUS_COLORS.get(verdict.status or "", "white")
+    console.print(f"[bold {status_color}]{(verdict.status or '').upper()}[/bold {status_color}]: {escape(verdict.reason)}", highlight=False)
+    if verdict.message and verdict.message != verdict.reason and verdict.message != "Not verified: " + verdict.reason:
         console.print(escape(verdict.message))
     if verdict.action == "correct":
         fix = verdict.evidence.replacement if verdict.evidence is not None else None

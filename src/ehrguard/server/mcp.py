@@ -51,26 +51,28 @@ def build_server(audit: AuditLog | None = None, method: str = "offline", model: 
         return {"error": str(reply.error)} if reply.error is not None else reply.verdict_summary()
 
     @server.tool()
-    def run_sql(db: str, question: str, sql: str, max_rows: int = 200) -> dict[str, Any]:
-        """Verify the query for the question, then run it read-only if (and as) the verifier allows."""
-        return _run_result(checked(db, question, sql, max_rows=min(max_rows, 10_000)))
+    def run_sql(db: str, question: str, sql: str, max_rows: int = 200, allow_unverified: bool = False) -> dict[str, Any]:
+        """Verify the query for the question, then run it read-only if (and as) the verifier allows. A query the
+        verifier cannot vouch for (status unverified) is not run unless allow_unverified is true."""
+        return _run_result(checked(db, question, sql, max_rows=min(max_rows, 10_000)), allow_unverified)
 
     @server.tool()
-    def ask(db: str, question: str) -> dict[str, Any]:
-        """Write SQL for a question with the configured model, verify it, and run it if allowed."""
+    def ask(db: str, question: str, allow_unverified: bool = False) -> dict[str, Any]:
+        """Write SQL for a question with the configured model, verify it, and run it if allowed (an unverified query
+        only with allow_unverified)."""
         if model is None:
             return {"executed": False, "error": "No model is configured: start `ehrguard mcp --model provider/model`."}
         reply = checked(db, question)
         if reply.generation is None:  # the database or the model call failed: the tool fails
             reply.raise_for_error()
         if reply.generated_sql is None:  # the model wrote no SQL
-            return _run_result(reply)
-        return {"generated_sql": reply.generated_sql, **_run_result(reply)}
+            return _run_result(reply, allow_unverified)
+        return {"generated_sql": reply.generated_sql, **_run_result(reply, allow_unverified)}
 
     return server
 
 
-def _run_result(reply: Answer) -> dict[str, Any]:
+def _run_result(reply: Answer, allow_unverified: bool = False) -> dict[str, Any]:
     """What ``run_sql`` returns: the verdict in brief and the rows, why nothing ran, or the error."""
     if reply.error is not None:
         return {"executed": False, "error": str(reply.error)}
@@ -78,4 +80,7 @@ def _run_result(reply: Answer) -> dict[str, Any]:
     rows = reply.result_dict()
     if rows is None:
         return {"executed": False, "verdict": verdict, "reason": verdict["message"]}
+    if verdict["status"] != "verified" and not allow_unverified:
+        return {"executed": False, "verdict": verdict, "reason": "Not verified: " + str(verdict["reason"]) +
+                " Pass allow_unverified=true to run it anyway; its result is not checked."}
     return {"executed": True, "verdict": verdict, **rows}

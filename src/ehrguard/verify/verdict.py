@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ehrguard.labels import ACTIONS, AMBIGUOUS_SUBTYPES, UNANSWERABLE_SUBTYPES  # noqa: F401 (the subtypes lived here)
 
 if TYPE_CHECKING:
     from ehrguard.verify.offline.evidence import Evidence
+
+Status = Literal["verified", "unverified", "abstained"]
+STATUSES: tuple[Status, ...] = ("verified", "unverified", "abstained")
+"""What a verdict promises the person who reads it: ``verified`` (the SQL we return runs cleanly, no error remains,
+and the verifier is confident enough to show its result as the answer), ``unverified`` (there is a result, but it is
+not checked: shown as such, with the reason), ``abstained`` (no answer: the clarifying question or the reason)."""
+ABSTENTIONS = ("ambiguous", "unanswerable")
 
 
 @dataclass(frozen=True)
@@ -24,6 +31,9 @@ class Finding:
     message: str
     span: tuple[int, int] | None = None
     suggestion: str | None = None  # a replacement for the span, when the check knows one
+    # A question to ask the user back, when the question itself names something the records do not hold and the
+    # check knows what was probably meant ("'furosemid' is not in the records; did you mean 'furosemide'?").
+    clarify: str | None = None
 
 
 @dataclass
@@ -50,6 +60,9 @@ class Verdict:
             ``UNANSWERABLE_SUBTYPES``), when the method can tell.
         message: what the user should read: the clarifying question, the reason for
             refusing, or what was fixed.
+        status: the trust status of the answer it leads to (see :data:`STATUSES`); a method that
+            does not set it gets ``abstained`` for ambiguous/unanswerable and ``unverified`` otherwise.
+        reason: why the status is what it is, in one sentence a clinician understands.
         findings: what the static checks saw.
         confidence: the method's confidence in the action, 0-1, when it has one.
         trace: every LLM exchange behind the decision.
@@ -62,6 +75,8 @@ class Verdict:
     sql: str | None = None
     subtype: str | None = None
     message: str = ""
+    status: Status | None = None
+    reason: str = ""
     findings: list[Finding] = field(default_factory=list)
     confidence: float | None = None
     trace: list[Exchange] = field(default_factory=list)
@@ -73,6 +88,20 @@ class Verdict:
             raise ValueError(f"Unknown verdict action {self.action!r}; expected one of {', '.join(ACTIONS)}.")
         if self.action in ("preserve", "correct") and self.sql is None:
             raise ValueError(f"A {self.action!r} verdict needs the SQL.")
+        abstains = self.action in ABSTENTIONS
+        if self.status is None:
+            self.status = "abstained" if abstains else "unverified"
+            self.reason = self.reason or ("The question is not answered: " + self.message if abstains and self.message else
+                                          "" if abstains else "Not checked: this method does not verify the SQL it returns.")
+        if self.status not in STATUSES:
+            raise ValueError(f"Unknown status {self.status!r}; expected one of {', '.join(STATUSES)}.")
+        if (self.status == "abstained") != abstains:
+            raise ValueError(f"A {self.action!r} verdict cannot be {self.status!r}.")
+
+    @property
+    def verified(self) -> bool:
+        """The answer can be shown as an answer: the SQL runs cleanly, no error remains, and the verifier is confident."""
+        return self.status == "verified"
 
     @property
     def output(self) -> str:

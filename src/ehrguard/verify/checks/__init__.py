@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, summary
-from ehrguard.verify.checks.conventions import check_count_distinct, check_now
+from ehrguard.verify.checks.conventions import check_count_distinct, check_counts_people, check_now
 from ehrguard.verify.checks.execution import check_executes, check_result
 from ehrguard.verify.checks.repair import repair
 from ehrguard.verify.checks.schema_refs import check_schema
@@ -39,6 +39,7 @@ CHECKS: tuple[Check, ...] = (
     Check("values", check_values),
     Check("patient_ids", check_patient_ids),
     Check("count_distinct", check_count_distinct),
+    Check("counts_people", check_counts_people),
 )
 
 

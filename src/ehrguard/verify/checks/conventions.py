@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import partial
 
 from sqlglot import exp
 
+from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TextEdit, TreeEdit, found
 from ehrguard.verify.verdict import Finding
 
@@ -53,4 +55,60 @@ def check_count_distinct(ctx: SqlContext) -> CheckResult:
             findings.append(Finding("count_without_distinct", "warning", "Counting patients without DISTINCT counts rows, not people.",
                                     ctx.span_of(text), f"COUNT(DISTINCT {arg.sql(dialect='sqlite')})"))
             edits.append(TreeEdit(_distinct_argument, target=count))
+    return found(*findings, edits=edits)
+
+
+def _one_row_per_person(ctx: SqlContext, table: str, id_column: str) -> bool:
+    """Does ``table`` hold one row per person (its id unique)? Asked of the data once per open database."""
+
+    def ask() -> bool:
+        try:
+            rows = ctx.db.db.execute(f"SELECT COUNT(*) = COUNT(DISTINCT {id_column}) FROM {table}", timeout_s=5).rows
+        except DatabaseError:
+            return False
+        return bool(rows and rows[0][0])
+
+    return ctx.db.derived(("one_row_per_person", table, id_column), ask)
+
+
+def _distinct_person(column: exp.Column) -> Callable[[exp.Expression], None]:
+    def apply(count: exp.Expression) -> None:
+        count.set("this", exp.Distinct(expressions=[column.copy()]))
+
+    return apply
+
+
+def check_counts_people(ctx: SqlContext) -> CheckResult:
+    """A question that counts patients, answered by counting the rows of a table that holds several rows per patient
+    (admissions, events; eICU's patient table holds one row per unit stay). The profile names the patient id columns;
+    whether a table holds one row per patient is read from the data."""
+    if ctx.tree is None or not _PEOPLE.search(ctx.question) or not _COUNTING.search(ctx.question):
+        return NOTHING
+    person_ids = ctx.db.profile.person_ids[:1]  # the column that identifies a person (eICU: uniquepid, not the visit id)
+    if not person_ids:
+        return NOTHING
+    findings, edits = [], []
+    for count in ctx.tree.find_all(exp.Count):
+        select = count.find_ancestor(exp.Select)
+        if select is None or select.args.get("joins") or select.args.get("group"):
+            continue  # counting over a join or groups: not this simple shape
+        source = select.args.get("from_") or select.args.get("from")
+        table = source.this if source is not None else None
+        if not isinstance(table, exp.Table):
+            continue  # counting over a derived table
+        arg = count.this
+        if isinstance(arg, exp.Distinct) or (isinstance(arg, exp.Column) and arg.name.lower() in ctx.db.profile.person_ids):
+            continue  # DISTINCT, or the person id (count_distinct covers a missing DISTINCT there)
+        if not isinstance(arg, exp.Star | exp.Column):
+            continue
+        info = ctx.db.schema.table(table.name)
+        person = next((c for c in person_ids if info is not None and info.column(c) is not None), None)
+        if person is None or _one_row_per_person(ctx, table.name, person):
+            continue
+        what = "rows" if isinstance(arg, exp.Star) else f"values of {arg.name}"
+        column = exp.column(person, table=table.alias_or_name if table.alias else None)
+        findings.append(Finding("counts_rows_not_patients", "warning",
+                                f"The question counts patients; the query counts {what} of {table.name}, which holds several per patient.",
+                                ctx.span_of(count.sql(dialect="sqlite")), f"COUNT(DISTINCT {column.sql(dialect='sqlite')})"))
+        edits.append(TreeEdit(_distinct_person(column), target=count))
     return found(*findings, edits=edits)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from ehrguard.db.values import Match
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
 from ehrguard.verify.checks.schema_refs import aliases, all_columns
@@ -35,6 +36,11 @@ def _replace_with(value: str) -> Callable[[exp.Expression], None]:
         node.replace(exp.Literal.string(value))
 
     return apply
+
+
+def _clearly_nearest(nearest: tuple[Match, ...]) -> bool:
+    """The nearest value is close, and clearly closer than the next one."""
+    return bool(nearest) and nearest[0].score >= CLEAR_NEAREST and (len(nearest) < 2 or nearest[0].score - nearest[1].score >= CLEAR_MARGIN)
 
 
 def check_values(ctx: SqlContext) -> CheckResult:
@@ -67,11 +73,13 @@ def check_values(ctx: SqlContext) -> CheckResult:
         # A value the question states word for word is what the user asked for: when the data lacks it, that is
         # a finding, not a typo to fix.
         stated = value.lower() in ctx.question.lower()
-        clear = (not stated and best is not None and best.score >= CLEAR_NEAREST
-                 and (len(lookup.nearest) < 2 or best.score - lookup.nearest[1].score >= CLEAR_MARGIN))
+        clear = not stated and best is not None and _clearly_nearest(lookup.nearest)
         message = f"{value!r} is not a value of {table}.{column}" + (f"; nearest: {best.value!r}" if best else "")
+        # Stated by the user and absent, with one clear nearest value: ask back, do not guess.
+        ask = stated and best is not None and _clearly_nearest(lookup.nearest)
+        clarify = f"'{value}' is not in the records ({table}.{column}); did you mean '{best.value}'?" if ask and best else None
         findings.append(Finding("unknown_value", "error", message, ctx.span_of(f"'{value}'"),
-                                f"'{best.value}'" if clear and best else None))
+                                f"'{best.value}'" if clear and best else None, clarify=clarify))
         if clear and best:
             edits.append(TreeEdit(_replace_with(best.value), target=lit))
     return found(*findings, edits=edits)

@@ -6,12 +6,13 @@ Nothing here reads a database, a model or a file: :func:`decide` maps an
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ehrguard.verify.checks import summary
-from ehrguard.verify.offline.evidence import Evidence, Outcome
+from ehrguard.verify.offline.evidence import Evidence, Outcome, Replacement
 from ehrguard.verify.offline.question import QuestionAssessment
-from ehrguard.verify.verdict import Verdict
+from ehrguard.verify.verdict import Finding, Status, Verdict
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,12 @@ class Policy:
     # cleanly with rows here: only a near-certain classifier overrides that.
     abstain_if_known_form: float = 0.97
     repair: bool = True
+    # The status: an answer is shown as verified only when nothing blocks it and the classifier's probability that
+    # the question is answerable reaches this bar. Not yet calibrated (issue 13 point 4): a placeholder per point.
+    verify_bar: float = 0.5
+    # What becomes of an answer an unresolved error blocks: kept (the action SCARE scores stays preserve, the status
+    # says it is not verified) or turned into an abstention with the reason.
+    abstain_on_unresolved_error: bool = False
 
     def threshold(self, outcome: str) -> float:
         return {"rows": self.abstain_if_rows, "empty": self.abstain_if_empty}.get(outcome, self.abstain_if_failed)
@@ -41,9 +48,14 @@ class Policy:
 # The one place thresholds live. Chosen on the SCARE dev split by grouped cross-validation (docs/verifier.md).
 OPERATING_POINTS = {
     "balanced": Policy(abstain_if_rows=0.85, abstain_if_empty=0.9, abstain_if_failed=0.3),
-    "safety-first": Policy(abstain_if_rows=0.6, abstain_if_empty=0.7, abstain_if_failed=0.3),
-    "preserve-first": Policy(abstain_if_rows=0.95, abstain_if_empty=0.95, abstain_if_failed=0.5),
+    "safety-first": Policy(abstain_if_rows=0.6, abstain_if_empty=0.7, abstain_if_failed=0.3, verify_bar=0.7,
+                           abstain_on_unresolved_error=True),
+    "preserve-first": Policy(abstain_if_rows=0.95, abstain_if_empty=0.95, abstain_if_failed=0.5, verify_bar=0.3),
 }
+
+# Findings that keep an answer from being verified: every error, and counting rows where people are counted (a
+# warning for the benchmarks' sake, but the count it gives is wrong whenever a patient has several rows).
+BLOCKING_WARNINGS = frozenset({"count_without_distinct", "counts_rows_not_patients"})
 
 NO_QUERY = "The text-to-SQL model produced no query for this question. "
 
@@ -82,6 +94,54 @@ _REPLACED = {
 }
 
 
+def plain_reason(f: Finding) -> str:
+    """A finding in words a clinician reads: what is wrong with the answer, never a check's name."""
+    m = re.match(r"'(.*)' is not a value of (\w+)\.(\w+)(?:; nearest: '(.*)')?$", f.message)
+    if f.check == "unknown_value" and m:
+        value, table, column, nearest = m.groups()
+        hint = f"; did you mean '{nearest}'?" if nearest else "."
+        return f"'{value}' is not in the records ({table}.{column}){hint}"
+    m = re.match(r"No patient with (\w+) = (.*)\.$", f.message)
+    if f.check == "unknown_patient" and m:
+        return f"There is no patient {m.group(2)} in the records ({m.group(1)}), so the answer says nothing about such a patient."
+    if f.check == "read_only":
+        return "The query would change the database; only queries that read records can answer a question."
+    if f.check == "wrong_now":
+        return f"The query uses the computer's clock; in these records 'now' is {f.message.split(' is ', 1)[1].split(', not')[0]}."
+    if f.check in ("count_without_distinct", "counts_rows_not_patients"):
+        return "The query counts rows, not patients: a patient with several records is counted several times."
+    if f.check in ("unknown_table", "unknown_column"):
+        return f"The query names something the database does not have: {f.message}"
+    if f.check == "parse":
+        return "The query cannot be read as SQL."
+    if f.check == "execution":
+        return f.message.replace("The query fails on the database: ", "The query fails on the database (") + ")"
+    return f.message
+
+
+def blocking(findings: tuple[Finding, ...] | list[Finding]) -> list[Finding]:
+    """The findings that keep an answer from being verified."""
+    return [f for f in findings if f.severity == "error" or f.check in BLOCKING_WARNINGS]
+
+
+def trust(evidence: Evidence, policy: Policy, fix: Replacement | None) -> tuple[Status, str]:
+    """The status of an answer (preserve / correct) and why, in one sentence."""
+    remaining = blocking(fix.findings if fix is not None else evidence.findings)
+    if remaining:
+        return "unverified", plain_reason(remaining[0])
+    outcome = "rows" if fix is not None else evidence.outcome
+    if outcome == "failed":
+        return "unverified", "The query did not run on the database."
+    answerable = evidence.question.category["answerable"]
+    if answerable < policy.verify_bar:
+        return "unverified", (f"The question may not be answerable as asked (probability it is answerable "
+                              f"{answerable:.2f}, below {policy.verify_bar:.2f}).")
+    if fix is not None:
+        return "verified", "Verified after a correction: the corrected query runs cleanly on the database."
+    empty = " It returns no rows: nothing in the records matches." if outcome == "empty" else ""
+    return "verified", "Verified: the query runs cleanly on the database and no check found a problem." + empty
+
+
 def abstain_threshold(evidence: Evidence, policy: Policy) -> float:
     """The probability of ambiguous + unanswerable at which the verdict abstains."""
     outcome: Outcome = evidence.final_outcome()
@@ -93,8 +153,8 @@ def abstain_threshold(evidence: Evidence, policy: Policy) -> float:
 
 def decide(evidence: Evidence, policy: Policy) -> Verdict:
     """The verdict for the evidence's candidate SQL: abstain when the question is likely not answerable
-    (past the policy's threshold for what the SQL did), refuse when there is no query, else correct with the
-    replacement if there is one, else preserve."""
+    (past the policy's threshold for what the SQL did), refuse when there is no query or the query could write,
+    else correct with the replacement if there is one, else preserve; each with its trust status and reason."""
     a = evidence.question
     findings = list(evidence.findings)
     threshold = abstain_threshold(evidence, policy)
@@ -106,21 +166,48 @@ def decide(evidence: Evidence, policy: Policy) -> Verdict:
         message = refusal_message(subtype, a) if category == "unanswerable" else clarifying_message(subtype, a)
         if evidence.no_query:
             message = NO_QUERY + message
-        return Verdict(category, subtype=subtype, message=message, findings=findings, confidence=round(amb + una, 4), details=details,
-                       evidence=evidence)
+        return Verdict(category, subtype=subtype, message=message, status="abstained", reason=message, findings=findings,
+                       confidence=round(amb + una, 4), details=details, evidence=evidence)
     if evidence.no_query:
         subtype = a.best_subtype("unanswerable")
+        message = NO_QUERY + refusal_message(subtype, a)
         return Verdict("unanswerable", subtype=subtype, findings=findings, confidence=round(una, 4), details=details,
-                       message=NO_QUERY + refusal_message(subtype, a), evidence=evidence)
+                       message=message, status="abstained", reason=message, evidence=evidence)
     confidence = round(a.category["answerable"], 4)
     fix = evidence.replacement
+    writes = next((f for f in findings if f.check == "read_only"), None)
+    if writes is not None and fix is None:  # a statement that could write is never a kept answer
+        return _refusal(plain_reason(writes), findings, confidence, details, evidence)
+    ask = next((f.clarify for f in findings if f.clarify), None)
+    if ask is not None and fix is None:  # the question names something the records do not hold: ask back, never guess
+        return _refusal(ask, findings, confidence, details, evidence, category="ambiguous")
+    status, reason = trust(evidence, policy, fix)
+    if status == "unverified" and policy.abstain_on_unresolved_error and blocking(fix.findings if fix else findings):
+        return _refusal(reason, findings, confidence, details, evidence)
     if fix is not None:
         details["repair"] = {"fixed": fix.label, "remaining": summary(fix.findings)}
         if fix.readable:
             details["repair"]["known_question"] = fix.readable
-        message = _REPLACED.get(fix.kind, f"Corrected ({fix.label}).")
-        return Verdict("correct", sql=fix.sql, message=message, findings=findings, confidence=confidence,
-                       details=details, evidence=evidence)
-    message = "No problem found." if not findings else "Kept; the checks raised: " + "; ".join(f.message for f in findings[:3])
-    return Verdict("preserve", sql=evidence.candidate, message=message, findings=findings, confidence=confidence, details=details,
-                   evidence=evidence)
+        message = _REPLACED.get(fix.kind) or _repaired(fix, findings)
+        return Verdict("correct", sql=fix.sql, message=message, status=status, reason=reason, findings=findings,
+                       confidence=confidence, details=details, evidence=evidence)
+    if status == "verified":
+        message = "No problem found." if not findings else "Kept; the checks raised: " + "; ".join(f.message for f in findings[:3])
+    else:
+        message = "Not verified: " + reason
+    return Verdict("preserve", sql=evidence.candidate, message=message, status=status, reason=reason, findings=findings,
+                   confidence=confidence, details=details, evidence=evidence)
+
+
+def _repaired(fix: Replacement, findings: list[Finding]) -> str:
+    """What a local repair fixed, in words: each problem it answers, then that the query was changed to fix them."""
+    fixed = list(dict.fromkeys(plain_reason(f) for f in findings if f.check in fix.answers))
+    return "Corrected. " + " ".join(fixed) + " The query was changed to fix this; the corrected query is shown."
+
+
+def _refusal(reason: str, findings: list[Finding], answerable: float, details: dict[str, object], evidence: Evidence, *,
+             category: str = "unanswerable") -> Verdict:
+    """No answer: the candidate cannot stand and nothing replaces it; the reason (or the question back) is what the user reads."""
+    reason = reason[:1].upper() + reason[1:]
+    return Verdict(category, message=reason, status="abstained", reason=reason, findings=findings,
+                   confidence=round(1.0 - answerable, 4), details=dict(details), evidence=evidence)

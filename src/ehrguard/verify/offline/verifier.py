@@ -7,12 +7,14 @@ database, the models and the banks); :func:`~ehrguard.verify.offline.policy.deci
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ehrguard.db.engine import Result
-from ehrguard.errors import ConfigError
-from ehrguard.evaluation.execution_match import MatchResult, canonical_answer, execution_match
+from ehrguard.errors import ConfigError, DatabaseError
+from ehrguard.evaluation.execution_match import answers_match, canonical_answer
 from ehrguard.verify.checks import Checked, repair, run_checks
+from ehrguard.verify.checks.base import EXECUTION_MAX_ROWS, EXECUTION_TIMEOUT_S
 from ehrguard.verify.methods import Case, DatabaseContext, register_method
 from ehrguard.verify.offline.evidence import Evidence, KnownQuestion, Outcome, Repair
 from ehrguard.verify.offline.forms import load_forms
@@ -24,11 +26,37 @@ from ehrguard.verify.verdict import Verdict
 __all__ = ["OPERATING_POINTS", "OfflineVerifier", "Policy", "clarifying_message", "decide", "refusal_message"]
 
 
-def _answers_like(sql: str, other: Checked) -> MatchResult:
-    """Does ``sql`` answer as ``other`` (already executed by its checks) does? Scored as the benchmark scores."""
-    result = other.ctx.execution
-    known = canonical_answer(result.rows) if isinstance(result, Result) and not result.truncated else None
-    return execution_match(other.ctx.db.db, sql, other.ctx.sql, db_id=other.ctx.db.db_id, gold_answer=known)
+@dataclass(frozen=True)
+class Comparison:
+    """Whether one query answers as another, from what each returns as written (canonical rows)."""
+
+    match: bool
+    answer: list[list[str]] | None
+    other: list[list[str]] | None
+
+
+def _as_written(result: Result | DatabaseError) -> list[list[str]] | None:
+    return canonical_answer(result.rows) if isinstance(result, Result) and not result.truncated else None
+
+
+def _answers_like(run: Result | DatabaseError, other: Checked) -> Comparison:
+    """Does a query that returned ``run`` answer as ``other`` (already executed by its checks) does?
+
+    Both are compared as written: no DISTINCT is added to either (the benchmarks' DISTINCT alignment is for
+    scoring against a gold query; here it would change what a query returns, e.g. break an ORDER BY on a column
+    not selected). The rows are compared with the answer rule of the database's profile.
+    """
+    mine, theirs = _as_written(run), _as_written(other.ctx.execution)
+    if mine is None or theirs is None:
+        return Comparison(False, mine, theirs)
+    return Comparison(answers_match(mine, theirs, other.ctx.sql, other.ctx.db.db_id), mine, theirs)
+
+
+def _run(sql: str, db: DatabaseContext) -> Result | DatabaseError:
+    try:
+        return db.db.execute(sql, timeout_s=EXECUTION_TIMEOUT_S, max_rows=EXECUTION_MAX_ROWS)
+    except DatabaseError as exc:
+        return exc
 
 
 def _clean_run(question: str, sql: str, db: DatabaseContext) -> Checked | None:
@@ -129,10 +157,10 @@ class OfflineVerifier:
         if clean is None:
             return None
         close = len(readings) > 1 and readings[1].similarity >= best.similarity - 0.05
-        if close and not _answers_like(readings[1].sql, clean).match:
+        if close and not _answers_like(_run(readings[1].sql, ctx.db), clean).match:
             return None  # two forms fit about equally and disagree: no opinion
-        same = _answers_like(ctx.sql, clean)
-        agrees = same.match or _nested(same.pred_answer, same.gold_answer)
+        same = _answers_like(ctx.execution, clean)
+        agrees = same.match or _nested(same.answer, same.other)
         return KnownQuestion("form", agrees, best.sql, tuple(clean.findings), f"{best.form.readable} (similarity {best.similarity:.2f})")
 
     @staticmethod
@@ -147,7 +175,7 @@ class OfflineVerifier:
         if len(runs) != 1:
             return None
         fit = runs[0]
-        return KnownQuestion("template", _answers_like(ctx.sql, fit).match, fit.ctx.sql, tuple(fit.findings))
+        return KnownQuestion("template", _answers_like(ctx.execution, fit).match, fit.ctx.sql, tuple(fit.findings))
 
 
 @register_method("offline", "no LLM: SQL checks on the database + question classifier + local repair",

@@ -1,0 +1,162 @@
+"""``ehrguard bench safety``: does the safety layer let a wrong answer reach a clinician as if it were checked?
+
+The cases (``benchmarks/safety_data/*.jsonl``, written for this benchmark, see its README) hold
+correct candidates that must be kept, wrong candidates with the gold SQL, questions the records
+cannot answer and ambiguous ones, on the MIMIC-IV and eICU demo databases. Each is verified and
+its outcome is one of:
+
+* ``unsafe``: a wrong answer shown as verified: a wrong candidate kept as verified, a correction
+  that does not answer like the gold SQL shown as verified, or an unanswerable/ambiguous question
+  answered with a verified status;
+* ``harmful``: a correct candidate replaced by SQL that answers differently;
+* ``over-cautious``: a correct candidate not verified (unverified or abstained);
+* ``fixed``: a wrong candidate corrected to SQL that answers like the gold SQL.
+
+Answers are compared by executing both queries as written on the database (canonical rows: numbers
+rounded to 3 decimals, order ignored).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ehrguard.errors import DatabaseError, DatasetError
+from ehrguard.evaluation.execution_match import canonical_answer
+from ehrguard.evaluation.stats import percent
+
+DATA = Path(__file__).parent / "safety_data"
+KINDS = ("correct", "wrong", "unanswerable", "ambiguous")
+DATABASES = ("mimic_iv", "eicu")
+
+
+@dataclass(frozen=True)
+class SafetyCase:
+    id: str
+    db: str
+    kind: str
+    category: str
+    question: str
+    candidate_sql: str
+    gold_sql: str | None
+    note: str = ""
+
+
+def load_cases(folder: str | Path = DATA, databases: tuple[str, ...] = DATABASES) -> list[SafetyCase]:
+    """The cases of each database, validated.
+
+    Raises:
+        DatasetError: a file is missing or a line is not a case (the message names the file and line).
+    """
+    cases = []
+    for db in databases:
+        path = Path(folder) / f"{db}.jsonl"
+        if not path.is_file():
+            raise DatasetError(f"No safety cases at {path}.")
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+                case = SafetyCase(**{k: raw[k] for k in SafetyCase.__dataclass_fields__ if k in raw})
+            except (json.JSONDecodeError, TypeError) as exc:
+                raise DatasetError(f"{path}:{n}: not a safety case ({exc}).") from exc
+            if case.kind not in KINDS or (case.gold_sql is None) != (case.kind in ("unanswerable", "ambiguous")):
+                raise DatasetError(f"{path}:{n}: kind {case.kind!r} does not agree with its gold_sql.")
+            cases.append(case)
+    return cases
+
+
+def _answer(db: Any, sql: str | None) -> list[list[str]] | None:
+    if not sql:
+        return None
+    try:
+        result = db.execute(sql, timeout_s=30, max_rows=100_000)
+    except DatabaseError:
+        return None
+    return canonical_answer(result.rows) if not result.truncated else None
+
+
+def outcome(case: SafetyCase, verdict: Any, db: Any) -> dict[str, Any]:
+    """One case's record: what the verifier did and which of the benchmark's outcomes it is."""
+    answered = verdict.action in ("preserve", "correct")
+    verified = verdict.status == "verified"
+    final = _answer(db, verdict.sql) if answered else None
+    gold = _answer(db, case.gold_sql) if case.gold_sql else None
+    right = answered and gold is not None and final == gold
+    record: dict[str, Any] = {"id": case.id, "db": case.db, "kind": case.kind, "category": case.category, "action": verdict.action,
+                              "status": verdict.status, "reason": verdict.reason, "answers_like_gold": right}
+    if case.kind == "correct":
+        record["harmful"] = answered and verdict.action == "correct" and not right
+        record["over_cautious"] = not verified
+    elif case.kind == "wrong":
+        record["unsafe"] = verified and not right
+        record["fixed"] = right
+    else:
+        record["unsafe"] = answered and verified
+    return record
+
+
+def run_safety(verify: Any, db_paths: dict[str, Path], *, cases: list[SafetyCase] | None = None) -> list[dict[str, Any]]:
+    """Verify every case with ``verify(question, sql, db=path, db_id=...)`` and return the records."""
+    from ehrguard.db import open_database
+
+    cases = cases if cases is not None else load_cases(databases=tuple(db_paths))
+    dbs = {db_id: open_database(path) for db_id, path in db_paths.items()}
+    records = []
+    for case in cases:
+        started = time.perf_counter()
+        verdict = verify(case.question, case.candidate_sql, db=db_paths[case.db], db_id=case.db)
+        record = outcome(case, verdict, dbs[case.db])
+        record["latency_s"] = round(time.perf_counter() - started, 4)
+        records.append(record)
+    return records
+
+
+def safety_metrics(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The four rates, overall and per database, with the counts behind each."""
+
+    def rates(rs: list[dict[str, Any]]) -> dict[str, Any]:
+        risky = [r for r in rs if r["kind"] != "correct"]
+        correct = [r for r in rs if r["kind"] == "correct"]
+        wrong = [r for r in rs if r["kind"] == "wrong"]
+        by_kind = {k: sum(r.get("unsafe", False) for r in rs if r["kind"] == k) for k in KINDS[1:]}
+        return {
+            "cases": len(rs),
+            "unsafe_rate": percent(sum(r["unsafe"] for r in risky), len(risky)),
+            "unsafe": {"count": sum(r["unsafe"] for r in risky), "of": len(risky), "by_kind": by_kind},
+            "harmful_rate": percent(sum(r["harmful"] for r in correct), len(correct)),
+            "over_caution": percent(sum(r["over_cautious"] for r in correct), len(correct)),
+            "fix_rate": percent(sum(r["fixed"] for r in wrong), len(wrong)),
+            "statuses": dict(Counter(f"{r['kind']}:{r['status']}" for r in rs)),
+        }
+
+    per_db: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        per_db[r["db"]].append(r)
+    return {"all": rates(records), **{db: rates(rs) for db, rs in sorted(per_db.items())}}
+
+
+def write_safety_report(out: Path, records: list[dict[str, Any]], metrics: dict[str, Any], config: dict[str, Any]) -> None:
+    """``records.jsonl``, ``metrics.json`` and a ``report.md`` people read."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (out / "metrics.json").write_text(json.dumps({"config": config, "metrics": metrics}, indent=1))
+    lines = ["# Safety benchmark", "", f"Method `{config.get('method')}`, operating point `{config.get('operating_point')}`; "
+             f"{len(records)} cases ({DATA.name}, written for this benchmark; see its README).", "",
+             "| | cases | unsafe rate | harmful rate | over-caution | fix rate |", "|---|---|---|---|---|---|"]
+    for name, m in metrics.items():
+        lines.append(f"| {name} | {m['cases']} | {m['unsafe_rate']:.1f} ({m['unsafe']['count']}/{m['unsafe']['of']}) | "
+                     f"{m['harmful_rate']:.1f} | {m['over_caution']:.1f} | {m['fix_rate']:.1f} |")
+    lines += ["", "Unsafe: a wrong answer shown as verified (wrong candidate kept or badly corrected, an unanswerable or "
+              "ambiguous question answered) among wrong, unanswerable and ambiguous cases. Harmful: a correct candidate replaced "
+              "by SQL that answers differently. Over-caution: a correct candidate not verified. Fix: a wrong candidate corrected "
+              "to the gold answer.", ""]
+    (out / "report.md").write_text("\n".join(lines))
+
+
+__all__ = ["SafetyCase", "load_cases", "outcome", "run_safety", "safety_metrics", "write_safety_report"]

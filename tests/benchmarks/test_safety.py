@@ -1,0 +1,75 @@
+"""The safety benchmark's outcomes and rates, on hand-made cases and real verdicts against the real demo database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ehrguard.benchmarks import load_cases, safety_metrics
+from ehrguard.benchmarks.safety import SafetyCase, outcome
+from ehrguard.cli import cli
+from ehrguard.db import open_database
+from ehrguard.errors import DatabaseNotFoundError, DatasetError
+from ehrguard.verify import Verdict
+
+RIGHT = "SELECT gender FROM patients WHERE subject_id = 10004235"
+WRONG = "SELECT gender FROM patients WHERE subject_id = 10000032"  # another patient (of the other gender in the demo)
+
+
+def case(kind: str, sql: str = WRONG, gold: str | None = RIGHT) -> SafetyCase:
+    return SafetyCase("t-1", "mimic_iv", kind, "test", "What is the gender of patient 10004235?", sql,
+                      gold if kind in ("correct", "wrong") else None)
+
+
+@pytest.fixture(scope="module")
+def db(mimic_iv_db: Path):
+    db = open_database(mimic_iv_db)
+    assert db.execute(RIGHT).rows != db.execute(WRONG).rows
+    return db
+
+
+def test_each_outcome_from_a_real_verdict(db):
+    kept = Verdict("preserve", sql=WRONG, status="verified", reason="ok")
+    assert outcome(case("wrong"), kept, db)["unsafe"] is True  # a wrong answer shown as verified
+    assert outcome(case("wrong"), Verdict("preserve", sql=WRONG, status="unverified", reason="x"), db)["unsafe"] is False
+    fixed = outcome(case("wrong"), Verdict("correct", sql=RIGHT, status="verified", reason="ok"), db)
+    assert fixed["fixed"] and not fixed["unsafe"]
+    assert outcome(case("correct", RIGHT), Verdict("correct", sql=WRONG, status="verified", reason="ok"), db)["harmful"] is True
+    assert outcome(case("correct", RIGHT), Verdict("preserve", sql=RIGHT, status="unverified", reason="x"), db)["over_cautious"] is True
+    good = outcome(case("correct", RIGHT), Verdict("preserve", sql=RIGHT, status="verified", reason="ok"), db)
+    assert not good["harmful"] and not good["over_cautious"]
+    assert outcome(case("unanswerable"), Verdict("preserve", sql=WRONG, status="verified", reason="ok"), db)["unsafe"] is True
+    assert outcome(case("ambiguous"), Verdict("ambiguous", message="What do you mean?"), db)["unsafe"] is False
+
+
+def test_rates_count_what_they_say():
+    records = [
+        {"db": "mimic_iv", "kind": "wrong", "status": "verified", "unsafe": True, "fixed": False},
+        {"db": "mimic_iv", "kind": "wrong", "status": "verified", "unsafe": False, "fixed": True},
+        {"db": "eicu", "kind": "unanswerable", "status": "abstained", "unsafe": False},
+        {"db": "eicu", "kind": "correct", "status": "verified", "harmful": False, "over_cautious": False},
+        {"db": "eicu", "kind": "correct", "status": "unverified", "harmful": False, "over_cautious": True},
+    ]
+    m = safety_metrics(records)
+    assert m["all"]["unsafe_rate"] == pytest.approx(100 / 3) and m["all"]["fix_rate"] == 50.0
+    assert m["all"]["over_caution"] == 50.0 and m["all"]["harmful_rate"] == 0.0
+    assert m["eicu"]["cases"] == 3 and m["mimic_iv"]["unsafe"]["by_kind"]["wrong"] == 1
+
+
+def test_the_shipped_cases_load_and_a_broken_line_is_named(tmp_path):
+    cases = load_cases()
+    assert len(cases) >= 300 and {c.kind for c in cases} == {"correct", "wrong", "unanswerable", "ambiguous"}
+    assert len({c.id for c in cases}) == len(cases)
+    (tmp_path / "mimic_iv.jsonl").write_text(json.dumps({"id": "x", "db": "mimic_iv", "kind": "wrong", "category": "c",
+                                                         "question": "q", "candidate_sql": "SELECT 1", "gold_sql": None}) + "\n")
+    with pytest.raises(DatasetError, match="mimic_iv.jsonl:1"):
+        load_cases(tmp_path, ("mimic_iv",))
+
+
+def test_the_command_says_how_to_build_a_missing_database(tmp_path):
+    r = CliRunner().invoke(cli, ["bench", "safety", "--db-dir", str(tmp_path)])
+    # the CLI's entry point prints an EhrguardError as one line (tests/cli/test_cli.py); here it is the typed error
+    assert isinstance(r.exception, DatabaseNotFoundError) and "ehrguard db build mimic_iv --out" in str(r.exception)
