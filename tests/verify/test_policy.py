@@ -60,7 +60,8 @@ TABLE = [
     # a known question corrects, or vouches for the answer
     (evidence(known=TEMPLATE_DIFFERS),
      ("correct", FIXED, "Replaced by the SQL of a known question of the same form", "template", 0.97, "verified")),
-    (evidence(known=FORM_DIFFERS), ("correct", FIXED, "Replaced by the SQL of a known question this one paraphrases", None, 0.85, "verified")),
+    (evidence(known=FORM_DIFFERS),
+     ("correct", FIXED, "Replaced by the SQL of a known question this one paraphrases", None, 0.85, "verified")),
     (evidence(0.05, "rows", known=TEMPLATE_AGREES), ("preserve", CANDIDATE, "Not verified", "agrees", 0.97, "unverified")),
     (evidence(0.55, "rows", known=FORM_AGREES), ("preserve", CANDIDATE, "No problem found.", "form-agrees", 0.97, "verified")),
     (evidence(0.01, "rows", known=TEMPLATE_AGREES), ("ambiguous", None, "The question can be read", "agrees", 0.97, "abstained")),
@@ -70,7 +71,8 @@ TABLE = [
      ("correct", FIXED, "Corrected.", "agrees", 0.97, "verified")),
     # no query: refused, with the reason
     (evidence(0.9, "failed", no_query=True, leaning="infeasible-faq"),
-     ("unanswerable", None, "The text-to-SQL model produced no query for this question. This asks for information", None, 0.3, "abstained")),
+     ("unanswerable", None, "The text-to-SQL model produced no query for this question. This asks for information", None, 0.3,
+      "abstained")),
     (evidence(0.4, "failed", no_query=True, leaning="out-of-scope", out_of_scope=("predict",)),
      ("unanswerable", None, "The text-to-SQL model produced no query for this question. This asks for an analysis ('predict')", None, 0.3,
       "abstained")),
@@ -129,7 +131,8 @@ def test_the_verdict_serialises_without_its_typed_evidence():
      "The query uses the computer's clock; in these records 'now' is 2100-12-31 23:59:00."),
     (Finding("execution", "error", "The query fails on the database: no such column: amount"),
      "The query fails on the database (no such column: amount)"),
-    (Finding("unknown_value", "error", "'glucse' is not a value of d_labitems.label"), "'glucse' is not in the records (d_labitems.label)."),
+    (Finding("unknown_value", "error", "'glucse' is not a value of d_labitems.label"),
+     "'glucse' is not in the records (d_labitems.label)."),
     (Finding("parse", "error", "The SQL does not parse as a single statement."), "The query cannot be read as SQL."),
 ])
 def test_every_reason_is_a_sentence_without_check_names(finding, reason):

@@ -66,7 +66,7 @@ def demo_command(out_dir: Path | None, rebuild: bool, as_json: bool) -> None:
     click.echo("\nThe offline verifier (no LLM) on four candidates:")
     for v in summary["verification"]:
         click.echo(f"- Q: {v['question']}\n  SQL: {v['sql']}\n  -> {v['action'].upper()}" + (f" ({v['subtype']})" if v["subtype"] else "")
-                   + f", {v['ms']} ms: {v['message']}" + (f"\n  corrected: {v['corrected']}" if v["corrected"] else ""))
+                   + f", {v['status']}, {v['ms']} ms: {v['message']}" + (f"\n  corrected: {v['corrected']}" if v["corrected"] else ""))
     click.echo("\nNext: ehrguard verify --db mimic_iv -q '...' -s '...'   |   ehrguard bench scare --help")
 
 
@@ -88,6 +88,7 @@ def _verify_examples(db_path: Path) -> list[dict]:
         start = time.perf_counter()
         verdict = verify(question, sql, db=db_path, db_id="mimic_iv")
         out.append({"question": question, "sql": sql, "action": verdict.action, "subtype": verdict.subtype, "message": verdict.message,
+                    "status": verdict.status,
                     "corrected": verdict.sql if verdict.action == "correct" else None,
                     "ms": round(1000 * (time.perf_counter() - start), 1)})
     return out
