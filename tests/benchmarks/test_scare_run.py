@@ -62,6 +62,10 @@ def test_sanity_baselines_score_as_expected(sample, db_dir, mimic_file, tmp_path
     m = _run(sample, "oracle", db_dir, tmp_path / "o", mimic_file, concurrency=4).metrics
     assert all(m[k] == 100.0 for k in ("pr", "cr", "amb_p", "amb_r", "amb_f1", "unans_p", "unans_r", "unans_f1"))
     assert m["confusion"]["ambiguous"]["ambiguous"] == 20 and m["errors"] == []
+    records = [json.loads(line) for line in (tmp_path / "o" / "predictions.jsonl").read_text().splitlines()]
+    # a baseline checks nothing: its answers are never "verified", and each record says so
+    assert all(r["status"] == ("abstained" if r["action"] in ("ambiguous", "unanswerable") else "unverified") for r in records)
+    assert all(r["reason"].startswith("Not checked") for r in records if r["status"] == "unverified")
 
 
 def test_resume_skips_finished_items_and_refuses_another_config(sample, db_dir, mimic_file, tmp_path):

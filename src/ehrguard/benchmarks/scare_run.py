@@ -112,6 +112,8 @@ def verify_item(method: Method, item: ScareItem, ctx: DatabaseContext, gold: Gol
             subtype=verdict.subtype,
             output=verdict.output,
             message=verdict.message,
+            status=verdict.status,
+            reason=verdict.reason,
             confidence=verdict.confidence,
             findings=[f.check for f in verdict.findings],
             llm_calls=verdict.llm_calls,
