@@ -81,3 +81,19 @@ def test_db_check_prints_fidelity(mimic_iv_db: Path, shared_data: Path):
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["total"] == 931 and data["share"] >= 0.95 and "chartevents" in data["per_table"]
+
+
+def test_serve_on_a_busy_port_fails_at_once_in_one_line():
+    import socket
+    import time
+
+    from ehrguard.errors import ConfigError
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        started = time.perf_counter()
+        r = CliRunner().invoke(cli, ["serve", "--port", str(port), "--no-auth"])
+    assert isinstance(r.exception, ConfigError) and f"127.0.0.1:{port}" in str(r.exception) and "--port" in str(r.exception)
+    assert time.perf_counter() - started < 5  # before the models and banks load

@@ -26,10 +26,23 @@ def serve_command(host: str, port: int, no_auth: bool, workers: int) -> None:
 
     if no_auth and host not in LOOPBACK:
         raise ConfigError(f"--no-auth is only allowed on a loopback address, not {host}: set EHRGUARD_API_TOKENS instead.")
+    _check_port_free(host, port)  # before seconds of loading, not after
     app = create_app(auth=not no_auth)
     _warm_up()
     console.print(f"ehrguard on http://{host}:{port}/ ({'no auth, loopback only' if no_auth else 'bearer tokens required'})")
     uvicorn.run(app, host=host, port=port, workers=workers, log_level="warning")
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Fail in one line when something already listens on ``host:port``."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(f"Cannot listen on {host}:{port} ({exc.strerror or exc}): stop what is using it, or pass --port N.") from None
 
 
 @click.command("mcp")
