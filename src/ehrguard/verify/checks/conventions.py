@@ -41,9 +41,14 @@ def _distinct_argument(count: exp.Expression) -> None:
     count.set("this", exp.Distinct(expressions=[count.this.copy()]))
 
 
+def counts_people(question: str) -> bool:
+    """The question asks how many people (patients, subjects, ...)."""
+    return bool(_PEOPLE.search(question) and _COUNTING.search(question))
+
+
 def check_count_distinct(ctx: SqlContext) -> CheckResult:
     """Counting patients needs DISTINCT: one patient has many rows."""
-    if ctx.tree is None or not _PEOPLE.search(ctx.question) or not _COUNTING.search(ctx.question):
+    if ctx.tree is None or not counts_people(ctx.question):
         return NOTHING
     person_ids = ctx.db.profile.person_ids
     findings = []
@@ -82,7 +87,7 @@ def check_counts_people(ctx: SqlContext) -> CheckResult:
     """A question that counts patients, answered by counting the rows of a table that holds several rows per patient
     (admissions, events; eICU's patient table holds one row per unit stay). The profile names the patient id columns;
     whether a table holds one row per patient is read from the data."""
-    if ctx.tree is None or not _PEOPLE.search(ctx.question) or not _COUNTING.search(ctx.question):
+    if ctx.tree is None or not counts_people(ctx.question):
         return NOTHING
     person_ids = ctx.db.profile.person_ids[:1]  # the column that identifies a person (eICU: uniquepid, not the visit id)
     if not person_ids:

@@ -73,10 +73,11 @@ def check_values(ctx: SqlContext) -> CheckResult:
         # A value the question states word for word is what the user asked for: when the data lacks it, that is
         # a finding, not a typo to fix.
         stated = value.lower() in ctx.question.lower()
-        clear = not stated and best is not None and _clearly_nearest(lookup.nearest)
+        clearly = best is not None and _clearly_nearest(lookup.nearest)
+        clear = clearly and not stated
         message = f"{value!r} is not a value of {table}.{column}" + (f"; nearest: {best.value!r}" if best else "")
         # Stated by the user and absent, with one clear nearest value: ask back, do not guess.
-        ask = stated and best is not None and _clearly_nearest(lookup.nearest)
+        ask = clearly and stated
         clarify = f"'{value}' is not in the records ({table}.{column}); did you mean '{best.value}'?" if ask and best else None
         findings.append(Finding("unknown_value", "error", message, ctx.span_of(f"'{value}'"),
                                 f"'{best.value}'" if clear and best else None, clarify=clarify))
