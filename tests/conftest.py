@@ -31,6 +31,7 @@ SHARED_DATA = _shared_data()
 FIXTURE_MARKS: dict[str, tuple[str, ...]] = {
     "shared_data": ("demo_data", "slow"),
     "mimic_iv_db": ("demo_data", "slow"),
+    "eicu_db": ("demo_data", "slow"),
 }
 MODULE_MARKS: dict[str, tuple[str, ...]] = {
     "server/test_webapp.py": ("browser", "subprocess", "slow"),
@@ -92,4 +93,11 @@ def synthetic_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def mimic_iv_db(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("mimic_iv") / "mimic_iv.sqlite"
     build_database("mimic_iv", source=shared_data / "mimic-iv-demo-2.2", out=out, progress=Progress())
+    return out
+
+
+@pytest.fixture(scope="session")
+def eicu_db(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("eicu_db") / "eicu.sqlite"
+    build_database("eicu", source=shared_data / "eicu-demo-2.0.1", out=out, progress=Progress())
     return out

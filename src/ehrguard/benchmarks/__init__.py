@@ -23,9 +23,10 @@ if TYPE_CHECKING:
     from ehrguard.benchmarks.ehrsql import ehrsql_pairs, load_ehrsql_split, load_predictions, score_ehrsql
     from ehrguard.benchmarks.fidelity import candidate_fidelity
     from ehrguard.benchmarks.forms import combine, held_out_splits, read_held_out
+    from ehrguard.benchmarks.mutations import MUTATIONS, generate_cases, split_pairs
     from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, fmt, jsonable, write_scare_report
     from ehrguard.benchmarks.rundir import RunDir, file_sha256
-    from ehrguard.benchmarks.safety import SafetyCase, load_cases, run_safety, safety_metrics, write_safety_report
+    from ehrguard.benchmarks.safety import SafetyCase, category_metrics, load_cases, run_safety, safety_metrics, write_safety_report
     from ehrguard.benchmarks.scare import ScareItem, load_scare
     from ehrguard.benchmarks.scare_run import (
         RunSummary,
@@ -45,7 +46,8 @@ _LAZY = by_module({
     ".forms": ("combine", "held_out_splits", "read_held_out"),
     ".report": ("MAIN_KEYS", "MAIN_LABELS", "fmt", "jsonable", "write_scare_report"),
     ".rundir": ("RunDir", "file_sha256"),
-    ".safety": ("SafetyCase", "load_cases", "run_safety", "safety_metrics", "write_safety_report"),
+    ".safety": ("SafetyCase", "category_metrics", "load_cases", "run_safety", "safety_metrics", "write_safety_report"),
+    ".mutations": ("MUTATIONS", "generate_cases", "split_pairs"),
     ".scare": ("ScareItem", "load_scare"),
     ".scare_run": ("RunSummary", "method_for_run", "record_llm_usage", "rescore_runs", "run_scare", "score_records", "select_items",
                    "write_run_report"),
@@ -80,6 +82,7 @@ __all__ = [
     "record_llm_usage",
     "rescore_runs",
     "run_safety",
+    "split_pairs",
     "run_scare",
     "safety_metrics",
     "score_ehrsql",
@@ -88,5 +91,8 @@ __all__ = [
     "write_comparison",
     "write_run_report",
     "write_safety_report",
+    "MUTATIONS",
+    "category_metrics",
+    "generate_cases",
     "write_scare_report",
 ]

@@ -141,6 +141,16 @@ def safety_metrics(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {"all": rates(records), **{db: rates(rs) for db, rs in sorted(per_db.items())}}
 
 
+def category_metrics(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per kind and category: how many cases, how many were unsafe, fixed, over-cautious or harmful."""
+    out: dict[str, dict[str, Any]] = {}
+    for key in sorted({(r["kind"], r["category"]) for r in records}):
+        rs = [r for r in records if (r["kind"], r["category"]) == key]
+        out[f"{key[0]}:{key[1]}"] = {"cases": len(rs), **{k: sum(bool(r.get(k)) for r in rs)
+                                                          for k in ("unsafe", "fixed", "over_cautious", "harmful")}}
+    return out
+
+
 def write_safety_report(out: Path, records: list[dict[str, Any]], metrics: dict[str, Any], config: dict[str, Any]) -> None:
     """``records.jsonl``, ``metrics.json`` and a ``report.md`` people read."""
     out.mkdir(parents=True, exist_ok=True)
@@ -156,7 +166,10 @@ def write_safety_report(out: Path, records: list[dict[str, Any]], metrics: dict[
               "ambiguous question answered) among wrong, unanswerable and ambiguous cases. Harmful: a correct candidate replaced "
               "by SQL that answers differently. Over-caution: a correct candidate not verified. Fix: a wrong candidate corrected "
               "to the gold answer.", ""]
-    (out / "report.md").write_text("\n".join(lines))
+    lines += ["| kind:category | cases | unsafe | fixed | over-cautious | harmful |", "|---|---|---|---|---|---|"]
+    for name, c in category_metrics(records).items():
+        lines.append(f"| {name} | {c['cases']} | {c['unsafe']} | {c['fixed']} | {c['over_cautious']} | {c['harmful']} |")
+    (out / "report.md").write_text("\n".join(lines) + "\n")
 
 
-__all__ = ["SafetyCase", "load_cases", "outcome", "run_safety", "safety_metrics", "write_safety_report"]
+__all__ = ["SafetyCase", "category_metrics", "load_cases", "outcome", "run_safety", "safety_metrics", "write_safety_report"]

@@ -182,43 +182,99 @@ def ehrsql_command(split_dir: str, db_path: str, predictions: str, as_json: bool
     console.print(t)
 
 
+def _safety_verifier(method: str, model: str | None, operating_point: str, options: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:
+    """The verify call the safety benchmarks make, and the configuration it is reported with."""
+    from ehrguard import verify
+
+    extra = _parse_options(options)
+    if method in ("offline", "hybrid"):
+        extra.setdefault("operating_point", operating_point)
+
+    def check(question: str, sql: str, *, db: Path, db_id: str) -> object:
+        return verify(question, sql, db=db, db_id=db_id, method=method, model=model, **extra)
+
+    return check, {"method": method, "model": model, "operating_point": operating_point, "options": extra}
+
+
+def _print_safety(records: list[dict[str, Any]], metrics: dict[str, Any], config: dict[str, Any], out: Path | None,
+                  as_json: bool, *, categories: bool = False) -> None:
+    from ehrguard.benchmarks import category_metrics, fmt, write_safety_report
+
+    if out is not None:
+        write_safety_report(out, records, metrics, config)
+    if as_json:
+        echo_json({"config": config, "metrics": metrics, **({"categories": category_metrics(records)} if categories else {})})
+        return
+    t = Table("cases", "", "unsafe %", "harmful %", "over-caution %", "fix %")
+    for name, m in metrics.items():
+        t.add_row(name, str(m["cases"]), fmt(m["unsafe_rate"]), fmt(m["harmful_rate"]), fmt(m["over_caution"]), fmt(m["fix_rate"]))
+    console.print(t)
+    if categories:
+        c = Table("kind:category", "cases", "unsafe", "fixed", "over-cautious", "harmful")
+        for name, row in category_metrics(records).items():
+            c.add_row(name, *(str(row[k]) for k in ("cases", "unsafe", "fixed", "over_cautious", "harmful")))
+        console.print(c)
+    if out is not None:
+        console.print(f"report: {out / 'report.md'}")
+
+
+_OPTION_HELP = "A method option as key=value (offline: forms=off, templates=off, ...); repeatable."
+
+
 @bench_group.command("safety")
 @click.option("--db-dir", type=click.Path(path_type=Path, exists=True, file_okay=False), required=True,
               help="Folder holding mimic_iv.sqlite and eicu.sqlite as `ehrguard db build` makes them.")
 @click.option("--method", default="offline", show_default=True, help="Verification method.")
 @click.option("--model", default=None, help="Model for LLM methods, as provider/model.")
 @click.option("--operating-point", default="balanced", show_default=True, help="offline: balanced, safety-first or preserve-first.")
+@click.option("--option", "options", multiple=True, help=_OPTION_HELP)
+@click.option("--categories", is_flag=True, help="Also print the counts per kind and category.")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write records.jsonl, metrics.json and report.md here.")
 @json_option
-def safety_command(db_dir: Path, method: str, model: str | None, operating_point: str, out: Path | None, as_json: bool) -> None:
+def safety_command(db_dir: Path, method: str, model: str | None, operating_point: str, options: tuple[str, ...], categories: bool,
+                   out: Path | None, as_json: bool) -> None:
     """ehrguard's own safety benchmark: unsafe rate (wrong answers shown as verified), harmful rate, over-caution, fix rate."""
-    from ehrguard import verify
-    from ehrguard.benchmarks import fmt, run_safety, safety_metrics, write_safety_report
+    from ehrguard.benchmarks import run_safety, safety_metrics
     from ehrguard.errors import DatabaseNotFoundError
 
     paths = {db: db_dir / f"{db}.sqlite" for db in ("mimic_iv", "eicu")}
     for db, path in paths.items():
         if not path.is_file():
             raise DatabaseNotFoundError(f"{path} is missing. Build it with: ehrguard db build {db} --out {path}")
-    options = {"operating_point": operating_point} if method in ("offline", "hybrid") else {}
-
-    def check(question: str, sql: str, *, db: Path, db_id: str) -> object:
-        return verify(question, sql, db=db, db_id=db_id, method=method, model=model, **options)
-
+    check, config = _safety_verifier(method, model, operating_point, options)
     records = run_safety(check, paths)
-    metrics = safety_metrics(records)
-    config = {"method": method, "model": model, "operating_point": operating_point}
-    if out is not None:
-        write_safety_report(out, records, metrics, config)
-    if as_json:
-        echo_json({"config": config, "metrics": metrics})
-        return
-    t = Table("cases", "", "unsafe %", "harmful %", "over-caution %", "fix %")
-    for name, m in metrics.items():
-        t.add_row(name, str(m["cases"]), fmt(m["unsafe_rate"]), fmt(m["harmful_rate"]), fmt(m["over_caution"]), fmt(m["fix_rate"]))
-    console.print(t)
-    if out is not None:
-        console.print(f"report: {out / 'report.md'}")
+    _print_safety(records, safety_metrics(records), config, out, as_json, categories=categories)
+
+
+@bench_group.command("mutations")
+@click.option("--db", "db_path", type=click.Path(path_type=Path, exists=True, dir_okay=False), required=True,
+              help="The database the split is about, as `ehrguard db build` makes it.")
+@click.option("--db-id", type=click.Choice(["mimic_iv", "eicu"]), required=True)
+@click.option("--split", type=click.Choice(["train", "valid"]), default="valid", show_default=True,
+              help="EHRSQL split the pairs come from (eICU: valid only).")
+@click.option("--per-kind", type=click.IntRange(1), default=60, show_default=True, help="Wrong cases per mutation at most.")
+@click.option("--correct", type=click.IntRange(0), default=300, show_default=True, help="Correct cases (gold as candidate) at most.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--pairs", "max_pairs", type=click.IntRange(1), default=None, help="Draw from the first N pairs (seeded order) only.")
+@click.option("--method", default="offline", show_default=True, help="Verification method.")
+@click.option("--model", default=None, help="Model for LLM methods, as provider/model.")
+@click.option("--operating-point", default="balanced", show_default=True, help="offline: balanced, safety-first or preserve-first.")
+@click.option("--option", "options", multiple=True, help=_OPTION_HELP)
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Write records.jsonl, metrics.json and report.md here.")
+@json_option
+def mutations_command(db_path: Path, db_id: str, split: str, per_kind: int, correct: int, seed: int, max_pairs: int | None, method: str,
+                      model: str | None, operating_point: str, options: tuple[str, ...], out: Path | None, as_json: bool) -> None:
+    """A generated safety set: gold SQL of an EHRSQL split as correct candidates, and its mutations (the usual
+    text-to-SQL mistakes) as wrong ones; scored like `bench safety`."""
+    from ehrguard.benchmarks import generate_cases, run_safety, safety_metrics, split_pairs
+    from ehrguard.db import open_database
+
+    pairs = split_pairs(db_id, split, setting("data_dir"))
+    cases = list(generate_cases(pairs, open_database(db_path), db_id, seed=seed, per_kind=per_kind, correct=correct, max_pairs=max_pairs))
+    check, config = _safety_verifier(method, model, operating_point, options)
+    config.update({"split": f"{db_id} {split}", "seed": seed, "per_kind": per_kind, "correct": correct, "pairs": max_pairs})
+    records = run_safety(check, {db_id: db_path}, cases=cases)
+    _print_safety(records, safety_metrics(records), config, out, as_json, categories=True)
 
 
 @bench_group.command("forms")

@@ -39,7 +39,7 @@ class DatabaseContext:
         self.path = Path(path) if path else None
         self._lock = threading.Lock()
         self._derived: dict[Hashable, Any] = {}
-        self._derived_lock = threading.Lock()
+        self._derived_lock = threading.RLock()  # a derived value may be built from another one
 
     def derived(self, key: Hashable, build: Callable[[], T]) -> T:
         """Something derived from this database (a prompt's schema text, ...), built once and kept with the open database."""

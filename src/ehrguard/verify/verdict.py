@@ -34,6 +34,9 @@ class Finding:
     # A question to ask the user back, when the question itself names something the records do not hold and the
     # check knows what was probably meant ("'furosemid' is not in the records; did you mean 'furosemide'?").
     clarify: str | None = None
+    # The reason the records cannot answer the question at all, when the check knows it ("These records hold no
+    # allergy records"): the verdict is then an abstention with this reason, whatever the SQL returns.
+    refuse: str | None = None
 
 
 @dataclass

@@ -8,7 +8,9 @@ not parse is itself a finding.
 
 Families: :mod:`.syntax` (a query at all, read-only, parses), :mod:`.schema_refs` (tables and
 columns exist), :mod:`.execution` (runs, returns something), :mod:`.conventions` (the
-database's "now", counting people), :mod:`.values` (literals and patient ids exist),
+database's "now", counting people), :mod:`.values` (literals and patient ids exist), :mod:`.alignment` (the
+question's order, aggregate, window, still-admitted and death are the SQL's), :mod:`.concepts` (the values the
+question names are the ones the SQL looks for),
 :mod:`.repair`. These modules and :mod:`.base` (what every check shares) are internal; the
 names below are the API (``from ehrguard.verify.checks import run_checks``).
 """
@@ -17,9 +19,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ehrguard.verify.checks.alignment import (
+    check_aggregate,
+    check_death,
+    check_direction,
+    check_item_filter,
+    check_limit,
+    check_still_admitted,
+    check_text_numbers,
+    check_time_window,
+    check_visit_order,
+)
 from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, summary
+from ehrguard.verify.checks.concepts import check_stated_values, check_substitution
 from ehrguard.verify.checks.conventions import check_count_distinct, check_counts_people, check_now
 from ehrguard.verify.checks.execution import check_executes, check_result
+from ehrguard.verify.checks.grounding import check_grounding
 from ehrguard.verify.checks.repair import repair
 from ehrguard.verify.checks.schema_refs import check_schema
 from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_read_only
@@ -40,6 +55,18 @@ CHECKS: tuple[Check, ...] = (
     Check("patient_ids", check_patient_ids),
     Check("count_distinct", check_count_distinct),
     Check("counts_people", check_counts_people),
+    Check("direction", check_direction),
+    Check("visit_order", check_visit_order),
+    Check("aggregate", check_aggregate),
+    Check("text_numbers", check_text_numbers),
+    Check("still_admitted", check_still_admitted),
+    Check("death", check_death),
+    Check("time_window", check_time_window),
+    Check("limit", check_limit),
+    Check("item_filter", check_item_filter),
+    Check("substitution", check_substitution),
+    Check("stated_values", check_stated_values),
+    Check("grounding", check_grounding),
 )
 
 

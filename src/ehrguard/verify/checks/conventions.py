@@ -12,8 +12,9 @@ from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TextEdit, TreeEdit, found
 from ehrguard.verify.verdict import Finding
 
-_NOW_CALL = re.compile(r"""(?:datetime|date|strftime\s*\([^,]+,)\s*\(\s*['"]now['"]|current_(?:timestamp|date|time)\b""", re.IGNORECASE)
-_PEOPLE = re.compile(r"\b(patients|people|persons|individuals|subjects)\b", re.IGNORECASE)
+_NOW_CALL = re.compile(r"""\b(?:datetime|date|time|julianday|unixepoch|strftime)\s*\((?:\s*'[^']*'\s*,)?\s*['"]now['"]"""
+                       r"|\bcurrent_(?:timestamp|date|time)\b|\bnow\s*\(\s*\)|\bgetdate\s*\(\s*\)", re.IGNORECASE)
+_PEOPLE = re.compile(r"\b(patients|people|persons|individuals|subjects)\b|\bpatient (?:count|number|total)\b", re.IGNORECASE)
 _COUNTING = re.compile(r"\bhow many|\bcount|\bnumber of", re.IGNORECASE)
 
 
@@ -33,7 +34,7 @@ def check_now(ctx: SqlContext) -> CheckResult:
 def anchor_now(sql: str, now: str) -> str:
     """``sql`` with the machine clock ('now', CURRENT_TIMESTAMP, CURRENT_DATE, ...) replaced by the database's ``now``."""
     sql = re.sub(r"""(['"])now\1""", f"'{now}'", sql, flags=re.IGNORECASE)
-    sql = re.sub(r"\bcurrent_timestamp\b|\bcurrent_time\b", f"'{now}'", sql, flags=re.IGNORECASE)
+    sql = re.sub(r"\bcurrent_timestamp\b|\bcurrent_time\b|\bnow\s*\(\s*\)|\bgetdate\s*\(\s*\)", f"'{now}'", sql, flags=re.IGNORECASE)
     return re.sub(r"\bcurrent_date\b", f"'{now[:10]}'", sql, flags=re.IGNORECASE)
 
 
@@ -46,6 +47,25 @@ def counts_people(question: str) -> bool:
     return bool(_PEOPLE.search(question) and _COUNTING.search(question))
 
 
+def _grouped_by(select: exp.Select) -> set[str]:
+    """The names of the columns a SELECT groups by."""
+    group = select.args.get("group")
+    return {g.name.lower() for g in (group.expressions if group else []) if isinstance(g, exp.Column)}
+
+
+def _one_row_per_value(count: exp.Expression, arg: exp.Expression) -> bool:
+    """COUNT(t.col) over a derived table ``t`` that is grouped by ``col`` or selects DISTINCT: one row per value."""
+    select = count.find_ancestor(exp.Select)
+    source = (select.args.get("from_") or select.args.get("from")) if select is not None else None
+    derived = source.this if source is not None else None
+    if not isinstance(derived, exp.Subquery) or not isinstance(derived.this, exp.Select) or select is None or select.args.get("joins"):
+        return False
+    inner = derived.this
+    name = arg.name.lower() if isinstance(arg, exp.Column) else ""
+    grouped = _grouped_by(inner)
+    return bool(inner.args.get("distinct")) or (bool(name) and name in grouped)
+
+
 def check_count_distinct(ctx: SqlContext) -> CheckResult:
     """Counting patients needs DISTINCT: one patient has many rows."""
     if ctx.tree is None or not counts_people(ctx.question):
@@ -55,6 +75,8 @@ def check_count_distinct(ctx: SqlContext) -> CheckResult:
     edits = []
     for count in ctx.tree.find_all(exp.Count):
         arg = count.this
+        if _one_row_per_value(count, arg):
+            continue  # counting the rows of a derived table that holds one row per person already (GROUP BY, DISTINCT)
         if isinstance(arg, exp.Column) and arg.name.lower() in person_ids:
             text = count.sql(dialect="sqlite")
             findings.append(Finding("count_without_distinct", "warning", "Counting patients without DISTINCT counts rows, not people.",
@@ -83,6 +105,21 @@ def _distinct_person(column: exp.Column) -> Callable[[exp.Expression], None]:
     return apply
 
 
+def _counts_derived_rows(ctx: SqlContext, count: exp.Expression, derived: exp.Subquery) -> tuple[Finding, TreeEdit] | None:
+    """COUNT(*) over a derived table that carries a person id and is not one row per person."""
+    inner = derived.this
+    if not isinstance(inner, exp.Select) or inner.args.get("distinct") or not derived.alias:
+        return None
+    person = next((e.alias_or_name for e in inner.expressions if e.alias_or_name.lower() in ctx.db.profile.person_ids), None)
+    grouped = _grouped_by(inner)
+    if person is None or person.lower() in grouped:
+        return None
+    column = exp.column(person, table=derived.alias)
+    return (Finding("counts_rows_not_patients", "warning", "The question counts patients; the query counts rows, several of which can be "
+                    "one patient's.", ctx.span_of("count(*)"), f"COUNT(DISTINCT {column.sql(dialect='sqlite')})"),
+            TreeEdit(_distinct_person(column), target=count))
+
+
 def check_counts_people(ctx: SqlContext) -> CheckResult:
     """A question that counts patients, answered by counting the rows of a table that holds several rows per patient
     (admissions, events; eICU's patient table holds one row per unit stay). The profile names the patient id columns;
@@ -95,12 +132,18 @@ def check_counts_people(ctx: SqlContext) -> CheckResult:
     findings, edits = [], []
     for count in ctx.tree.find_all(exp.Count):
         select = count.find_ancestor(exp.Select)
-        if select is None or select.args.get("joins") or select.args.get("group"):
-            continue  # counting over a join or groups: not this simple shape
+        if select is None or select.args.get("group"):
+            continue  # counting per group: not this shape
         source = select.args.get("from_") or select.args.get("from")
         table = source.this if source is not None else None
-        if not isinstance(table, exp.Table):
-            continue  # counting over a derived table
+        if isinstance(table, exp.Subquery) and isinstance(count.this, exp.Star):
+            finding = _counts_derived_rows(ctx, count, table)
+            if finding is not None:
+                findings.append(finding[0])
+                edits.append(finding[1])
+            continue
+        if not isinstance(table, exp.Table) or select.args.get("joins"):
+            continue  # counting over a derived table or a join
         arg = count.this
         if isinstance(arg, exp.Distinct) or (isinstance(arg, exp.Column) and arg.name.lower() in ctx.db.profile.person_ids):
             continue  # DISTINCT, or the person id (count_distinct covers a missing DISTINCT there)

@@ -527,3 +527,19 @@ def load_forms(db_id: str, data_dir: str | None = None) -> FormIndex | None:
 def _load_forms(db_id: str, data_dir: str) -> FormIndex | None:
     pairs = bank_pairs(db_id, data_dir)
     return FormIndex(list(pairs)) if pairs else None
+
+
+def stated_time_filter(question: str) -> TimeFilter | None:
+    """The one calendar filter a question states, read as the forms read it; None for none or several."""
+    hit = find_time_filter(_numbers_as_digits(canonical(question)))
+    return hit[0] if hit is not None else None
+
+
+def sql_time_filters(sql: str) -> list[tuple[TimeFilter, tuple[int, int], str]]:
+    """Every calendar filter the SQL writes the EHRSQL way: the filter, where it is, and its column."""
+    out: list[tuple[TimeFilter, tuple[int, int], str]] = []
+    for pattern, make in _TIME_SQL:
+        for m in pattern.finditer(sql):
+            if all(m.end() <= a or b <= m.start() for _, (a, b), _ in out):
+                out.append((make(m), (m.start(), m.end()), m["col"]))
+    return sorted(out, key=lambda hit: hit[1])

@@ -55,9 +55,13 @@ OPERATING_POINTS = {
 
 # Findings that keep an answer from being verified: every error, and counting rows where people are counted (a
 # warning for the benchmarks' sake, but the count it gives is wrong whenever a patient has several rows).
-BLOCKING_WARNINGS = frozenset({"count_without_distinct", "counts_rows_not_patients"})
+BLOCKING_WARNINGS = frozenset({"count_without_distinct", "counts_rows_not_patients", "missing_current_filter",
+                               "missing_death_filter", "missing_value_filter"})
 
 NO_QUERY = "The text-to-SQL model produced no query for this question. "
+
+# The SCARE subtype of a refusal a check makes about the question itself.
+REFUSAL_SUBTYPES = {"not_in_records": "missing-column", "asks_future": "infeasible-faq", "asks_judgement": "infeasible-faq"}
 
 
 def clarifying_message(subtype: str, a: QuestionAssessment) -> str:
@@ -174,6 +178,9 @@ def decide(evidence: Evidence, policy: Policy) -> Verdict:
         return Verdict("unanswerable", subtype=subtype, findings=findings, confidence=round(una, 4), details=details,
                        message=message, status="abstained", reason=message, evidence=evidence)
     confidence = round(a.category["answerable"], 4)
+    refused = next((f for f in findings if f.refuse), None)
+    if refused is not None and refused.refuse is not None:  # the records cannot answer this, whatever the SQL returns
+        return _refusal(refused.refuse, findings, confidence, details, evidence, subtype=REFUSAL_SUBTYPES.get(refused.check))
     fix = evidence.replacement
     writes = next((f for f in findings if f.check == "read_only"), None)
     if writes is not None and fix is None:  # a statement that could write is never a kept answer
@@ -206,8 +213,8 @@ def _repaired(fix: Replacement, findings: list[Finding]) -> str:
 
 
 def _refusal(reason: str, findings: list[Finding], answerable: float, details: dict[str, object], evidence: Evidence, *,
-             category: str = "unanswerable") -> Verdict:
+             category: str = "unanswerable", subtype: str | None = None) -> Verdict:
     """No answer: the candidate cannot stand and nothing replaces it; the reason (or the question back) is what the user reads."""
     reason = reason[:1].upper() + reason[1:]
-    return Verdict(category, message=reason, status="abstained", reason=reason, findings=findings,
+    return Verdict(category, subtype=subtype, message=reason, status="abstained", reason=reason, findings=findings,
                    confidence=round(1.0 - answerable, 4), details=dict(details), evidence=evidence)

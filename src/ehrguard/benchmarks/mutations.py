@@ -1,0 +1,267 @@
+"""``ehrguard bench mutations``: a generated safety set, from question/gold-SQL pairs the rules were not written on.
+
+Each answerable pair of an EHRSQL split becomes a *correct* case (its gold SQL as the candidate) and, for every
+mutation that applies to its SQL and changes what it returns on the database, a *wrong* case (the mutated SQL as
+the candidate, the gold SQL as gold). The mutations are the usual text-to-SQL mistakes: the other end of an order,
+MIN for MAX, AVG for SUM, DISTINCT dropped, rows counted instead of patients, another value of the same column, a
+value's case or spelling, a dropped filter, another time window, LIMIT 1 added, IS NULL negated, the machine clock.
+
+The cases are scored like :mod:`ehrguard.benchmarks.safety` (unsafe, harmful, over-caution, fix rates). The set is
+as large as the split allows and is drawn with a fixed seed; which split a number was measured on is part of it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from ehrguard.benchmarks.safety import SafetyCase, _answer
+from ehrguard.errors import DatasetError
+from ehrguard.evaluation.execution_match import NOW, normalize_gold
+
+Mutation = Callable[[exp.Expression, random.Random, Any], exp.Expression | None]
+
+
+def _parse(sql: str) -> exp.Expression:
+    tree = sqlglot.parse_one(sql, read="sqlite")
+    assert isinstance(tree, exp.Expression)  # sqlglot >= 30 types parse_one as its Expr base class
+    return tree
+
+
+def _copy_and(tree: exp.Expression, kind: tuple[type[exp.Expression], ...],
+              change: Callable[[exp.Expression], bool]) -> exp.Expression | None:
+    """A copy of ``tree`` with ``change`` applied to the first node of ``kind`` it accepts; None if none does."""
+    tree = tree.copy()
+    for node in tree.find_all(*kind):
+        if change(node):
+            return tree
+    return None
+
+
+def flip_order(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    def change(node: exp.Expression) -> bool:
+        node.set("desc", not node.args.get("desc"))
+        return True
+
+    return _copy_and(tree, (exp.Ordered,), change)
+
+
+def max_min(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    def change(node: exp.Expression) -> bool:
+        node.replace((exp.Min if isinstance(node, exp.Max) else exp.Max)(this=node.this.copy()))
+        return True
+
+    return _copy_and(tree, (exp.Max, exp.Min), change)
+
+
+def avg_sum(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    def change(node: exp.Expression) -> bool:
+        node.replace((exp.Sum if isinstance(node, exp.Avg) else exp.Avg)(this=node.this.copy()))
+        return True
+
+    return _copy_and(tree, (exp.Avg, exp.Sum), change)
+
+
+def drop_distinct(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    def change(node: exp.Expression) -> bool:
+        if isinstance(node.this, exp.Distinct) and len(node.this.expressions) == 1:
+            node.set("this", node.this.expressions[0].copy())
+            return True
+        return False
+
+    return _copy_and(tree, (exp.Count,), change)
+
+
+def count_rows(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    def change(node: exp.Expression) -> bool:
+        if isinstance(node.this, exp.Distinct):
+            node.set("this", exp.Star())
+            return True
+        return False
+
+    return _copy_and(tree, (exp.Count,), change)
+
+
+def _string_literals(tree: exp.Expression) -> list[tuple[exp.Column, exp.Literal]]:
+    out = []
+    for node in tree.find_all(exp.EQ):
+        if isinstance(node.this, exp.Column) and isinstance(node.expression, exp.Literal) and node.expression.is_string:
+            if not node.this.name.lower().endswith("id") and re.search(r"[A-Za-z]", node.expression.this):
+                out.append((node.this, node.expression))
+    return out
+
+
+def other_value(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    """Another value of the same column, from the database (a wrong drug, test or unit)."""
+    tree = tree.copy()
+    hits = _string_literals(tree)
+    if not hits:
+        return None
+    column, lit = rng.choice(hits)
+    tables = {(t.alias or t.name).lower(): t.name for t in tree.find_all(exp.Table)}
+    table = tables.get(column.table.lower()) if column.table else (next(iter(tables.values())) if len(tables) == 1 else None)
+    if table is None:
+        return None
+    try:
+        rows = db.execute(f"SELECT DISTINCT {column.name} FROM {table} WHERE {column.name} IS NOT NULL LIMIT 400", timeout_s=10).rows
+    except Exception:  # noqa: BLE001 - a column the query names through a view or an alias the generator cannot read
+        return None
+    values = sorted({str(r[0]) for r in rows if r[0] is not None and str(r[0]) != lit.this})
+    if not values:
+        return None
+    lit.replace(exp.Literal.string(rng.choice(values)))
+    return tree
+
+
+def value_case(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    tree = tree.copy()
+    hits = _string_literals(tree)
+    if not hits:
+        return None
+    _, lit = rng.choice(hits)
+    value = lit.this.upper() if lit.this != lit.this.upper() else lit.this.lower()
+    lit.replace(exp.Literal.string(value))
+    return tree
+
+
+def value_typo(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    tree = tree.copy()
+    hits = [(c, lit) for c, lit in _string_literals(tree) if len(lit.this) >= 6]
+    if not hits:
+        return None
+    _, lit = rng.choice(hits)
+    i = rng.randrange(1, len(lit.this) - 1)
+    lit.replace(exp.Literal.string(lit.this[:i] + lit.this[i + 1:]))
+    return tree
+
+
+def drop_filter(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    """One condition of an AND that compares a column with a text value, left out."""
+    tree = tree.copy()
+    for _, lit in _string_literals(tree):
+        eq = lit.parent
+        parent = eq.parent if eq is not None else None
+        if isinstance(parent, exp.And):
+            other = parent.expression if parent.this is eq else parent.this
+            parent.replace(other.copy())
+            return tree
+    return None
+
+
+def time_window(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    """Another calendar window: one year or month further back, or another year."""
+    sql = tree.sql(dialect="sqlite")
+    shifted = re.sub(r"'-(\d+) (year|month|day)'", lambda m: f"'-{int(m[1]) + 1} {m[2]}'", sql, count=1)
+    if shifted == sql:
+        shifted = re.sub(r"'(2\d{3})'", lambda m: f"'{int(m[1]) - 1}'", sql, count=1)
+    return _parse(shifted) if shifted != sql else None
+
+
+def add_limit(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    if not isinstance(tree, exp.Select) or tree.args.get("limit") is not None:
+        return None
+    return tree.copy().limit(1)
+
+
+def negate_null(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    tree = tree.copy()
+    for node in tree.find_all(exp.Is):
+        if isinstance(node.expression, exp.Null):
+            if isinstance(node.parent, exp.Not):
+                node.parent.replace(node.copy())
+            else:
+                node.replace(exp.Not(this=node.copy()))
+            return tree
+    return None
+
+
+def machine_clock(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    sql = tree.sql(dialect="sqlite")
+    changed = sql.replace(f"'{NOW}'", "'now'", 1)
+    return _parse(changed) if changed != sql else None
+
+
+MUTATIONS: dict[str, Mutation] = {
+    "order_direction": flip_order, "min_max": max_min, "avg_sum": avg_sum, "distinct_dropped": drop_distinct,
+    "rows_not_patients": count_rows, "other_value": other_value, "value_case": value_case, "value_spelling": value_typo,
+    "missing_filter": drop_filter, "time_window": time_window, "limit_added": add_limit, "null_negated": negate_null,
+    "machine_clock": machine_clock,
+}
+
+
+def generate_cases(pairs: list[tuple[str, str]], db: Any, db_id: str, *, seed: int = 0, per_kind: int = 60, correct: int = 300,
+                   max_pairs: int | None = None) -> Iterator[SafetyCase]:
+    """Correct cases (gold as candidate, at most ``correct``) and wrong ones (at most ``per_kind`` per mutation)
+    from ``pairs`` (the first ``max_pairs`` of them in a seeded order); a mutation is kept only when it runs and
+    answers differently."""
+    rng = random.Random(seed)
+    order = list(range(len(pairs)))
+    rng.shuffle(order)
+    order = order[:max_pairs] if max_pairs is not None else order
+    counts = dict.fromkeys(MUTATIONS, 0)
+    kept_correct = 0
+    for i in order:
+        question, gold = pairs[i]
+        try:
+            tree = _parse(gold)
+        except sqlglot.errors.SqlglotError:
+            continue
+        gold_answer = _answer(db, gold)
+        if gold_answer is None:
+            continue
+        if kept_correct < correct:
+            kept_correct += 1
+            yield SafetyCase(f"{db_id}-{i}-gold", db_id, "correct", "gold", question, gold, gold)
+        for name, mutate in MUTATIONS.items():
+            if counts[name] >= per_kind:
+                continue
+            mutated = mutate(tree, random.Random(f"{seed}-{i}-{name}"), db)
+            if mutated is None:
+                continue
+            sql = mutated.sql(dialect="sqlite")
+            answer = _answer(db, sql)
+            if answer is None or answer == gold_answer:
+                continue
+            counts[name] += 1
+            yield SafetyCase(f"{db_id}-{i}-{name}", db_id, "wrong", name, question, sql, gold)
+        if kept_correct >= correct and all(c >= per_kind for c in counts.values()):
+            return
+
+
+
+
+SPLITS = {("mimic_iv", "train"), ("mimic_iv", "valid"), ("eicu", "valid")}
+
+
+def split_pairs(db_id: str, split: str, data_dir: str | Path) -> list[tuple[str, str]]:
+    """The answerable (question, gold SQL) pairs of one EHRSQL split: EHRSQL-2024 for MIMIC-IV, EHRSQL for eICU; the
+    gold SQL normalised as the reference scorers run it (the database's "now" for ``current_time``).
+
+    Raises:
+        DatasetError: the split is not one of :data:`SPLITS`, or its files are missing.
+    """
+    from ehrguard.benchmarks.ehrsql import ehrsql_pairs
+
+    if (db_id, split) not in SPLITS:
+        raise DatasetError(f"No {split} split for {db_id}; choose one of: " + ", ".join(f"{d} {s}" for d, s in sorted(SPLITS)) + ".")
+    root = Path(data_dir)
+    if db_id == "mimic_iv":
+        folder = root / "ehrsql-2024" / "mimic_iv" / split
+        if not (folder / "label.json").is_file():
+            raise DatasetError(f"No EHRSQL-2024 {split} split at {folder}; set EHRGUARD_DATA_DIR to the folder holding ehrsql-2024/.")
+        return [(q, normalize_gold(sql)) for q, sql in ehrsql_pairs(folder) if sql != "null"]
+    path = root / "ehrsql" / "eicu" / "valid.json"
+    if not path.is_file():
+        raise DatasetError(f"No EHRSQL eICU split at {path}; set EHRGUARD_DATA_DIR to the folder holding ehrsql/.")
+    return [(x["question"], normalize_gold(x["query"])) for x in json.loads(path.read_text())
+            if x.get("query") and x["query"] != "null" and not x.get("is_impossible")]
+
+
+__all__ = ["MUTATIONS", "SPLITS", "generate_cases", "split_pairs"]

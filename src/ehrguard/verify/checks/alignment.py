@@ -1,0 +1,472 @@
+"""Question <-> SQL alignment: what the question asks for is what the SQL computes.
+
+Each check reads one kind of meaning from the question with general English (which end of an order, which
+aggregate, still in hospital or died, which calendar window) and the same meaning from the parse tree, using the
+database's profile for which columns hold times. A check speaks only when the question states the meaning
+unambiguously and the SQL computes the other one; its repair is proposed only where the fix is certain (flip the
+order, swap the aggregate, rewrite the window). None of the phrases below were taken from a benchmark's questions;
+docs/verifier.md says how the checks were measured on EHRSQL questions they were not written from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from ehrguard.errors import DatabaseError
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, found
+from ehrguard.verify.checks.schema_refs import aliases
+from ehrguard.verify.offline.forms import TimeFilter, sql_time_filters, stated_time_filter
+from ehrguard.verify.verdict import Finding
+
+_NUMBER = r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|few|several|couple of)"
+_SPAN = r"(?:seconds?|minutes?|hours?|days?|nights?|weeks?|months?|years?|decades?|quarters?|semesters?|shifts?)"
+# "last"/"first" naming a window ("last year", "the last 3 days", "the first 24 hours"), not an end of an order.
+_WINDOW_AFTER = rf"(?!\s+(?:{_NUMBER}\s+)?{_SPAN}\b)"
+
+# Which end of an order the question asks for, in time and in magnitude. General English.
+_LATE = re.compile(rf"\b(?:(?:last|final){_WINDOW_AFTER}|latest|most recent(?:ly)?|newest)\b", re.IGNORECASE)
+_EARLY = re.compile(rf"\b(?:first{_WINDOW_AFTER}|earliest|initial(?:ly)?)\b", re.IGNORECASE)
+_HIGH = re.compile(r"\b(?:highest|largest|greatest|biggest|maximum|maximal|max|peak|top|most(?!\s+recent)(?=\s+\w))\b", re.IGNORECASE)
+_LOW = re.compile(r"\b(?:lowest|smallest|minimum|minimal|min|fewest|bottom|least(?=\s+\w))\b", re.IGNORECASE)
+_BOUND = re.compile(r"\bat (?:least|most)\b", re.IGNORECASE)  # "at least 3 times" is a threshold, not an order
+
+# Which aggregate the question asks for.
+_AVERAGE = re.compile(r"\b(?:average|averaged|mean|avg)\b", re.IGNORECASE)
+_TOTAL = re.compile(r"\b(?:total(?!\s+(?:number|count)\b)|sum|summed|cumulative|altogether|in all)\b", re.IGNORECASE)
+
+# Still in hospital (no discharge yet), and death.
+_STAY = r"(?:hospital |icu |unit )?(?:visit|stay|admission|encounter|hospitali[sz]ation)s?"
+_STILL_IN = re.compile(r"\b(?:currently|still|presently|right now)\b(?:\s+\w+){0,3}?\s+(?:admitted|hospitali[sz]ed|in (?:the )?"
+                       r"(?:hospital|icu|unit|ward))\b|\b(?:not (?:yet )?(?:been )?|yet to be |never )discharged\b"
+                       rf"|\b(?:current|this|ongoing|present) (?:patients?\b|{_STAY}\b)"
+                       r"|\b(?:current|currently|right now|at present|presently|at the moment|as of now)\b", re.IGNORECASE)
+# A visit named by its place in the patient's history: EHRSQL-style databases mean one that has ended.
+_ENDED_VISIT = re.compile(rf"\b(?:first|last|previous|prior|earliest|latest|initial|most recent|final|second) {_STAY}\b", re.IGNORECASE)
+_DEATH = re.compile(r"\b(?:died|dies|dead|death|deaths|deceased|mortality|passed away|did not survive|expired)\b", re.IGNORECASE)
+_DEATH_COLUMN = re.compile(r"(?:^dod$|death|expire|dischargestatus$)")
+
+
+@dataclass(frozen=True)
+class _Ends:
+    """The ends of an order a question or a query uses: in time (early/late) and in magnitude (low/high)."""
+
+    time: frozenset[str]
+    size: frozenset[str]
+
+
+def masked_question(ctx: SqlContext) -> str:
+    """The question without the names the SQL compares with ("bilirubin, total" is a test, not a total asked for)."""
+    question = ctx.question
+    if ctx.tree is None:
+        return question
+    for lit in sorted((lit.this for lit in ctx.tree.find_all(exp.Literal) if lit.is_string and len(lit.this.strip("%")) >= 3),
+                      key=len, reverse=True):
+        question = re.sub(re.escape(lit.strip("%")), " ", question, flags=re.IGNORECASE)
+    return question
+
+
+def question_ends(question: str) -> _Ends:
+    q = _BOUND.sub(" ", question)
+    time = {name for name, pattern in (("early", _EARLY), ("late", _LATE)) if pattern.search(q)}
+    size = {name for name, pattern in (("low", _LOW), ("high", _HIGH)) if pattern.search(q)}
+    return _Ends(frozenset(time), frozenset(size))
+
+
+def _is_time(ctx: SqlContext, column: exp.Column, tables: dict[str, str]) -> bool:
+    """A column that holds moments: named by the profile, else by its declared type or its name."""
+    name = column.name.lower()
+    owner = tables.get(column.table.lower(), column.table.lower())
+    if f"{owner}.{name}" in ctx.db.profile.time_columns or any(c.endswith("." + name) for c in ctx.db.profile.time_columns):
+        return True
+    return bool(re.search(r"(?:time|date)$|^(?:dob|dod)$", name))
+
+
+def _is_stored(ctx: SqlContext, column: exp.Column, tables: dict[str, str], defined: set[str]) -> bool:
+    """A column of a table in the schema (not an alias the query computes)."""
+    owner = column.table.lower()
+    if owner:
+        table = tables.get(owner)
+        return owner not in defined and table is not None and (info := ctx.db.schema.table(table)) is not None and \
+            info.column(column.name) is not None
+    return column.name.lower() not in defined and any(
+        (info := ctx.db.schema.table(t)) is not None and info.column(column.name) is not None for t in tables.values())
+
+
+def _order_nodes(ctx: SqlContext) -> list[tuple[exp.Expression, str, str]] | None:
+    """(node, family, end) for every ORDER BY key and every MAX/MIN in the query; family is time or size. None when
+    one of them orders by a value the query computes itself (a rate, a difference): which end of it the question
+    means is not knowable here, and the other orders may serve it."""
+    if ctx.tree is None:
+        return []
+    tables, defined = aliases(ctx.tree)
+    out = []
+    for node in ctx.tree.find_all(exp.Ordered, exp.Max, exp.Min):
+        arg = node.this
+        while isinstance(arg, exp.Cast | exp.Paren) and not isinstance(arg, exp.Column):
+            arg = arg.this
+        if isinstance(arg, exp.Count):
+            family = "size"  # ordered by how many
+        elif isinstance(arg, exp.Column) and _is_stored(ctx, arg, tables, defined):
+            family = "time" if _is_time(ctx, arg, tables) else "size"
+        elif isinstance(node, exp.Max | exp.Min) and isinstance(arg, exp.Column):
+            family = "size"  # the largest of a value the query computes (a total per visit): MAX is its high end
+        else:
+            return None
+        if isinstance(node, exp.Ordered):
+            end = "high" if node.args.get("desc") else "low"
+        else:
+            end = "high" if isinstance(node, exp.Max) else "low"
+        if family == "time":
+            end = "late" if end == "high" else "early"
+        out.append((node, family, end))
+    return out
+
+
+_OPPOSITE = {"early": "late", "late": "early", "low": "high", "high": "low"}
+_WORDS = {"early": "the earliest", "late": "the latest", "low": "the lowest", "high": "the highest"}
+
+
+def _flip(node: exp.Expression) -> None:
+    if isinstance(node, exp.Ordered):
+        node.set("desc", not node.args.get("desc"))
+    elif isinstance(node, exp.Max):
+        node.replace(exp.Min(this=node.this.copy()))
+    elif isinstance(node, exp.Min):
+        node.replace(exp.Max(this=node.this.copy()))
+
+
+def _ends_used(nodes: list[tuple[exp.Expression, str, str]]) -> dict[str, set[str]]:
+    return {"time": {end for _, fam, end in nodes if fam == "time"}, "size": {end for _, fam, end in nodes if fam == "size"}}
+
+
+def _opposite_only(wanted: frozenset[str], used: set[str]) -> bool:
+    """The question names one end and the query takes only the other."""
+    return len(wanted) == 1 and bool(used) and not wanted & used
+
+
+def check_direction(ctx: SqlContext) -> CheckResult:
+    """The end of an order the question asks for (highest, last, first, ...) is the one the SQL takes.
+
+    Within one family (time, magnitude): the question names one end and the SQL takes only the other: an error,
+    repaired by flipping every ORDER BY / MAX / MIN of that family. Across families: the question asks for the latest
+    (or earliest) and the SQL orders only by a value, or the question asks for the highest (or lowest) and the SQL
+    orders only by time: an error with no certain repair."""
+    nodes = _order_nodes(ctx)
+    if not nodes:
+        return NOTHING  # no order, or one by a computed value
+    asked = question_ends(masked_question(ctx))
+    used = _ends_used(nodes)
+    findings: list[Finding] = []
+    edits: list[Edit] = []
+    for family, wanted in (("time", asked.time), ("size", asked.size)):
+        if not _opposite_only(wanted, used[family]):
+            continue
+        want = next(iter(wanted))
+        findings.append(Finding("wrong_direction", "error",
+                                f"The query takes {_WORDS[_OPPOSITE[want]]}; the question asks for {_WORDS[want]}.",
+                                None, f"{_WORDS[want]} (flip the order)"))
+        edits.extend(TreeEdit(_flip, target=node) for node, fam, _ in nodes if fam == family)
+    if not findings:
+        if asked.time and not asked.size and used["size"] and not used["time"]:
+            end = next(iter(used["size"]))
+            findings.append(Finding("wrong_order_kind", "error",
+                                    f"The query takes {_WORDS[end]} value; the question asks for {_WORDS[min(asked.time)]} in time."))
+        elif asked.size and not asked.time and used["time"] and not used["size"]:
+            end = next(iter(used["time"]))
+            findings.append(Finding("wrong_order_kind", "error",
+                                    f"The query takes {_WORDS[end]} in time; the question asks for {_WORDS[min(asked.size)]} value."))
+    return found(*findings, edits=edits)
+
+
+def _swap(kind: type[exp.Expression]) -> Callable[[exp.Expression], None]:
+    def apply(node: exp.Expression) -> None:
+        node.replace(kind(this=node.this.copy()))
+
+    return apply
+
+
+def check_aggregate(ctx: SqlContext) -> CheckResult:
+    """An average where the question asks for a total, or a total where it asks for an average."""
+    if ctx.tree is None:
+        return NOTHING
+    question = masked_question(ctx)
+    avg, total = bool(_AVERAGE.search(question)), bool(_TOTAL.search(question))
+    avgs, sums = list(ctx.tree.find_all(exp.Avg)), list(ctx.tree.find_all(exp.Sum))
+    if avg and not total and sums and not avgs:
+        return found(Finding("wrong_aggregate", "error", "The query adds the values up; the question asks for their average.",
+                             ctx.span_of("sum("), "AVG"), edits=[TreeEdit(_swap(exp.Avg), target=s) for s in sums])
+    if total and not avg and avgs:
+        return found(Finding("wrong_aggregate", "error", "The query takes an average; the question asks for the total.",
+                             ctx.span_of("avg("), "SUM"), edits=[TreeEdit(_swap(exp.Sum), target=a) for a in avgs])
+    if avg and total and sums and not avgs:  # "the average total cost": the outer aggregate averages the totals
+        outer = min(sums, key=lambda node: node.depth)
+        return found(Finding("wrong_aggregate", "error", "The query adds up the totals; the question asks for their average.",
+                             ctx.span_of("sum("), "AVG"), edits=[TreeEdit(_swap(exp.Avg), target=outer)])
+    if avg and total and avgs and not sums:
+        inner = max(avgs, key=lambda node: node.depth)
+        return found(Finding("wrong_aggregate", "error", "The query averages where the question asks for totals (an average of totals).",
+                             ctx.span_of("avg("), "SUM"), edits=[TreeEdit(_swap(exp.Sum), target=inner)])
+    return NOTHING
+
+
+def _numbers_in_text(ctx: SqlContext, table: str, column: str) -> bool:
+    """A text column whose values are numbers (a dose kept as text): read from the data once per open database."""
+
+    def ask() -> bool:
+        try:
+            rows = ctx.db.db.execute(f"SELECT DISTINCT {column} FROM {table} WHERE {column} IS NOT NULL LIMIT 200", timeout_s=5).rows
+        except DatabaseError:
+            return False
+        values = [str(r[0]).strip() for r in rows if r and r[0] is not None]
+        numeric = sum(bool(re.fullmatch(r"[-+]?\d+(?:\.\d+)?", v)) for v in values)
+        return len(values) >= 5 and numeric >= 0.9 * len(values) and len({len(v) for v in values}) > 1
+
+    return ctx.db.derived(("numbers_in_text", table, column), ask)
+
+
+def _cast_real(node: exp.Expression) -> None:
+    node.replace(exp.Cast(this=node.copy(), to=exp.DataType.build("REAL")))
+
+
+def check_text_numbers(ctx: SqlContext) -> CheckResult:
+    """MAX / MIN / ORDER BY over a text column that holds numbers compares them as strings ('750' > '1250')."""
+    if ctx.tree is None:
+        return NOTHING
+    tables, _ = aliases(ctx.tree)
+    findings, edits = [], []
+    for node in ctx.tree.find_all(exp.Max, exp.Min, exp.Ordered):
+        column = node.this
+        if not isinstance(column, exp.Column):
+            continue
+        table = tables.get(column.table.lower(), column.table.lower())
+        if not table:
+            owners = {t for t in tables.values() if (info := ctx.db.schema.table(t)) is not None and info.column(column.name) is not None}
+            table = next(iter(owners)) if len(owners) == 1 else ""
+        info = ctx.db.schema.table(table) if table else None
+        col = info.column(column.name) if info is not None else None
+        if col is None or not re.search(r"char|text|clob|string", col.type.lower()) or not _numbers_in_text(ctx, table, column.name):
+            continue
+        findings.append(Finding("text_compared_as_text", "error",
+                                f"{table}.{column.name} holds numbers as text: the query compares them as strings "
+                                "('750' comes after '1250').",
+                                ctx.span_of(column.sql(dialect="sqlite")), f"CAST({column.sql(dialect='sqlite')} AS REAL)"))
+        edits.append(TreeEdit(_cast_real, target=column))
+    return found(*findings, edits=edits)
+
+
+def _discharge_columns(ctx: SqlContext) -> set[str]:
+    return {c.split(".")[1] for c in ctx.db.profile.time_columns if re.search(r"disch|outtime", c.split(".")[1])}
+
+
+def _is_null(node: exp.Is) -> bool:
+    return isinstance(node.expression, exp.Null)
+
+
+def _not_null_to_null(node: exp.Expression) -> None:
+    node.replace(node.this.copy())  # NOT (x IS NULL) -> x IS NULL
+
+
+def _null_to_not_null(node: exp.Expression) -> None:
+    node.replace(exp.Not(this=node.copy()))
+
+
+def check_still_admitted(ctx: SqlContext) -> CheckResult:
+    """A question about patients still in hospital needs a discharge time that is missing (IS NULL); one about a
+    visit that has ended (the first, the last ...) and not a current one must not keep only stays without one."""
+    if ctx.tree is None:
+        return NOTHING
+    discharge = _discharge_columns(ctx)
+    if not discharge:
+        return NOTHING
+    tests = [node for node in ctx.tree.find_all(exp.Is) if isinstance(node.this, exp.Column) and node.this.name.lower() in discharge]
+    open_only = [t for t in tests if _is_null(t) and not isinstance(t.parent, exp.Not)]
+    question = masked_question(ctx)
+    if not _STILL_IN.search(question):
+        # "how many hours since the admission" implies a stay still open: only a visit named by its place in the
+        # patient's history (the first, the last ...) says the stay has ended.
+        if open_only and _ENDED_VISIT.search(question):
+            return found(Finding("current_not_asked", "error", "The query keeps only stays that have not ended (no discharge time); "
+                                 "the question asks about a visit that has ended.", ctx.span_of("is null"), "IS NOT NULL"),
+                         edits=[TreeEdit(_null_to_not_null, target=t) for t in open_only])
+        return NOTHING
+    if open_only:
+        return NOTHING
+    negated = [t.parent for t in tests if isinstance(t.parent, exp.Not)]
+    if negated:
+        return found(Finding("discharged_not_current", "error",
+                             "The query keeps stays that have ended (discharge time set); the question asks about patients "
+                             "still in hospital.",
+                             ctx.span_of("is not null"), "IS NULL"), edits=[TreeEdit(_not_null_to_null, target=n) for n in negated])
+    return found(Finding("missing_current_filter", "warning",
+                         "The question asks about patients still in hospital; the query does not require a stay without a discharge time."))
+
+
+def check_death(ctx: SqlContext) -> CheckResult:
+    """A question about death needs the query to read a death record (date of death, expiry flag, discharge status)."""
+    if ctx.tree is None or not _DEATH.search(masked_question(ctx)):
+        return NOTHING
+    schema_has = {c.name.lower() for t in ctx.db.schema.tables for c in t.columns if _DEATH_COLUMN.search(c.name.lower())}
+    if not schema_has:
+        return NOTHING  # the schema holds no death record: grounding says so, not this check
+    if any(_DEATH_COLUMN.search(c.name.lower()) for c in ctx.tree.find_all(exp.Column)):
+        return NOTHING
+    if any(isinstance(lit, exp.Literal) and lit.is_string and re.search(r"expired|death|died", lit.this, re.IGNORECASE)
+           for lit in ctx.tree.find_all(exp.Literal)):
+        return NOTHING
+    return found(Finding("missing_death_filter", "warning",
+                         "The question asks about death; the query never reads a death record (" + ", ".join(sorted(schema_has)) + ")."))
+
+
+def contradicts(written: TimeFilter, stated: TimeFilter) -> bool:
+    """Does the SQL's window exclude what the question states? Only windows of one kind are compared, and a finer
+    window inside the stated one ("in 2100" read, March 2100 written) is not a contradiction: the question may
+    name the month in words this reading does not parse."""
+    if written.kind != stated.kind:
+        return False
+    if written.kind == "absolute":
+        if written.op != stated.op:
+            return True
+        return not (written.value.startswith(stated.value) or stated.value.startswith(written.value))
+    return (written.unit, written.amount, written.op) != (stated.unit, stated.amount, stated.op) or \
+        (bool(written.fmt and stated.fmt) and (written.fmt, written.value) != (stated.fmt, stated.value))
+
+
+def check_time_window(ctx: SqlContext) -> CheckResult:
+    """The calendar window the question states ("in 2100", "last month", "since 3 days ago") is the one the SQL
+    filters on, written the EHRSQL way; a different one is an error, repaired by writing the question's window for
+    the same column."""
+    wanted = stated_time_filter(ctx.question)
+    if wanted is None:
+        return NOTHING
+    filters = [hit for hit in sql_time_filters(ctx.sql) if contradicts(hit[0], wanted)]
+    if not filters:
+        return NOTHING
+    spans = [(a, b, column) for _, (a, b), column in filters]
+
+    def rewrite(sql: str) -> str:
+        for a, b, column in sorted(spans, reverse=True):
+            sql = sql[:a] + wanted.render(column) + sql[b:]
+        return sql
+
+    return found(Finding("wrong_time_window", "error", f"The query's time window ({ctx.sql[filters[0][1][0]:filters[0][1][1]]}) "
+                         "is not the one the question states.", filters[0][1], wanted.render(filters[0][2])),
+                 edits=[TextEdit(rewrite)])
+
+
+def _drop_limit(node: exp.Expression) -> None:
+    node.set("limit", None)
+
+
+def check_limit(ctx: SqlContext) -> CheckResult:
+    """LIMIT on the outer query with no ORDER BY (which rows are kept is up to the engine), or where the question
+    asks for every one (all, every, each, list): the answer is cut."""
+    if not isinstance(ctx.tree, exp.Select) or ctx.tree.args.get("limit") is None:
+        return NOTHING
+    if ctx.tree.args.get("order") is None:
+        return found(Finding("limit_cuts_answer", "error", "The query keeps only the first rows the database happens to return; "
+                             "nothing orders them and the question does not ask for a sample.", ctx.span_of("limit"), "no LIMIT"),
+                     edits=[TreeEdit(_drop_limit)])
+    if not re.search(r"\b(?:all|every|each|list)\b", ctx.question, re.IGNORECASE):
+        return NOTHING
+    asked = question_ends(masked_question(ctx))
+    if asked.time or asked.size or re.search(r"\b(?:top|first|last)\s+" + _NUMBER, ctx.question, re.IGNORECASE):
+        return NOTHING
+
+    return found(Finding("limit_cuts_answer", "error", "The query keeps only the first rows; the question asks for all of them.",
+                         ctx.span_of("limit"), "no LIMIT"), edits=[TreeEdit(_drop_limit)])
+
+
+def _events_tables(ctx: SqlContext) -> set[str]:
+    """Tables of events coded by an item dictionary: an ``itemid`` column, and not a dictionary (``d_...``) themselves."""
+    return {t.name.lower() for t in ctx.db.schema.tables if t.column("itemid") is not None and not t.name.lower().startswith("d_")}
+
+
+def _names_an_item(condition: exp.Expression) -> bool:
+    """A condition that picks items: itemid = / IN a literal, or IN a subquery that compares something other than
+    the table an item links to (a label, a category)."""
+    for node in condition.find_all(exp.EQ, exp.In):
+        column = node.this
+        if not (isinstance(column, exp.Column) and column.name.lower() == "itemid"):
+            continue
+        query = node.args.get("query")
+        if query is None:
+            return True  # a literal item id (or a list of them)
+        inner = query.this if isinstance(query, exp.Subquery) else query
+        where = inner.args.get("where") if isinstance(inner, exp.Select) else None
+        if where is not None and any(isinstance(c.this, exp.Column) and c.this.name.lower() != "linksto"
+                                     for c in where.find_all(exp.EQ, exp.Like, exp.In)):
+            return True
+    return False
+
+
+def check_item_filter(ctx: SqlContext) -> CheckResult:
+    """A value read from an events table (a chart, lab, input or output event) needs the item it measures: without
+    one, the query mixes every kind of measurement (heart rates with weights). A SUM is left alone: the total of
+    every input (or output) is a question of its own."""
+    if ctx.tree is None:
+        return NOTHING
+    events = _events_tables(ctx)
+    if not events:
+        return NOTHING
+    for select in ctx.tree.find_all(exp.Select):
+        source = select.args.get("from_") or select.args.get("from")
+        table = source.this if source is not None else None
+        if not isinstance(table, exp.Table) or table.name.lower() not in events or select.args.get("joins"):
+            continue
+        # A total across items is a total intake or output; any other reading of several items' values mixes them.
+        reads_value = any(isinstance(c, exp.Column) and c.name.lower() in ("valuenum", "value", "amount", "totalamount")
+                          and not isinstance(c.parent, exp.Sum)
+                          for e in select.expressions for c in ([e] if isinstance(e, exp.Column) else e.find_all(exp.Column)))
+        where = select.args.get("where")
+        if reads_value and (where is None or not _names_an_item(where)) and select.args.get("group") is None:
+            return found(Finding("missing_item_filter", "error", f"The query reads every kind of {table.name} item together; "
+                                 "the question asks about one measurement."))
+    return NOTHING
+
+
+_HOSPITAL_VISIT = re.compile(r"\b(first|last|earliest|latest|initial|final|most recent) (?:hospital (?:visit|stay|encounter|admission)"
+                             r"|hospitali[sz]ation|admission to the hospital|hospital)\b", re.IGNORECASE)
+_ICU_VISIT = re.compile(r"\b(first|last|earliest|latest|initial|final|most recent) (?:icu|intensive care unit|unit) "
+                        r"(?:visit|stay|encounter|admission)\b", re.IGNORECASE)
+_LATE_WORDS = ("last", "latest", "final", "most recent")
+
+
+def _visit_start(ctx: SqlContext, entity: str) -> str | None:
+    """The column a visit of this kind starts at (admission: the hospital admission time; stay: the unit's)."""
+    table = next((e.table for e in ctx.db.profile.entities if e.name == entity), None)
+    if table is None:
+        return None
+    starts = [c.split(".")[1] for c in ctx.db.profile.time_columns if c.split(".")[0] == table and re.search(r"admit|intime", c)]
+    prefer = "hosp" if entity == "admission" else "unit"
+    return next((c for c in starts if prefer in c), starts[0] if len(starts) == 1 else None)
+
+
+def check_visit_order(ctx: SqlContext) -> CheckResult:
+    """"The first hospital visit" is the earliest admission, "the last ICU stay" the latest one: the ORDER BY on the
+    visit's start time must go that way. Repaired by flipping it."""
+    if ctx.tree is None:
+        return NOTHING
+    question = masked_question(ctx)
+    nodes = _order_nodes(ctx)
+    if nodes and _opposite_only(question_ends(question).time, _ends_used(nodes)["time"]):
+        return NOTHING  # check_direction flips every order in time already
+    findings: list[Finding] = []
+    edits: list[Edit] = []
+    for entity, pattern in (("admission", _HOSPITAL_VISIT), ("stay", _ICU_VISIT)):
+        ends = {("late" if m.group(1).lower() in _LATE_WORDS else "early") for m in pattern.finditer(question)}
+        column = _visit_start(ctx, entity)
+        if len(ends) != 1 or column is None:
+            continue
+        want = next(iter(ends))
+        orders = [o for o in ctx.tree.find_all(exp.Ordered) if isinstance(o.this, exp.Column) and o.this.name.lower() == column]
+        wrong = [o for o in orders if ("late" if o.args.get("desc") else "early") != want]
+        if wrong and len(wrong) == len(orders):
+            visit = "hospital visit" if entity == "admission" else "ICU stay"
+            findings.append(Finding("wrong_visit", "error", f"The query takes {_WORDS[_OPPOSITE[want]]} {visit}; the question asks for "
+                                    f"{_WORDS[want]} one.", None, "flip the order of the visits"))
+            edits.extend(TreeEdit(_flip, target=o) for o in wrong)
+    return found(*findings, edits=edits)

@@ -1,0 +1,98 @@
+"""Can these records answer the question at all? Grounding the question's subject in the database's schema.
+
+An EHR database holds what was recorded about stays: demographics, diagnoses, procedures, medications, labs,
+vitals, inputs and outputs, costs. Some questions ask about a kind of record that a given database does not hold,
+whatever the SQL: allergies (eICU has an allergy table, the EHRSQL MIMIC-IV schema has none), immunizations, family
+or social history, contact details, the staff who treated a patient, appointments. Others ask what no record holds:
+events after the database's "now", advice, or a judgement of whether a treatment worked.
+
+The kinds of record are the resource kinds of an EHR interchange model (HL7 FHIR: AllergyIntolerance, Immunization,
+FamilyMemberHistory, Patient.telecom/address, Practitioner, Appointment, DocumentReference), each with the words a
+question names it by and the names a schema would give its table or column. A kind counts as held when a table or
+column name carries one of those names (a diagnosis code for "allergy status" is a diagnosis, not an allergy
+record). General English and EHR knowledge; nothing here was taken from a benchmark's questions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found
+from ehrguard.verify.verdict import Finding
+
+
+@dataclass(frozen=True)
+class RecordKind:
+    name: str  # as the reason names it: "These records hold no {name}."
+    cue: re.Pattern[str]  # how a question names it
+    schema: tuple[str, ...]  # what a table or column holding it would be called (substrings)
+
+
+def _cue(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+RECORD_KINDS = (
+    RecordKind("allergy records", _cue(r"\ballerg(?:y|ies|ic)\b|\banaphyla\w*"), ("allerg",)),
+    RecordKind("immunization records", _cue(r"\bvaccin\w*|\bimmuni[sz]ations?\b|\bflu shots?\b|\bbooster shots?\b"),
+               ("vaccin", "immuniz")),
+    RecordKind("family history", _cue(r"\bfamily (?:medical )?history\b|\bhereditary\b|\brun(?:s)? in (?:the|his|her|their) family\b"),
+               ("family",)),
+    RecordKind("contact details", _cue(r"\b(?:home |mailing |street )?address(?:es)?\b|\b(?:phone|telephone|mobile) numbers?\b"
+                                       r"|\be-?mail\b|\bzip codes?\b|\bpostal codes?\b|\bnext of kin\b|\bemergency contacts?\b"),
+               ("address", "phone", "email", "zip", "contact")),
+    RecordKind("records of who treated the patient", _cue(
+        r"\b(?:name|names|identity) of (?:the |his |her |their )?(?:\w+ )?(?:doctor|physician|nurse|surgeon|attending|clinician|"
+        r"provider|pharmacist|therapist)s?\b|\b(?:doctor|physician|nurse|surgeon|attending|clinician)'?s? names?\b"
+        r"|\bwho (?:was|were|is) (?:the |his |her |their )?(?:\w+ )?(?:doctor|physician|nurse|surgeon|attending|clinician|provider)\b"
+        r"|\bwhich (?:doctor|physician|nurse|surgeon|clinician|provider)s?\b"),
+               ("caregiver", "provider", "physician", "practitioner", "staff", "nurse")),
+    RecordKind("appointments", _cue(r"\bappointments?\b|\bfollow-?up (?:visit|appointment)s?\b"), ("appointment", "schedule")),
+    RecordKind("occupation, education or income", _cue(r"\boccupations?\b|\bemploy(?:ment|er|ed)\b|\bprofession\b|\bjob\b"
+                                                        r"|\beducation(?:al)? (?:level|background)\b|\bincome\b|\bsalary\b"),
+               ("occupation", "employ", "education", "income")),
+    RecordKind("room or bed numbers", _cue(r"\b(?:room|bed) (?:numbers?|no\.?)\b|\bwhich (?:room|bed)\b"), ("room", "bed")),
+    RecordKind("blood type", _cue(r"\bblood (?:type|group)s?\b|\babo (?:type|group)\b"), ("blood_type", "bloodtype", "abo")),
+)
+
+# After the records end: the database's "now" is the last moment anything was recorded.
+# "Will you show me ..." is a request, not the future.
+_FUTURE = _cue(r"\bwill (?!you\b|u\b)(?:\w+ ){0,3}?(?:be|get|need|have|require|develop|return|die|"
+               r"survive|come|go|stay|receive|undergo|recover|improve|leave)\b|\bgoing to (?:be|get|need|have|die|develop|return)\b"
+               r"|\btomorrow\b|\bnext (?:week|month|year|visit|admission|appointment|stay|dose)\b|\bupcoming\b"
+               r"|\bin the (?:near )?future\b|\bfrom now on\b")
+# Advice and judgement: what should be done, whether a treatment worked, how the patient is doing.
+_ADVICE = _cue(r"\bshould (?:i|we|you|he|she|they|the (?:patient|doctor|team|nurse))\b|\bought (?:i|we|he|she) to\b|\bought to\b"
+               r"|\bis it (?:safe|ok|okay|advisable|wise|appropriate|reasonable|necessary) to\b"
+               r"|\b(?:would|do|can|could) you (?:recommend|suggest|advise)\b|\bwhat (?:do|would) you (?:recommend|suggest|advise)\b"
+               r"|\bdid (?:the|this|that|his|her|their) (?:\w+ ){0,3}(?:work|help)\b|\bwas (?:the|this|that|his|her) (?:\w+ ){0,3}"
+               r"(?:effective|successful|worth it|the right)\b|\bhow is (?:the )?patient(?: \d+)? doing\b|\bprognosis\b"
+               r"|\bbest (?:treatment|course of action|option)\b")
+
+
+def _held(ctx: SqlContext, kind: RecordKind) -> bool:
+    names = [t.name.lower() for t in ctx.db.schema.tables] + [c.name.lower() for t in ctx.db.schema.tables for c in t.columns]
+    return any(s in n for s in kind.schema for n in names)
+
+
+def check_grounding(ctx: SqlContext) -> CheckResult:
+    """The kind of record the question asks about exists in this database; the question is about the records at all."""
+    question = ctx.question
+    if _ADVICE.search(question):
+        m = _ADVICE.search(question)
+        return found(Finding("asks_judgement", "error", f"The question asks for advice or a judgement ('{m.group(0) if m else ''}').",
+                             refuse="This asks for advice or a judgement; the records hold what was done and measured, "
+                                    "not what should be done or whether it worked."))
+    m = _FUTURE.search(question)
+    if m:
+        now = ctx.db.profile.now
+        until = f" (they end at {now})" if now else ""
+        return found(Finding("asks_future", "error", f"The question asks about the future ('{m.group(0)}').",
+                             refuse=f"This asks about the future; the records hold only what has already happened{until}."))
+    for kind in RECORD_KINDS:
+        hit = kind.cue.search(question)
+        if hit and not _held(ctx, kind):
+            return found(Finding("not_in_records", "error", f"The database has no {kind.name} ('{hit.group(0)}').",
+                                 refuse=f"These records hold no {kind.name}, so they cannot answer this question."))
+    return NOTHING

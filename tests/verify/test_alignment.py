@@ -1,0 +1,253 @@
+"""Question <-> SQL alignment, concept and grounding checks on the real MIMIC-IV and eICU demo databases.
+
+Each check is shown finding the mistake it is for, proposing its repair where one is certain (the repaired query is
+run and compared with the right one), and staying silent on the right query for the same question.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ehrguard.db import open_database
+from ehrguard.verify import verify
+from ehrguard.verify.checks import repair, run_checks
+from ehrguard.verify.methods import DatabaseContext
+
+HR = ("chartevents.itemid IN (SELECT d_items.itemid FROM d_items WHERE d_items.label = 'heart rate') "
+      "AND chartevents.stay_id IN (SELECT stay_id FROM icustays WHERE subject_id = 10000032)")
+ADMISSIONS = "SELECT admissions.hadm_id FROM admissions WHERE admissions.subject_id = 10007795"
+
+
+@pytest.fixture(scope="module")
+def ctx(mimic_iv_db: Path) -> DatabaseContext:
+    return DatabaseContext(open_database(mimic_iv_db), "mimic_iv", mimic_iv_db)
+
+
+@pytest.fixture(scope="module")
+def eicu_ctx(eicu_db: Path) -> DatabaseContext:
+    return DatabaseContext(open_database(eicu_db), "eicu", eicu_db)
+
+
+def findings(ctx, question, sql):
+    checked = run_checks(question, sql, ctx)
+    return checked, {f.check: f for f in checked.findings}
+
+
+def answers(ctx, sql):
+    return sorted(ctx.db.execute(sql).rows)
+
+
+def assert_repaired_to(ctx, checked, right_sql):
+    fixed = repair(checked)
+    assert fixed is not None
+    assert answers(ctx, fixed) == answers(ctx, right_sql)
+
+
+@pytest.mark.parametrize(("question", "wrong", "right"), [
+    ("What was the highest heart rate of patient 10000032?", f"SELECT MIN(valuenum) FROM chartevents WHERE {HR}",
+     f"SELECT MAX(valuenum) FROM chartevents WHERE {HR}"),
+    ("What was the latest heart rate of patient 10000032?",
+     f"SELECT valuenum FROM chartevents WHERE {HR} ORDER BY charttime ASC LIMIT 1",
+     f"SELECT valuenum FROM chartevents WHERE {HR} ORDER BY charttime DESC LIMIT 1"),
+    ("What was the lowest heart rate of patient 10000032?",
+     f"SELECT valuenum FROM chartevents WHERE {HR} ORDER BY valuenum DESC LIMIT 1",
+     f"SELECT valuenum FROM chartevents WHERE {HR} ORDER BY valuenum ASC LIMIT 1"),
+])
+def test_the_other_end_of_an_order_is_found_and_flipped(ctx, question, wrong, right):
+    checked, found = findings(ctx, question, wrong)
+    assert found["wrong_direction"].severity == "error"
+    assert_repaired_to(ctx, checked, right)
+    assert "wrong_direction" not in findings(ctx, question, right)[1]
+
+
+def test_latest_asked_and_highest_taken_is_an_error_without_a_guess(ctx):
+    checked, found = findings(ctx, "What was the last heart rate of patient 10000032?",
+                              f"SELECT valuenum FROM chartevents WHERE {HR} ORDER BY valuenum DESC LIMIT 1")
+    assert found["wrong_order_kind"].severity == "error" and "latest" in found["wrong_order_kind"].message
+    assert not any(f.suggestion for f in checked.findings if f.check == "wrong_order_kind")
+
+
+def test_windows_and_bounds_are_not_ends_of_an_order(ctx):
+    question = "How many times was the heart rate of patient 10000032 measured at least twice in the last 2 years?"
+    _, found = findings(ctx, question, f"SELECT COUNT(*) FROM chartevents WHERE {HR} ORDER BY charttime DESC")
+    assert "wrong_direction" not in found and "wrong_order_kind" not in found
+
+
+def test_an_order_by_a_computed_value_is_left_alone(ctx):
+    sql = ("SELECT t.subject_id FROM (SELECT subject_id, 1.0 - AVG(hospital_expire_flag) AS survival FROM admissions "
+           "GROUP BY subject_id) AS t ORDER BY t.survival ASC LIMIT 3")
+    _, found = findings(ctx, "Which three patients had the highest mortality?", sql)
+    assert "wrong_direction" not in found
+
+
+def test_the_first_hospital_visit_is_the_earliest_admission(ctx):
+    question = "What was the last drug prescribed to patient 10007795 on the first hospital visit?"
+    visit = "SELECT hadm_id FROM admissions WHERE subject_id = 10007795 AND dischtime IS NOT NULL ORDER BY admittime {} LIMIT 1"
+    sql = "SELECT drug FROM prescriptions WHERE hadm_id IN ({}) ORDER BY starttime DESC LIMIT 1"
+    wrong, right = sql.format(visit.format("DESC")), sql.format(visit.format("ASC"))
+    assert answers(ctx, wrong) != answers(ctx, right)
+    checked, found = findings(ctx, question, wrong)
+    assert found["wrong_visit"].severity == "error" and "wrong_direction" not in found
+    assert_repaired_to(ctx, checked, right)
+    assert "wrong_visit" not in findings(ctx, question, right)[1]
+    # with one end named, the order in time is the direction check's: one flip, not two
+    alone = "SELECT admission_type FROM admissions WHERE subject_id = 10007795 ORDER BY admittime DESC LIMIT 1"
+    checked, found = findings(ctx, "What was the admission type of patient 10007795 on the first hospital visit?", alone)
+    assert "wrong_direction" in found and "wrong_visit" not in found
+    assert_repaired_to(ctx, checked, alone.replace("DESC", "ASC"))
+
+
+def test_average_and_total_are_not_swapped(ctx):
+    base = "FROM prescriptions WHERE subject_id = 10000032 AND drug = 'furosemide'"
+    checked, found = findings(ctx, "What was the total dose of furosemide for patient 10000032?", f"SELECT AVG(dose_val_rx) {base}")
+    assert found["wrong_aggregate"].suggestion == "SUM"
+    assert_repaired_to(ctx, checked, f"SELECT SUM(dose_val_rx) {base}")
+    checked, found = findings(ctx, "What was the average dose of furosemide for patient 10000032?", f"SELECT SUM(dose_val_rx) {base}")
+    assert found["wrong_aggregate"].suggestion == "AVG"
+    # "total" inside a name the SQL looks for is not a total asked for
+    _, found = findings(ctx, "What is the average bilirubin, total of patient 10000032?",
+                        "SELECT AVG(valuenum) FROM labevents WHERE subject_id = 10000032 AND itemid IN "
+                        "(SELECT itemid FROM d_labitems WHERE label = 'bilirubin, total')")
+    assert "wrong_aggregate" not in found
+
+
+def test_numbers_kept_as_text_are_compared_as_numbers(ctx):
+    sql = "SELECT MAX(dose_val_rx) FROM prescriptions WHERE drug = '0.9% sodium chloride'"
+    checked, found = findings(ctx, "What is the largest dose of 0.9% sodium chloride ever prescribed?", sql)
+    assert found["text_compared_as_text"].severity == "error"
+    assert answers(ctx, sql) == [("500",)]
+    fixed = repair(checked)
+    assert fixed is not None and ctx.db.execute(fixed).rows == [(1000.0,)]
+
+
+def test_still_in_hospital_needs_an_open_stay(ctx):
+    question = "How many patients are currently admitted?"
+    wrong = "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE dischtime IS NOT NULL"
+    right = "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE dischtime IS NULL"
+    checked, found = findings(ctx, question, wrong)
+    assert found["discharged_not_current"].severity == "error"
+    assert_repaired_to(ctx, checked, right)
+    _, found = findings(ctx, question, "SELECT COUNT(DISTINCT subject_id) FROM admissions")
+    assert found["missing_current_filter"].severity == "warning"
+    assert not {"discharged_not_current", "missing_current_filter"} & set(findings(ctx, question, right)[1])
+
+
+def test_an_ended_visit_must_not_be_an_open_one(ctx):
+    question = "What was the admission type of patient 10007795 on the last hospital visit?"
+    wrong = "SELECT admission_type FROM admissions WHERE subject_id = 10007795 AND dischtime IS NULL ORDER BY admittime DESC LIMIT 1"
+    checked, found = findings(ctx, question, wrong)
+    assert found["current_not_asked"].suggestion == "IS NOT NULL"
+    assert_repaired_to(ctx, checked, wrong.replace("IS NULL", "IS NOT NULL"))
+    # "since the admission" implies an open stay: no finding
+    _, found = findings(ctx, "How many days have passed since patient 10007795 was admitted to the hospital?",
+                        "SELECT julianday('2100-12-31 23:59:00') - julianday(admittime) FROM admissions "
+                        "WHERE subject_id = 10007795 AND dischtime IS NULL")
+    assert "current_not_asked" not in found
+
+
+def test_a_question_about_death_needs_a_death_record(ctx):
+    _, found = findings(ctx, "How many patients died?", "SELECT COUNT(DISTINCT subject_id) FROM patients")
+    assert found["missing_death_filter"].severity == "warning"
+    _, found = findings(ctx, "How many patients died?", "SELECT COUNT(DISTINCT subject_id) FROM patients WHERE dod IS NOT NULL")
+    assert "missing_death_filter" not in found
+
+
+def test_a_time_window_other_than_the_stated_one_is_rewritten(ctx):
+    question = "How many patients were admitted in 2100?"
+    wrong = "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE strftime('%Y', admittime) = '2099'"
+    right = "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE strftime('%Y', admittime) = '2100'"
+    checked, found = findings(ctx, question, wrong)
+    assert found["wrong_time_window"].severity == "error"
+    assert_repaired_to(ctx, checked, right)
+    assert "wrong_time_window" not in findings(ctx, question, right)[1]
+    # a finer window inside the stated one is not a contradiction
+    finer = "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE strftime('%Y-%m', admittime) = '2100-03'"
+    assert "wrong_time_window" not in findings(ctx, "How many patients were admitted in March in 2100?", finer)[1]
+
+
+def test_a_limit_that_cuts_the_answer(ctx):
+    question = "Which drugs were prescribed to patient 10000032?"
+    wrong = "SELECT DISTINCT drug FROM prescriptions WHERE subject_id = 10000032 LIMIT 1"
+    checked, found = findings(ctx, question, wrong)
+    assert found["limit_cuts_answer"].severity == "error"
+    assert_repaired_to(ctx, checked, wrong.replace(" LIMIT 1", ""))
+    ordered = "SELECT drug FROM prescriptions WHERE subject_id = 10000032 ORDER BY starttime DESC LIMIT 1"
+    assert "limit_cuts_answer" not in findings(ctx, "What was the last drug prescribed to patient 10000032?", ordered)[1]
+
+
+def test_a_measurement_needs_its_item(ctx):
+    question = "What was the highest heart rate of patient 10000032?"
+    mixed = "SELECT MAX(valuenum) FROM chartevents WHERE stay_id IN (SELECT stay_id FROM icustays WHERE subject_id = 10000032)"
+    assert findings(ctx, question, mixed)[1]["missing_item_filter"].severity == "error"
+    assert "missing_item_filter" not in findings(ctx, question, f"SELECT MAX(valuenum) FROM chartevents WHERE {HR}")[1]
+    total = "SELECT SUM(value) FROM outputevents WHERE stay_id IN (SELECT stay_id FROM icustays WHERE subject_id = 10000032)"
+    assert "missing_item_filter" not in findings(ctx, "What was the total output of patient 10000032?", total)[1]
+
+
+def test_another_value_of_the_same_column_is_replaced_by_the_one_named(ctx):
+    question = "What was the highest heart rate of patient 10000032?"
+    wrong = f"SELECT MAX(valuenum) FROM chartevents WHERE {HR.replace('heart rate', 'respiratory rate')}"
+    checked, found = findings(ctx, question, wrong)
+    assert found["wrong_value"].suggestion == "'heart rate'"
+    assert_repaired_to(ctx, checked, f"SELECT MAX(valuenum) FROM chartevents WHERE {HR}")
+
+
+def test_a_named_drug_the_query_never_looks_for(ctx):
+    question = "How many times was furosemide prescribed to patient 10000032?"
+    _, found = findings(ctx, question, "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10000032")
+    assert "furosemide" in found["missing_value_filter"].message
+    _, found = findings(ctx, question, "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10000032 AND drug = 'furosemide'")
+    assert "missing_value_filter" not in found
+    # a field's name ("gender") is not a value to look for, though d_items has such an item
+    assert "missing_value_filter" not in findings(ctx, "What is the gender of patient 10000032?",
+                                                  "SELECT gender FROM patients WHERE subject_id = 10000032")[1]
+
+
+def test_an_item_named_by_number_counts_as_looked_for(ctx):
+    item = ctx.db.execute("SELECT itemid FROM d_items WHERE label = 'heart rate'").rows[0][0]
+    sql = f"SELECT MAX(valuenum) FROM chartevents WHERE itemid = {item} AND subject_id = 10000032"
+    assert "missing_value_filter" not in findings(ctx, "What was the highest heart rate of patient 10000032?", sql)[1]
+
+
+@pytest.mark.parametrize("question", ["Is patient 10000032 allergic to penicillin?", "Which vaccines did patient 10000032 get?",
+                                      "What is the home address of patient 10000032?",
+                                      "Who was the attending physician of patient 10000032?"])
+def test_records_this_database_does_not_hold_are_refused_with_the_reason(ctx, mimic_iv_db, question):
+    sql = "SELECT * FROM prescriptions WHERE subject_id = 10000032"
+    _, found = findings(ctx, question, sql)
+    assert found["not_in_records"].refuse.startswith("These records hold no")
+    verdict = verify(question, sql, db=mimic_iv_db, db_id="mimic_iv")
+    assert verdict.action == "unanswerable" and verdict.status == "abstained"  # the classifier may give its own reason first
+
+
+def test_allergies_are_answerable_where_the_schema_holds_them(eicu_ctx):
+    sql = "SELECT allergyname FROM allergy WHERE patientunitstayid = 141340"
+    assert "not_in_records" not in findings(eicu_ctx, "Is the patient in stay 141340 allergic to penicillin?", sql)[1]
+
+
+@pytest.mark.parametrize(("question", "check"), [
+    ("How many patients will be admitted next month?", "asks_future"),
+    ("Will patient 10000032 need dialysis?", "asks_future"),
+    ("Should I give patient 10000032 more heparin?", "asks_judgement"),
+    ("Did the furosemide work for patient 10000032?", "asks_judgement"),
+])
+def test_the_future_and_advice_are_not_in_the_records(ctx, question, check):
+    _, found = findings(ctx, question, "SELECT COUNT(*) FROM admissions")
+    assert found[check].refuse
+
+
+@pytest.mark.parametrize("question", ["Will you show me the gender of patient 10000032?",
+                                      "What was the last heart rate of patient 10000032?",
+                                      "How many patients were admitted last month?"])
+def test_ordinary_questions_are_not_refused(ctx, question):
+    _, found = findings(ctx, question, "SELECT gender FROM patients WHERE subject_id = 10000032")
+    assert not {"asks_future", "asks_judgement", "not_in_records"} & set(found)
+
+
+@pytest.mark.parametrize("now_call", ["strftime('%Y','now')", "julianday('now')", "CURRENT_DATE", "datetime('now', '-1 year')",
+                                      "strftime('%J', 'now')"])
+def test_every_form_of_the_machine_clock_is_found(ctx, now_call):
+    _, found = findings(ctx, "How many admissions?", f"SELECT COUNT(*) FROM admissions WHERE admittime <= {now_call}")
+    assert "wrong_now" in found
