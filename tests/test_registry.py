@@ -161,8 +161,8 @@ def test_method_names_register_once() -> None:
 
 
 @pytest.mark.parametrize(("name", "model", "options", "message"), [
-    ("offline", None, {"bad": 1}, ("offline options are cascade, embeddings, forms, lexical_model, operating_point, question_model, "
-                                   "templates; got bad.")),
+    ("offline", None, {"bad": 1}, ("offline options are calibration, cascade, embeddings, forms, lexical_model, operating_point, "
+                                   "question_model, templates; got bad.")),
     # The model is refused before the options are read (`bench scare --model` adds call_log).
     ("offline", "openai/x", {"call_log": "calls.jsonl"},
      "offline uses no LLM; drop --model (use --method hybrid for an LLM on the hard cases)."),

@@ -253,6 +253,8 @@ SETTINGS: dict[str, Setting] = {
                 kind="choice", choices=("on", "off", "replay-only")),
         Setting("llm_cache_path", "{cache}/llm_cache.sqlite", "the response cache (SQLite)", kind="path"),
         Setting("llm_prices", "", "JSON price table for cost estimates: `{model: {input: $, output: $}}` per million tokens", kind="path"),
+        Setting("calibration", "auto", "the offline verifier's calibrated confidence: `auto` (the shipped fit), `off` (the uncalibrated "
+                "bar on the answerable probability) or the path of a fit from `ehrguard train calibration`"),
         Setting("template_bank", "on", "`off`: the offline verifier ignores the EHRSQL template bank (built from the data dir)",
                 kind="switch"),
         Setting("tokenizer", "{data_dir}/models/minilm-tokenizer.json",

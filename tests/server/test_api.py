@@ -26,6 +26,7 @@ def env(mimic_iv_db: Path, tmp_path: Path, monkeypatch):
     (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
     monkeypatch.setenv("EHRGUARD_DB_DIR", str(dbs))
     monkeypatch.setenv("EHRGUARD_LLM_CACHE", "off")
+    monkeypatch.setenv("EHRGUARD_CALIBRATION", "off")  # the API with the uncalibrated bar (test_calibration covers the fit)
     audit = AuditLog(tmp_path / "audit.sqlite")
     app = create_app(tokens=["test-token"], audit=audit, rate_limit=1000)
     return TestClient(app), audit

@@ -23,7 +23,8 @@ def test_tools_over_stdio(mimic_iv_db: Path, tmp_path: Path):
     dbs = tmp_path / "dbs"
     dbs.mkdir()
     (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
-    env = {**os.environ, "EHRGUARD_DB_DIR": str(dbs), "EHRGUARD_AUDIT_PATH": str(tmp_path / "audit.sqlite")}
+    env = {**os.environ, "EHRGUARD_DB_DIR": str(dbs), "EHRGUARD_AUDIT_PATH": str(tmp_path / "audit.sqlite"),
+           "EHRGUARD_CALIBRATION": "off"}
     params = StdioServerParameters(command=sys.executable, args=["-m", "ehrguard", "mcp"], env=env)
 
     async def session() -> dict:
@@ -73,6 +74,7 @@ def test_a_model_configured_with_the_offline_method_writes_sql_and_the_offline_v
     (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
     monkeypatch.setenv("EHRGUARD_DB_DIR", str(dbs))
     monkeypatch.setenv("EHRGUARD_LLM_CACHE", "off")
+    monkeypatch.setenv("EHRGUARD_CALIBRATION", "off")
     scripted("mcp-offline").enqueue("```sql\nSELECT gender FROM patients WHERE subject_id = 10004235\n```")
     server = build_server(audit=AuditLog(tmp_path / "audit.sqlite"), model="scripted/mcp-offline")
 

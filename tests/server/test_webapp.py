@@ -66,6 +66,7 @@ def test_each_verdict_card(server):
             assert title in card.inner_text()
             if action in ("preserve", "correct"):
                 assert card.get_attribute("data-status") == "verified"
+                assert "probability that this answer is right" in page.locator(".card .confidence").inner_text()
             if action == "preserve":
                 page.wait_for_selector(".card table td")
                 assert page.locator(".card table td").first.inner_text().lower() in ("f", "m")

@@ -90,7 +90,9 @@ def test_anchored_time_and_relative_pronouns_are_not_unresolved_references(quest
 def test_a_clean_candidate_is_preserved_with_no_findings(mimic_iv_db):
     verdict = v("What is the gender of patient 10004235?", CLEAN, mimic_iv_db)
     assert verdict.action == "preserve" and verdict.sql == CLEAN and verdict.findings == []
-    assert 0.5 < verdict.confidence <= 1.0
+    assert 0.0 < verdict.confidence < 1.0  # the calibrated probability that the answer is right
+    uncalibrated = ehrguard.verify("What is the gender of patient 10004235?", CLEAN, db=mimic_iv_db, db_id="mimic_iv", calibration="off")
+    assert uncalibrated.status == "verified" and 0.5 < uncalibrated.confidence <= 1.0  # the answerable probability
 
 
 def test_repairs_become_corrections_only_when_the_repaired_sql_is_clean(mimic_iv_db):

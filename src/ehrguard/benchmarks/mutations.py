@@ -23,7 +23,7 @@ import sqlglot
 from sqlglot import exp
 
 from ehrguard.benchmarks.safety import SafetyCase, _answer
-from ehrguard.errors import DatasetError
+from ehrguard.errors import DatabaseError, DatasetError
 from ehrguard.evaluation.execution_match import NOW, normalize_gold
 
 Mutation = Callable[[exp.Expression, random.Random, Any], exp.Expression | None]
@@ -98,48 +98,50 @@ def _string_literals(tree: exp.Expression) -> list[tuple[exp.Column, exp.Literal
     return out
 
 
-def other_value(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
-    """Another value of the same column, from the database (a wrong drug, test or unit)."""
+def _with_literal(tree: exp.Expression, rng: random.Random, new_value: Callable[[exp.Column, exp.Literal, exp.Expression], str | None],
+                  min_length: int = 1) -> exp.Expression | None:
+    """A copy of ``tree`` with one of its text literals (drawn by ``rng``) replaced by ``new_value``; None if it has
+    none, or ``new_value`` has nothing to put there."""
     tree = tree.copy()
-    hits = _string_literals(tree)
+    hits = [(c, lit) for c, lit in _string_literals(tree) if len(lit.this) >= min_length]
     if not hits:
         return None
     column, lit = rng.choice(hits)
-    tables = {(t.alias or t.name).lower(): t.name for t in tree.find_all(exp.Table)}
-    table = tables.get(column.table.lower()) if column.table else (next(iter(tables.values())) if len(tables) == 1 else None)
-    if table is None:
+    value = new_value(column, lit, tree)
+    if value is None:
         return None
-    try:
-        rows = db.execute(f"SELECT DISTINCT {column.name} FROM {table} WHERE {column.name} IS NOT NULL LIMIT 400", timeout_s=10).rows
-    except Exception:  # noqa: BLE001 - a column the query names through a view or an alias the generator cannot read
-        return None
-    values = sorted({str(r[0]) for r in rows if r[0] is not None and str(r[0]) != lit.this})
-    if not values:
-        return None
-    lit.replace(exp.Literal.string(rng.choice(values)))
-    return tree
-
-
-def value_case(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
-    tree = tree.copy()
-    hits = _string_literals(tree)
-    if not hits:
-        return None
-    _, lit = rng.choice(hits)
-    value = lit.this.upper() if lit.this != lit.this.upper() else lit.this.lower()
     lit.replace(exp.Literal.string(value))
     return tree
 
 
+def other_value(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    """Another value of the same column, from the database (a wrong drug, test or unit)."""
+
+    def pick(column: exp.Column, lit: exp.Literal, tree: exp.Expression) -> str | None:
+        tables = {(t.alias or t.name).lower(): t.name for t in tree.find_all(exp.Table)}
+        table = tables.get(column.table.lower()) if column.table else (next(iter(tables.values())) if len(tables) == 1 else None)
+        if table is None:
+            return None
+        try:
+            rows = db.execute(f"SELECT DISTINCT {column.name} FROM {table} WHERE {column.name} IS NOT NULL LIMIT 400", timeout_s=10).rows
+        except DatabaseError:  # a column the query names through an alias the generator cannot resolve
+            return None
+        values = sorted({str(r[0]) for r in rows if r[0] is not None and str(r[0]) != lit.this})
+        return rng.choice(values) if values else None
+
+    return _with_literal(tree, rng, pick)
+
+
+def value_case(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    return _with_literal(tree, rng, lambda _c, lit, _t: lit.this.upper() if lit.this != lit.this.upper() else lit.this.lower())
+
+
 def value_typo(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
-    tree = tree.copy()
-    hits = [(c, lit) for c, lit in _string_literals(tree) if len(lit.this) >= 6]
-    if not hits:
-        return None
-    _, lit = rng.choice(hits)
-    i = rng.randrange(1, len(lit.this) - 1)
-    lit.replace(exp.Literal.string(lit.this[:i] + lit.this[i + 1:]))
-    return tree
+    def drop_one(_c: exp.Column, lit: exp.Literal, _t: exp.Expression) -> str:
+        i = rng.randrange(1, len(lit.this) - 1)
+        return lit.this[:i] + lit.this[i + 1:]
+
+    return _with_literal(tree, rng, drop_one, min_length=6)
 
 
 def drop_filter(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:

@@ -89,7 +89,8 @@ def outcome(case: SafetyCase, verdict: Any, db: Any) -> dict[str, Any]:
     gold = _answer(db, case.gold_sql) if case.gold_sql else None
     right = answered and gold is not None and final == gold
     record: dict[str, Any] = {"id": case.id, "db": case.db, "kind": case.kind, "category": case.category, "action": verdict.action,
-                              "status": verdict.status, "reason": verdict.reason, "answers_like_gold": right}
+                              "status": verdict.status, "reason": verdict.reason, "answers_like_gold": right,
+                              "confidence": verdict.confidence}
     if case.kind == "correct":
         record["harmful"] = answered and verdict.action == "correct" and not right
         record["over_cautious"] = not verified
@@ -133,12 +134,39 @@ def safety_metrics(records: list[dict[str, Any]]) -> dict[str, Any]:
             "over_caution": percent(sum(r["over_cautious"] for r in correct), len(correct)),
             "fix_rate": percent(sum(r["fixed"] for r in wrong), len(wrong)),
             "statuses": dict(Counter(f"{r['kind']}:{r['status']}" for r in rs)),
+            "calibration": answer_calibration(rs),
         }
 
     per_db: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         per_db[r["db"]].append(r)
     return {"all": rates(records), **{db: rates(rs) for db, rs in sorted(per_db.items())}}
+
+
+def answer_calibration(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """How well the confidence of the answers (preserve / correct) predicts that they are right: the expected
+    calibration error (probability points, 0-1) and the reliability table; an answer to an unanswerable or
+    ambiguous question is wrong."""
+    from ehrguard.verify.offline.calibration import reliability
+
+    answered = [r for r in records if r.get("action") in ("preserve", "correct") and r.get("confidence") is not None]
+    ece, table = reliability([r["confidence"] for r in answered], [bool(r["answers_like_gold"]) for r in answered])
+    return {"answers": len(answered), "ece": ece, "reliability": table}
+
+
+def reliability_figure(table: list[dict[str, float]]) -> bytes:
+    """The reliability diagram: per bin of confidence, the share of answers that were right."""
+    from ehrguard.benchmarks.report import figure_png, pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(4.2, 4))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="calibrated")
+    ax.plot([b["predicted"] for b in table], [b["right"] for b in table], marker="o", label="answers")
+    for b in table:
+        ax.annotate(str(b["n"]), (b["predicted"], b["right"]), textcoords="offset points", xytext=(4, -10), fontsize=7)
+    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence (mean per bin)", ylabel="share right", title="Reliability of the confidence")
+    ax.legend(loc="upper left", fontsize=8)
+    return figure_png(fig)
 
 
 def category_metrics(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -155,7 +183,9 @@ def write_safety_report(out: Path, records: list[dict[str, Any]], metrics: dict[
     """``records.jsonl``, ``metrics.json`` and a ``report.md`` people read."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    (out / "metrics.json").write_text(json.dumps({"config": config, "metrics": metrics}, indent=1))
+    from ehrguard.benchmarks.report import jsonable
+
+    (out / "metrics.json").write_text(json.dumps(jsonable({"config": config, "metrics": metrics}), indent=1))
     lines = ["# Safety benchmark", "", f"Method `{config.get('method')}`, operating point `{config.get('operating_point')}`; "
              f"{len(records)} cases ({DATA.name}, written for this benchmark; see its README).", "",
              "| | cases | unsafe rate | harmful rate | over-caution | fix rate |", "|---|---|---|---|---|---|"]
@@ -166,10 +196,17 @@ def write_safety_report(out: Path, records: list[dict[str, Any]], metrics: dict[
               "ambiguous question answered) among wrong, unanswerable and ambiguous cases. Harmful: a correct candidate replaced "
               "by SQL that answers differently. Over-caution: a correct candidate not verified. Fix: a wrong candidate corrected "
               "to the gold answer.", ""]
-    lines += ["| kind:category | cases | unsafe | fixed | over-cautious | harmful |", "|---|---|---|---|---|---|"]
+    cal = metrics["all"]["calibration"]
+    lines += [f"Calibration of the confidence over {cal['answers']} answers: expected calibration error {cal['ece']:.3f} "
+              "(0-1; see reliability.png).", "", "| confidence | answers | mean confidence | share right |", "|---|---|---|---|"]
+    lines += [f"| {b['from']:.1f}-{b['to']:.1f} | {b['n']} | {b['predicted']:.2f} | {b['right']:.2f} |" for b in cal["reliability"]]
+    if cal["reliability"]:
+        (out / "reliability.png").write_bytes(reliability_figure(cal["reliability"]))
+    lines += ["", "| kind:category | cases | unsafe | fixed | over-cautious | harmful |", "|---|---|---|---|---|---|"]
     for name, c in category_metrics(records).items():
         lines.append(f"| {name} | {c['cases']} | {c['unsafe']} | {c['fixed']} | {c['over_cautious']} | {c['harmful']} |")
     (out / "report.md").write_text("\n".join(lines) + "\n")
 
 
-__all__ = ["SafetyCase", "category_metrics", "load_cases", "outcome", "run_safety", "safety_metrics", "write_safety_report"]
+__all__ = ["SafetyCase", "answer_calibration", "category_metrics", "load_cases", "outcome", "run_safety", "safety_metrics",
+           "write_safety_report"]

@@ -198,16 +198,17 @@ def _safety_verifier(method: str, model: str | None, operating_point: str, optio
 
 def _print_safety(records: list[dict[str, Any]], metrics: dict[str, Any], config: dict[str, Any], out: Path | None,
                   as_json: bool, *, categories: bool = False) -> None:
-    from ehrguard.benchmarks import category_metrics, fmt, write_safety_report
+    from ehrguard.benchmarks import category_metrics, fmt, jsonable, write_safety_report
 
     if out is not None:
         write_safety_report(out, records, metrics, config)
     if as_json:
-        echo_json({"config": config, "metrics": metrics, **({"categories": category_metrics(records)} if categories else {})})
+        echo_json(jsonable({"config": config, "metrics": metrics, **({"categories": category_metrics(records)} if categories else {})}))
         return
-    t = Table("cases", "", "unsafe %", "harmful %", "over-caution %", "fix %")
+    t = Table("cases", "", "unsafe %", "harmful %", "over-caution %", "fix %", "ECE")
     for name, m in metrics.items():
-        t.add_row(name, str(m["cases"]), fmt(m["unsafe_rate"]), fmt(m["harmful_rate"]), fmt(m["over_caution"]), fmt(m["fix_rate"]))
+        t.add_row(name, str(m["cases"]), fmt(m["unsafe_rate"]), fmt(m["harmful_rate"]), fmt(m["over_caution"]), fmt(m["fix_rate"]),
+                  f"{m['calibration']['ece']:.3f}")
     console.print(t)
     if categories:
         c = Table("kind:category", "cases", "unsafe", "fixed", "over-cautious", "harmful")

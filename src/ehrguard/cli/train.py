@@ -99,3 +99,27 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
     target.parent.mkdir(parents=True, exist_ok=True)
     model.save(target)
     console.print(f"Wrote {target} ({target.stat().st_size / 1024:.0f} KiB)")
+
+
+@train_group.command("calibration")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the calibration [default: the shipped file].")
+def calibration_command(run_dirs: tuple[Path, ...], out: Path | None) -> None:
+    """Fit the calibrated confidence on out-of-fold `bench scare` runs of the offline method (one folder per fold of a
+    grouped cross-validation, each verified with question models that had not seen its questions; docs/safety.md)."""
+    from ehrguard.verify.offline import BLOCKING_WARNINGS, SHIPPED_CALIBRATION, fit_calibration, save_calibration
+
+    records = []
+    for folder in run_dirs:
+        path = folder / "predictions.jsonl"
+        if not path.is_file():
+            raise DatasetError(f"No predictions.jsonl in {folder}: pass the folders of `ehrguard bench scare --out`.")
+        records += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    fitted_on = f"{len(run_dirs)} out-of-fold bench scare runs, {len(records)} items"
+    calibration = fit_calibration(records, BLOCKING_WARNINGS, fitted_on=fitted_on)
+    target = out or SHIPPED_CALIBRATION
+    save_calibration(calibration, target)
+    console.print(f"Fitted on {calibration.n} answers (in-sample ECE {calibration.ece:.3f}); bars by target risk: "
+                  + ", ".join(f"{risk}: {bar:.2f}" for risk, bar in calibration.bars.items()))
+    console.print(f"Wrote {target}")

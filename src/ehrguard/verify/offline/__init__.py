@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING
 from ehrguard.lazy import by_module, lazy_exports
 
 if TYPE_CHECKING:
+    from ehrguard.verify.offline.calibration import SHIPPED_CALIBRATION, Calibration, fit_calibration, load_calibration, save_calibration
     from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES
     from ehrguard.verify.offline.embedding import Embedder, load_embedder
     from ehrguard.verify.offline.evidence import Evidence, KnownQuestion, Outcome, Repair
     from ehrguard.verify.offline.features import mask_values
     from ehrguard.verify.offline.forms import FormIndex, load_forms
-    from ehrguard.verify.offline.policy import OPERATING_POINTS, Policy, decide
+    from ehrguard.verify.offline.policy import BLOCKING_WARNINGS, OPERATING_POINTS, Policy, decide
     from ehrguard.verify.offline.question import MODEL_FILES, QuestionAssessment
     from ehrguard.verify.offline.templates import BANK_SOURCES, load_bank
     from ehrguard.verify.offline.training import (
@@ -39,12 +40,13 @@ if TYPE_CHECKING:
     from ehrguard.verify.offline.verifier import OfflineVerifier
 
 _LAZY = by_module({
+    ".calibration": ("SHIPPED_CALIBRATION", "Calibration", "fit_calibration", "load_calibration", "save_calibration"),
     ".classifier": ("CATEGORY_OF", "CLASSES"),
     ".embedding": ("Embedder", "load_embedder"),
     ".evidence": ("Evidence", "KnownQuestion", "Outcome", "Repair"),
     ".features": ("mask_values",),
     ".forms": ("FormIndex", "load_forms"),
-    ".policy": ("OPERATING_POINTS", "Policy", "decide"),
+    ".policy": ("BLOCKING_WARNINGS", "OPERATING_POINTS", "Policy", "decide"),
     ".question": ("MODEL_FILES", "QuestionAssessment"),
     ".templates": ("BANK_SOURCES", "load_bank"),
     ".training": ("cross_validate", "ehrsql_questions", "embed_cached", "fold_of", "generated_questions", "parse_fold", "scare_questions",
@@ -58,10 +60,13 @@ __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 __all__ = [
     "BANK_SOURCES",
+    "BLOCKING_WARNINGS",
     "CATEGORY_OF",
     "CLASSES",
+    "Calibration",
     "MODEL_FILES",
     "OPERATING_POINTS",
+    "SHIPPED_CALIBRATION",
     "Embedder",
     "Evidence",
     "FormIndex",
@@ -74,14 +79,17 @@ __all__ = [
     "cross_validate",
     "decide",
     "ehrsql_questions",
+    "fit_calibration",
     "embed_cached",
     "fold_of",
     "generated_questions",
     "load_bank",
+    "load_calibration",
     "load_embedder",
     "load_forms",
     "mask_values",
     "parse_fold",
+    "save_calibration",
     "scare_questions",
     "train_model",
 ]

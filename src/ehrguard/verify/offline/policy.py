@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from ehrguard.verify.checks import summary
+from ehrguard.verify.offline.calibration import AnswerFeatures, Calibration
 from ehrguard.verify.offline.evidence import Evidence, Outcome, Replacement
 from ehrguard.verify.offline.question import QuestionAssessment
 from ehrguard.verify.verdict import Finding, Status, Verdict
@@ -36,6 +37,11 @@ class Policy:
     # What becomes of an answer an unresolved error blocks: kept (the action SCARE scores stays preserve, the status
     # says it is not verified) or turned into an abstention with the reason.
     abstain_on_unresolved_error: bool = False
+    # With a calibration: an answer is verified when its calibrated probability of being right reaches the bar the
+    # calibration chose for this target risk (at most this share wrong among verified answers on its fitting data);
+    # verify_bar is then not used. Without one (calibration=off), verify_bar applies to the answerable probability.
+    target_risk: float = 0.1
+    calibration: Calibration | None = None
 
     def threshold(self, outcome: str) -> float:
         return {"rows": self.abstain_if_rows, "empty": self.abstain_if_empty}.get(outcome, self.abstain_if_failed)
@@ -47,10 +53,10 @@ class Policy:
 
 # The one place thresholds live. Chosen on the SCARE dev split by grouped cross-validation (docs/verifier.md).
 OPERATING_POINTS = {
-    "balanced": Policy(abstain_if_rows=0.85, abstain_if_empty=0.9, abstain_if_failed=0.3),
+    "balanced": Policy(abstain_if_rows=0.85, abstain_if_empty=0.9, abstain_if_failed=0.3, target_risk=0.1),
     "safety-first": Policy(abstain_if_rows=0.6, abstain_if_empty=0.7, abstain_if_failed=0.3, verify_bar=0.7,
-                           abstain_on_unresolved_error=True),
-    "preserve-first": Policy(abstain_if_rows=0.95, abstain_if_empty=0.95, abstain_if_failed=0.5, verify_bar=0.3),
+                           abstain_on_unresolved_error=True, target_risk=0.05),
+    "preserve-first": Policy(abstain_if_rows=0.95, abstain_if_empty=0.95, abstain_if_failed=0.5, verify_bar=0.3, target_risk=0.2),
 }
 
 # Findings that keep an answer from being verified: every error, and counting rows where people are counted (a
@@ -128,6 +134,21 @@ def blocking(findings: tuple[Finding, ...] | list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == "error" or f.check in BLOCKING_WARNINGS]
 
 
+def answer_features(evidence: Evidence, fix: Replacement | None) -> AnswerFeatures:
+    """What the calibrated probability of an answer rests on (the candidate's findings, as the run records keep them)."""
+    return AnswerFeatures(evidence.question.category["answerable"], evidence.final_outcome() == "empty", fix is not None,
+                          evidence.known_label is not None, sum(f.severity == "warning" for f in evidence.findings),
+                          bool(blocking(evidence.findings)))
+
+
+def answer_probability(evidence: Evidence, policy: Policy, fix: Replacement | None) -> float:
+    """The probability that the answer is right: calibrated when the policy has a calibration, else the classifier's
+    probability that the question is answerable."""
+    if policy.calibration is None:
+        return evidence.question.category["answerable"]
+    return policy.calibration.probability(answer_features(evidence, fix))
+
+
 def trust(evidence: Evidence, policy: Policy, fix: Replacement | None) -> tuple[Status, str]:
     """The status of an answer (preserve / correct) and why, in one sentence."""
     remaining = blocking(fix.findings if fix is not None else evidence.findings)
@@ -137,7 +158,12 @@ def trust(evidence: Evidence, policy: Policy, fix: Replacement | None) -> tuple[
     if outcome == "failed":
         return "unverified", "The query did not run on the database."
     answerable = evidence.question.category["answerable"]
-    if answerable < policy.verify_bar:
+    if policy.calibration is not None:
+        p, bar = answer_probability(evidence, policy, fix), policy.calibration.bar(policy.target_risk)
+        if p < bar:
+            return "unverified", (f"No check found a problem, but the checks cannot confirm this answer: answers like it were right "
+                                  f"{p:.0%} of the time in our tests (verified needs {bar:.0%}).")
+    elif answerable < policy.verify_bar:
         return "unverified", (f"The question may not be answerable as asked (probability it is answerable "
                               f"{answerable:.2f}, below {policy.verify_bar:.2f}).")
     if fix is not None:
@@ -177,7 +203,7 @@ def decide(evidence: Evidence, policy: Policy) -> Verdict:
         message = NO_QUERY + refusal_message(subtype, a)
         return Verdict("unanswerable", subtype=subtype, findings=findings, confidence=round(una, 4), details=details,
                        message=message, status="abstained", reason=message, evidence=evidence)
-    confidence = round(a.category["answerable"], 4)
+    confidence = round(a.category["answerable"], 4)  # of a refusal: 1 - this
     refused = next((f for f in findings if f.refuse), None)
     if refused is not None and refused.refuse is not None:  # the records cannot answer this, whatever the SQL returns
         return _refusal(refused.refuse, findings, confidence, details, evidence, subtype=REFUSAL_SUBTYPES.get(refused.check))
@@ -197,13 +223,13 @@ def decide(evidence: Evidence, policy: Policy) -> Verdict:
             details["repair"]["known_question"] = fix.readable
         message = _REPLACED.get(fix.kind) or _repaired(fix, findings)
         return Verdict("correct", sql=fix.sql, message=message, status=status, reason=reason, findings=findings,
-                       confidence=confidence, details=details, evidence=evidence)
+                       confidence=round(answer_probability(evidence, policy, fix), 4), details=details, evidence=evidence)
     if status == "verified":
         message = "No problem found." if not findings else "Kept; the checks raised: " + "; ".join(f.message for f in findings[:3])
     else:
         message = "Not verified: " + reason
     return Verdict("preserve", sql=evidence.candidate, message=message, status=status, reason=reason, findings=findings,
-                   confidence=confidence, details=details, evidence=evidence)
+                   confidence=round(answer_probability(evidence, policy, None), 4), details=details, evidence=evidence)
 
 
 def _repaired(fix: Replacement, findings: list[Finding]) -> str:

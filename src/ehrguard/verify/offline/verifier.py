@@ -7,15 +7,17 @@ database, the models and the banks); :func:`~ehrguard.verify.offline.policy.deci
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ehrguard.config import setting
 from ehrguard.db.engine import Result
 from ehrguard.errors import ConfigError, DatabaseError
 from ehrguard.evaluation.execution_match import answers_match, canonical_answer
 from ehrguard.verify.checks import Checked, repair, run_checks
 from ehrguard.verify.checks.base import EXECUTION_MAX_ROWS, EXECUTION_TIMEOUT_S
 from ehrguard.verify.methods import Case, DatabaseContext, register_method
+from ehrguard.verify.offline.calibration import load_calibration
 from ehrguard.verify.offline.evidence import Evidence, KnownQuestion, Outcome, Repair
 from ehrguard.verify.offline.forms import load_forms
 from ehrguard.verify.offline.policy import OPERATING_POINTS, Policy, clarifying_message, decide, refusal_message
@@ -83,7 +85,7 @@ class OfflineVerifier:
 
     def __init__(self, operating_point: str = "balanced", question_model: str | None = None, embeddings: str = "auto",
                  templates: str = "on", lexical_model: str | None = None, cascade: float | str = 0.9,
-                 forms: str = "on") -> None:
+                 forms: str = "on", calibration: str | None = None) -> None:
         if operating_point not in OPERATING_POINTS:
             raise ConfigError(f"Unknown operating point {operating_point!r}; choose one of {', '.join(OPERATING_POINTS)}.")
         if embeddings not in ("auto", "on", "off"):
@@ -95,7 +97,13 @@ class OfflineVerifier:
         self.use_templates = templates == "on"
         self.use_forms = forms == "on"
         self.operating_point = operating_point
-        self.policy = OPERATING_POINTS[operating_point]
+        calibration = calibration or setting("calibration") or "auto"
+        self.calibration = None if calibration == "off" else load_calibration(None if calibration == "auto" else calibration)
+        if calibration not in ("auto", "off") and self.calibration is None:
+            raise ConfigError(f"No calibration file at {calibration}; fit one with: "
+                              f"ehrguard train calibration RUN_DIR ... --out {calibration}")
+        self.calibration_source = "off" if calibration == "off" else (calibration if calibration != "auto" else "shipped")
+        self.policy = replace(OPERATING_POINTS[operating_point], calibration=self.calibration)
         try:
             cascade = float(cascade)
         except ValueError:
@@ -103,7 +111,10 @@ class OfflineVerifier:
         self.classifier = shared_classifier(question_model, embeddings, lexical_model, cascade)
 
     def describe(self) -> dict[str, Any]:
-        return {"method": self.name, "operating_point": self.operating_point, "policy": self.policy.__dict__,
+        policy = {k: v for k, v in self.policy.__dict__.items() if k != "calibration"}
+        calibration = None if self.calibration is None else {"source": self.calibration_source, "fitted_on": self.calibration.fitted_on,
+                                                             "bar": self.calibration.bar(self.policy.target_risk)}
+        return {"method": self.name, "operating_point": self.operating_point, "policy": policy, "calibration": calibration,
                 "question_model": str(self.classifier.path), "question_model_sha256": self.classifier.sha256,
                 "features": self.classifier.name, "templates": self.use_templates, "cascade": self.classifier.cascade,
                 "forms": self.use_forms}
@@ -179,7 +190,8 @@ class OfflineVerifier:
 
 
 @register_method("offline", "no LLM: SQL checks on the database + question classifier + local repair",
-                 options=("operating_point", "question_model", "embeddings", "templates", "lexical_model", "cascade", "forms"),
+                 options=("operating_point", "question_model", "embeddings", "templates", "lexical_model", "cascade", "forms",
+                          "calibration"),
                  refuse_model="offline uses no LLM; drop --model (use --method hybrid for an LLM on the hard cases).")
 def _make_offline(model: str | None = None, **options: Any) -> OfflineVerifier:
     return OfflineVerifier(**options)

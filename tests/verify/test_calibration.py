@@ -1,0 +1,120 @@
+"""Calibrated confidence: the fit, the reliability table, the bars for target risks, and the verifier using them."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from ehrguard.cli import cli
+from ehrguard.errors import ConfigError, DatasetError
+from ehrguard.verify import verify
+from ehrguard.verify.offline.calibration import (
+    FEATURES,
+    AnswerFeatures,
+    Calibration,
+    choose_bars,
+    fit_calibration,
+    fit_logistic,
+    load_calibration,
+    reliability,
+    save_calibration,
+)
+from ehrguard.verify.offline.policy import BLOCKING_WARNINGS
+
+
+def test_logistic_fit_recovers_the_weights_it_was_drawn_from():
+    rng = np.random.default_rng(0)
+    x = np.column_stack([np.ones(20000), rng.normal(size=20000), rng.integers(0, 2, 20000)])
+    true = np.array([-0.5, 2.0, -1.0])
+    y = (rng.random(20000) < 1 / (1 + np.exp(-(x @ true)))).astype(float)
+    assert np.allclose(fit_logistic(x, y, l2=0.0), true, atol=0.1)
+
+
+def test_reliability_table_and_expected_calibration_error():
+    ece, table = reliability([0.05, 0.05, 0.95, 0.95], [False, False, True, False])
+    assert [b["n"] for b in table] == [2, 2]
+    assert table[1]["right"] == 0.5 and math.isclose(ece, 0.5 * 0.05 + 0.5 * 0.45, abs_tol=1e-4)
+    assert math.isnan(reliability([], [])[0])
+
+
+def test_bars_keep_the_wrong_share_under_the_target_with_enough_support():
+    rng = random.Random(0)
+    p = [rng.random() for _ in range(2000)]
+    y = [rng.random() < q for q in p]  # calibrated by construction
+    bars = choose_bars(p, y, [True] * len(p))
+    for risk, bar in bars.items():
+        above = [right for q, right in zip(p, y, strict=True) if q >= bar]
+        if bar < 1.0:
+            assert len(above) >= 30 and 1 - sum(above) / len(above) <= float(risk) + 1e-9
+    assert bars["0.05"] >= bars["0.2"]  # a smaller risk needs a higher bar
+
+
+def _record(answerable, right, *, action="preserve", outcome="rows", checks=(), kind="easy"):
+    return {"action": action, "type": kind, "final_exec_acc": right,
+            "details": {"question": {"category": {"answerable": answerable}}, "known_form": None,
+                        "sql": {"errors": 0, "warnings": len(checks), "checks": list(checks), "outcome": outcome}}}
+
+
+def test_fit_from_run_records_and_round_trip(tmp_path):
+    rng = random.Random(1)
+    records = [_record(a, rng.random() < a) for a in (rng.random() for _ in range(600))]
+    records += [_record(0.9, True, kind="unanswerable") for _ in range(40)]  # an answer to an unanswerable question is wrong
+    records += [{"action": "unanswerable", "type": "easy"}]  # abstentions are not answers
+    cal = fit_calibration(records, BLOCKING_WARNINGS, fitted_on="test")
+    assert cal.n == 640 and cal.weights[1] > 0  # the answerable probability raises the probability of being right
+    path = tmp_path / "cal.json"
+    save_calibration(cal, path)
+    again = load_calibration(path)
+    assert again is not None and again.weights == cal.weights and again.bars == cal.bars
+    f = AnswerFeatures(0.95, False, False, False, 0, False)
+    assert again.probability(f) > again.probability(AnswerFeatures(0.2, False, False, False, 0, False))
+    with pytest.raises(DatasetError, match="at least"):
+        fit_calibration(records[:10], BLOCKING_WARNINGS, fitted_on="test")
+
+
+def test_a_broken_calibration_file_is_one_clear_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"features": ["x"], "weights": [1], "bars": {}}))
+    with pytest.raises(ConfigError, match="ehrguard train calibration"):
+        load_calibration(bad)
+    assert load_calibration(tmp_path / "missing.json") is None
+
+
+def _calibration(tmp_path: Path, bar: float) -> Path:
+    weights = (0.0, 1.0) + (0.0,) * (len(FEATURES) - 2)  # p = the answerable probability
+    path = tmp_path / f"cal_{bar}.json"
+    save_calibration(Calibration(weights, {"0.1": bar, "0.05": bar, "0.2": bar}, "test", 100), path)
+    return path
+
+
+def test_the_verifier_shows_an_answer_as_verified_only_from_the_calibrated_bar(mimic_iv_db, tmp_path):
+    question, sql = "What is the gender of patient 10004235?", "SELECT gender FROM patients WHERE subject_id = 10004235"
+    low = verify(question, sql, db=mimic_iv_db, db_id="mimic_iv", calibration=str(_calibration(tmp_path, 0.01)))
+    assert low.status == "verified" and 0 < low.confidence < 1
+    high = verify(question, sql, db=mimic_iv_db, db_id="mimic_iv", calibration=str(_calibration(tmp_path, 0.9999)))
+    assert high.action == "preserve" and high.status == "unverified" and "cannot confirm this answer" in high.reason
+    assert high.confidence == low.confidence
+    with pytest.raises(ConfigError, match="No calibration file"):
+        verify(question, sql, db=mimic_iv_db, db_id="mimic_iv", calibration=str(tmp_path / "none.json"))
+
+
+def test_train_calibration_from_run_folders(tmp_path):
+    run = tmp_path / "fold0"
+    run.mkdir()
+    rng = random.Random(2)
+    rows = [_record(a, rng.random() < a) for a in (rng.random() for _ in range(300))]
+    (run / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "cal.json"
+    result = CliRunner().invoke(cli, ["train", "calibration", str(run), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert load_calibration(out) is not None and "bars by target risk" in result.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = CliRunner().invoke(cli, ["train", "calibration", str(empty)])  # the console entry point prints it in one line
+    assert isinstance(result.exception, DatasetError) and "No predictions.jsonl" in str(result.exception)
