@@ -81,3 +81,39 @@ def test_mimic_iv_raw_layout_and_chartevents(shared_data: Path, tmp_path: Path):
     assert db.execute("SELECT count(*) FROM mimiciv_icu.chartevents c LEFT JOIN mimiciv_icu.icustays s USING (stay_id)"
                       " WHERE s.hadm_id <> c.hadm_id").rows == [(0,)]
     assert not list(tmp_path.glob(".raw.duckdb.*"))
+
+
+def test_build_never_replaces_a_file_it_did_not_make(tmp_path: Path):
+    from ehrguard.errors import ConfigError
+
+    readme = tmp_path / "README.md"
+    readme.write_text("not a database")
+    with pytest.raises(ConfigError, match="is not a database; refusing to replace it.*--force"):
+        build_database("synthetic", out=readme)
+    assert readme.read_text() == "not a database"
+    other = tmp_path / "audit.sqlite"  # a SQLite database of something else
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE entries (id INTEGER)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(ConfigError, match="ehrguard did not build as synthetic"):
+        build_database("synthetic", out=other)
+    assert [r[0] for r in sqlite3.connect(other).execute("SELECT name FROM sqlite_master")] == ["entries"]
+    own = tmp_path / "synthetic.sqlite"
+    build_database("synthetic", out=own)
+    build_database("synthetic", out=own)  # its own database is rebuilt in place
+    build_database("synthetic", out=readme, force=True)
+    assert open_database(readme).execute("SELECT COUNT(*) FROM patients").rows[0][0] > 0
+
+
+def test_the_cli_refuses_in_one_line(tmp_path: Path):
+    from click.testing import CliRunner
+
+    from ehrguard.cli import cli
+    from ehrguard.errors import ConfigError
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("keep me")
+    result = CliRunner().invoke(cli, ["db", "build", "synthetic", "--out", str(notes)])
+    assert isinstance(result.exception, ConfigError) and "--force" in str(result.exception)
+    assert notes.read_text() == "keep me"

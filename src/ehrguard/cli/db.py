@@ -50,8 +50,9 @@ def list_command(as_json: bool) -> None:
 @click.option("--source", type=click.Path(path_type=Path), help="Unpacked source folder (default: $EHRGUARD_DATA_DIR/<demo folder>).")
 @click.option("--out", type=click.Path(path_type=Path), help="Output file (default: $EHRGUARD_DB_DIR/NAME.sqlite|.duckdb).")
 @click.option("--download", is_flag=True, help="Fetch the open demo from PhysioNet into $EHRGUARD_DATA_DIR first (needs internet).")
+@click.option("--force", is_flag=True, help="Replace --out even when it is not a database this builder made.")
 @json_option
-def build_command(name: str, source: Path | None, out: Path | None, download: bool, as_json: bool) -> None:
+def build_command(name: str, source: Path | None, out: Path | None, download: bool, force: bool, as_json: bool) -> None:
     """Build database NAME from its public source, atomically."""
     builder = BUILDERS[name]
     out = out or db_dir() / f"{name}{builder.suffix}"
@@ -64,6 +65,7 @@ def build_command(name: str, source: Path | None, out: Path | None, download: bo
             name,
             source=source,
             out=out,
+            force=force,
             progress=Progress(on_step=step, on_warning=lambda m: console.print(f"[bold yellow]WARNING[/bold yellow] {m}")),
         )
     if as_json:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ehrguard.db.builders.base import BuildReport, Progress
-from ehrguard.errors import DatasetError
+from ehrguard.errors import ConfigError, DatasetError
 from ehrguard.profiles import PROFILES
 from ehrguard.registry import Registry
 
@@ -72,12 +72,59 @@ def get_builder(name: str) -> Builder:
     return BUILDERS.get(name)
 
 
+def _tables_of(path: Path) -> set[str] | None:
+    """The table names (last part, lower case) of a SQLite or DuckDB file, read-only; None when it is neither."""
+    with path.open("rb") as f:
+        head = f.read(16)
+    if head.startswith(b"SQLite format 3\x00"):
+        import sqlite3
+
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                return {r[0].lower() for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return None
+    if head[8:12] == b"DUCK":
+        import duckdb
+
+        try:
+            con = duckdb.connect(str(path), read_only=True)
+            try:
+                return {r[0].lower() for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+            finally:
+                con.close()
+        except duckdb.Error:
+            return None
+    return None
+
+
+def replaceable(out: Path, name: str) -> str | None:
+    """Why ``out`` must not be replaced by a build of ``name`` (None: it does not exist, or it is a database this
+    builder made: one of its engine holding the tables of the profile's patients, admissions and stays)."""
+    if not out.exists():
+        return None
+    if not out.is_file():
+        return f"{out} exists and is not a file"
+    tables = _tables_of(out)
+    if tables is None:
+        return f"{out} exists and is not a database"
+    profile = PROFILES.get(name) or PROFILES["mimic_iv"]  # the synthetic database has the mimic_iv schema
+    wanted = {e.table.split(".")[-1].lower() for e in profile.entities}
+    if not wanted <= tables:
+        return f"{out} exists and is a database ehrguard did not build as {name} (no {', '.join(sorted(wanted - tables))} table)"
+    return None
+
+
 def build_database(
     name: str,
     *,
     out: str | Path,
     source: str | Path | None = None,
     progress: Progress | None = None,
+    force: bool = False,
 ) -> BuildReport:
     """Build database ``name`` from ``source`` into ``out``.
 
@@ -86,6 +133,11 @@ def build_database(
         out: the output file; written atomically.
         source: the unpacked source folder (defaults to ``$EHRGUARD_DATA_DIR/<folder>``).
         progress: receives step messages and warnings.
+        force: replace ``out`` even when it is not a database this builder made.
+
+    Raises:
+        ConfigError: ``out`` exists and is not a database this builder made (and ``force`` is not set).
+        DatasetError: the source folder is missing.
 
     Examples:
         >>> build_database("mimic_iv", source="data/mimic-iv-demo-2.2", out="mimic_iv.sqlite")  # doctest: +SKIP
@@ -93,6 +145,9 @@ def build_database(
     from ehrguard.config import data_dir
 
     builder = get_builder(name)
+    refusal = None if force else replaceable(Path(out), name)
+    if refusal is not None:
+        raise ConfigError(f"{refusal}; refusing to replace it. Choose another --out, or pass --force to replace it.")
     progress = progress or Progress()
     if source is None and builder.source_folder:
         source = data_dir() / builder.source_folder
