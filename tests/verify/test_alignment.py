@@ -251,3 +251,60 @@ def test_ordinary_questions_are_not_refused(ctx, question):
 def test_every_form_of_the_machine_clock_is_found(ctx, now_call):
     _, found = findings(ctx, "How many admissions?", f"SELECT COUNT(*) FROM admissions WHERE admittime <= {now_call}")
     assert "wrong_now" in found
+
+
+# Found in review: ordinary questions that must not be flagged, and repairs that must compose.
+@pytest.mark.parametrize("question", [
+    "I will need the last heart rate of patient 10000032.",
+    "Did the next admission of patient 10000032 start within 30 days of discharge?",
+    "Was the biopsy on the right lung of patient 10000032 done in 2100?",
+    "Which drugs were given to address the hypotension of patient 10000032?",
+    "What procedures were employed to treat patient 10000032?",
+])
+def test_ordinary_phrasing_is_not_a_refusal(ctx, question):
+    _, found = findings(ctx, question, "SELECT drug FROM prescriptions WHERE subject_id = 10000032")
+    assert not {"asks_future", "asks_judgement", "not_in_records"} & set(found)
+
+
+def test_a_drug_named_vaccine_is_a_prescription_not_an_immunization_record(ctx):
+    _, found = findings(ctx, "How many patients were prescribed influenza vaccine?",
+                        "SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE drug = 'influenza vaccine'")
+    assert "not_in_records" not in found
+
+
+def test_this_patient_is_not_a_current_stay(ctx):
+    sql = "SELECT admittime FROM admissions WHERE subject_id = 10007795 AND dischtime IS NOT NULL ORDER BY admittime LIMIT 1"
+    _, found = findings(ctx, "When was this patient's first hospital stay? The patient is 10007795.", sql)
+    assert not {"discharged_not_current", "missing_current_filter"} & set(found)
+
+
+def test_mean_arterial_pressure_is_a_measurement_and_sum_over_count_an_average(ctx):
+    _, found = findings(ctx, "What was the total of mean arterial pressure readings of patient 10000032?",
+                        "SELECT SUM(valuenum) FROM chartevents WHERE subject_id = 10000032")
+    assert "wrong_aggregate" not in found
+    _, found = findings(ctx, "What is the average daily number of prescriptions of patient 10000032?",
+                        "SELECT SUM(1) * 1.0 / COUNT(DISTINCT date(starttime)) FROM prescriptions WHERE subject_id = 10000032")
+    assert "wrong_aggregate" not in found
+
+
+def test_a_limit_that_cuts_nothing_is_not_flagged(ctx):
+    _, found = findings(ctx, "What is the gender of patient 10000032?", "SELECT gender FROM patients WHERE subject_id = 10000032 LIMIT 1")
+    assert "limit_cuts_answer" not in found
+
+
+def test_a_flip_and_a_cast_on_one_aggregate_both_apply(ctx):
+    sql = "SELECT MIN(dose_val_rx) FROM prescriptions WHERE drug = '0.9% sodium chloride'"
+    checked, found = findings(ctx, "What is the largest dose of 0.9% sodium chloride ever prescribed?", sql)
+    assert {"wrong_direction", "text_compared_as_text"} <= set(found)
+    fixed = repair(checked)
+    assert fixed is not None and ctx.db.execute(fixed).rows == [(1000.0,)]
+
+
+def test_the_window_repair_survives_an_earlier_text_edit(ctx):
+    sql = ("SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10000032 AND strftime('%J','now') > 0 AND "
+           "datetime(starttime,'start of year') = datetime('2100-12-31 23:59:00','start of year','-0 year')")
+    checked, found = findings(ctx, "How many prescriptions did patient 10000032 get last year?", sql)
+    assert {"wrong_now", "wrong_time_window"} <= set(found)
+    fixed = repair(checked)
+    assert fixed is not None and "'-1 year'" in fixed and "'now'" not in fixed.lower()
+    ctx.db.execute(fixed)  # well-formed SQL

@@ -118,3 +118,10 @@ def test_train_calibration_from_run_folders(tmp_path):
     empty.mkdir()
     result = CliRunner().invoke(cli, ["train", "calibration", str(empty)])  # the console entry point prints it in one line
     assert isinstance(result.exception, DatasetError) and "No predictions.jsonl" in str(result.exception)
+
+
+def test_bars_written_with_other_spellings_load(tmp_path):
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps({"features": list(FEATURES), "weights": [0.0] * len(FEATURES), "bars": {"0.10": 0.7, "0.050": 0.9}}))
+    cal = load_calibration(path)
+    assert cal is not None and cal.bar(0.1) == 0.7 and cal.bar(0.05) == 0.9 and cal.bar(0.01) == 1.0

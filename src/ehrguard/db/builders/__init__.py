@@ -72,22 +72,29 @@ def get_builder(name: str) -> Builder:
     return BUILDERS.get(name)
 
 
-def _tables_of(path: Path) -> set[str] | None:
-    """The table names (last part, lower case) of a SQLite or DuckDB file, read-only; None when it is neither."""
+def _engine_of(path: Path) -> str | None:
+    """``sqlite`` or ``duckdb`` from the file's first bytes; None for anything else."""
     with path.open("rb") as f:
         head = f.read(16)
     if head.startswith(b"SQLite format 3\x00"):
+        return "sqlite"
+    return "duckdb" if head[8:12] == b"DUCK" else None
+
+
+def _tables_of(path: Path, engine: str) -> set[str] | None:
+    """The table names (last part, lower case) of a SQLite or DuckDB file, read-only; None when it cannot be read."""
+    if engine == "sqlite":
         import sqlite3
 
         try:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
             try:
                 return {r[0].lower() for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
             finally:
                 conn.close()
         except sqlite3.Error:
             return None
-    if head[8:12] == b"DUCK":
+    if engine == "duckdb":
         import duckdb
 
         try:
@@ -108,11 +115,17 @@ def replaceable(out: Path, name: str) -> str | None:
         return None
     if not out.is_file():
         return f"{out} exists and is not a file"
-    tables = _tables_of(out)
+    engine = _engine_of(out)
+    tables = _tables_of(out, engine) if engine is not None else None
     if tables is None:
         return f"{out} exists and is not a database"
+    builder = get_builder(name)
+    if engine != builder.engine:
+        return f"{out} is a {engine} database, and {name} builds {builder.engine}"
     profile = PROFILES.get(name) or PROFILES["mimic_iv"]  # the synthetic database has the mimic_iv schema
-    wanted = {e.table.split(".")[-1].lower() for e in profile.entities}
+    # The entity tables and every table the profile's time columns name: more than one table, for every profile.
+    wanted = {e.table.split(".")[-1].lower() for e in profile.entities} | {c.rsplit(".", 1)[0].split(".")[-1].lower()
+                                                                           for c in profile.time_columns}
     if not wanted <= tables:
         return f"{out} exists and is a database ehrguard did not build as {name} (no {', '.join(sorted(wanted - tables))} table)"
     return None

@@ -39,6 +39,7 @@ from ehrguard.verify.checks.repair import repair
 from ehrguard.verify.checks.schema_refs import check_schema
 from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_read_only
 from ehrguard.verify.checks.values import check_patient_ids, check_values
+from ehrguard.verify.verdict import Finding
 
 if TYPE_CHECKING:
     from ehrguard.verify.methods import DatabaseContext
@@ -74,7 +75,11 @@ def run_checks(question: str, sql: str, db: DatabaseContext, checks: tuple[Check
     """Run the checks in order on one candidate; the findings and proposed edits, with the shared context."""
     checked = Checked(SqlContext(question, sql, db))
     for check in checks:
-        result = check.run(checked.ctx)
+        try:
+            result = check.run(checked.ctx)
+        except Exception as exc:  # noqa: BLE001 - a bug in one check must not take the verdict down; it is reported
+            result = CheckResult((Finding("check_failed", "warning", f"The {check.name} check could not run ({type(exc).__name__}); "
+                                          "its finding, if any, is missing."),))
         checked.findings.extend(result.findings)
         checked.edits.extend(result.edits)
         if check.stops and result.findings:

@@ -35,17 +35,17 @@ _LOW = re.compile(r"\b(?:lowest|smallest|minimum|minimal|min|fewest|bottom|least
 _BOUND = re.compile(r"\bat (?:least|most)\b", re.IGNORECASE)  # "at least 3 times" is a threshold, not an order
 
 # Which aggregate the question asks for.
-_AVERAGE = re.compile(r"\b(?:average|averaged|mean|avg)\b", re.IGNORECASE)
-_TOTAL = re.compile(r"\b(?:total(?!\s+(?:number|count)\b)|sum|summed|cumulative|altogether|in all)\b", re.IGNORECASE)
+_AVERAGE = re.compile(r"\b(?:average|averaged|mean(?!\s+(?:arterial|blood|bp|corpuscular|platelet))|avg)\b", re.IGNORECASE)
+_TOTAL = re.compile(r"\b(?:total(?!\s+(?:number|count)\b)|sum|summed|cumulative|altogether)\b", re.IGNORECASE)
 
 # Still in hospital (no discharge yet), and death.
 _STAY = r"(?:hospital |icu |unit )?(?:visit|stay|admission|encounter|hospitali[sz]ation)s?"
 _STILL_IN = re.compile(r"\b(?:currently|still|presently|right now)\b(?:\s+\w+){0,3}?\s+(?:admitted|hospitali[sz]ed|in (?:the )?"
                        r"(?:hospital|icu|unit|ward))\b|\b(?:not (?:yet )?(?:been )?|yet to be |never )discharged\b"
-                       rf"|\b(?:current|this|ongoing|present) (?:patients?\b|{_STAY}\b)"
-                       r"|\b(?:current|currently|right now|at present|presently|at the moment|as of now)\b", re.IGNORECASE)
+                       rf"|\b(?:current|this|ongoing|present) {_STAY}\b|\bcurrent (?:patients?|number|census)\b"
+                       r"|\b(?:currently|right now|at present|presently|at the moment|as of now)\b", re.IGNORECASE)
 # A visit named by its place in the patient's history: EHRSQL-style databases mean one that has ended.
-_ENDED_VISIT = re.compile(rf"\b(?:first|last|previous|prior|earliest|latest|initial|most recent|final|second) {_STAY}\b", re.IGNORECASE)
+_ENDED_VISIT = re.compile(rf"\b(?:first|last|previous|prior|earliest|initial|second) {_STAY}\b", re.IGNORECASE)
 _DEATH = re.compile(r"\b(?:died|dies|dead|death|deaths|deceased|mortality|passed away|did not survive|expired)\b", re.IGNORECASE)
 _DEATH_COLUMN = re.compile(r"(?:^dod$|death|expire|dischargestatus$)")
 
@@ -65,7 +65,7 @@ def masked_question(ctx: SqlContext) -> str:
         return question
     for lit in sorted((lit.this for lit in ctx.tree.find_all(exp.Literal) if lit.is_string and len(lit.this.strip("%")) >= 3),
                       key=len, reverse=True):
-        question = re.sub(re.escape(lit.strip("%")), " ", question, flags=re.IGNORECASE)
+        question = re.sub(rf"(?<!\w){re.escape(lit.strip('%'))}(?!\w)", " ", question, flags=re.IGNORECASE)
     return question
 
 
@@ -133,10 +133,8 @@ _WORDS = {"early": "the earliest", "late": "the latest", "low": "the lowest", "h
 def _flip(node: exp.Expression) -> None:
     if isinstance(node, exp.Ordered):
         node.set("desc", not node.args.get("desc"))
-    elif isinstance(node, exp.Max):
-        node.replace(exp.Min(this=node.this.copy()))
-    elif isinstance(node, exp.Min):
-        node.replace(exp.Max(this=node.this.copy()))
+    elif isinstance(node, exp.Max | exp.Min):  # the argument moves (not a copy), so edits aimed inside it still apply
+        node.replace((exp.Min if isinstance(node, exp.Max) else exp.Max)(this=node.this))
 
 
 def _ends_used(nodes: list[tuple[exp.Expression, str, str]]) -> dict[str, set[str]]:
@@ -184,7 +182,7 @@ def check_direction(ctx: SqlContext) -> CheckResult:
 
 def _swap(kind: type[exp.Expression]) -> Callable[[exp.Expression], None]:
     def apply(node: exp.Expression) -> None:
-        node.replace(kind(this=node.this.copy()))
+        node.replace(kind(this=node.this))
 
     return apply
 
@@ -195,7 +193,8 @@ def check_aggregate(ctx: SqlContext) -> CheckResult:
         return NOTHING
     question = masked_question(ctx)
     avg, total = bool(_AVERAGE.search(question)), bool(_TOTAL.search(question))
-    avgs, sums = list(ctx.tree.find_all(exp.Avg)), list(ctx.tree.find_all(exp.Sum))
+    avgs = list(ctx.tree.find_all(exp.Avg))
+    sums = [s for s in ctx.tree.find_all(exp.Sum) if s.find_ancestor(exp.Div) is None]  # SUM(x) / n is an average written out
     if avg and not total and sums and not avgs:
         return found(Finding("wrong_aggregate", "error", "The query adds the values up; the question asks for their average.",
                              ctx.span_of("sum("), "AVG"), edits=[TreeEdit(_swap(exp.Avg), target=s) for s in sums])
@@ -229,7 +228,9 @@ def _numbers_in_text(ctx: SqlContext, table: str, column: str) -> bool:
 
 
 def _cast_real(node: exp.Expression) -> None:
-    node.replace(exp.Cast(this=node.copy(), to=exp.DataType.build("REAL")))
+    cast = exp.Cast(this=exp.Null(), to=exp.DataType.build("REAL"))
+    node.replace(cast)
+    cast.set("this", node)  # the column itself moves under the CAST, so edits aimed at it still apply
 
 
 def check_text_numbers(ctx: SqlContext) -> CheckResult:
@@ -259,7 +260,7 @@ def check_text_numbers(ctx: SqlContext) -> CheckResult:
 
 
 def _discharge_columns(ctx: SqlContext) -> set[str]:
-    return {c.split(".")[1] for c in ctx.db.profile.time_columns if re.search(r"disch|outtime", c.split(".")[1])}
+    return {c.rsplit(".", 1)[1] for c in ctx.db.profile.time_columns if re.search(r"disch|outtime", c.rsplit(".", 1)[1])}
 
 
 def _is_null(node: exp.Is) -> bool:
@@ -267,7 +268,7 @@ def _is_null(node: exp.Is) -> bool:
 
 
 def _not_null_to_null(node: exp.Expression) -> None:
-    node.replace(node.this.copy())  # NOT (x IS NULL) -> x IS NULL
+    node.replace(node.this)  # NOT (x IS NULL) -> x IS NULL
 
 
 def _null_to_not_null(node: exp.Expression) -> None:
@@ -345,10 +346,8 @@ def check_time_window(ctx: SqlContext) -> CheckResult:
     filters = [hit for hit in sql_time_filters(ctx.sql) if contradicts(hit[0], wanted)]
     if not filters:
         return NOTHING
-    spans = [(a, b, column) for _, (a, b), column in filters]
-
-    def rewrite(sql: str) -> str:
-        for a, b, column in sorted(spans, reverse=True):
+    def rewrite(sql: str) -> str:  # found again in the text it receives: earlier edits may have moved it
+        for _, (a, b), column in sorted((hit for hit in sql_time_filters(sql) if contradicts(hit[0], wanted)), key=lambda h: -h[1][0]):
             sql = sql[:a] + wanted.render(column) + sql[b:]
         return sql
 
@@ -361,10 +360,28 @@ def _drop_limit(node: exp.Expression) -> None:
     node.set("limit", None)
 
 
+def _limit_cuts(ctx: SqlContext) -> bool:
+    """Without its outer LIMIT the query returns more rows than the LIMIT keeps (asked of the database, capped)."""
+    assert isinstance(ctx.tree, exp.Select)
+    limit = ctx.tree.args["limit"].expression
+    if not (isinstance(limit, exp.Literal) and limit.this.isdigit()):
+        return False
+    n = int(limit.this)
+    unlimited = ctx.tree.copy()
+    unlimited.set("limit", None)
+    try:
+        result = ctx.db.db.execute(unlimited.sql(dialect=ctx.dialect), timeout_s=5, max_rows=n + 1)
+    except DatabaseError:
+        return False
+    return len(result.rows) > n
+
+
 def check_limit(ctx: SqlContext) -> CheckResult:
     """LIMIT on the outer query with no ORDER BY (which rows are kept is up to the engine), or where the question
     asks for every one (all, every, each, list): the answer is cut."""
     if not isinstance(ctx.tree, exp.Select) or ctx.tree.args.get("limit") is None:
+        return NOTHING
+    if not _limit_cuts(ctx):
         return NOTHING
     if ctx.tree.args.get("order") is None:
         return found(Finding("limit_cuts_answer", "error", "The query keeps only the first rows the database happens to return; "
@@ -403,6 +420,11 @@ def _names_an_item(condition: exp.Expression) -> bool:
     return False
 
 
+def _summed(column: exp.Column) -> bool:
+    """The column is added up (SUM(x), SUM(CAST(x AS REAL)), SUM(x * 1.0)) in its own SELECT."""
+    return isinstance(column.find_ancestor(exp.Sum, exp.Select), exp.Sum)
+
+
 def check_item_filter(ctx: SqlContext) -> CheckResult:
     """A value read from an events table (a chart, lab, input or output event) needs the item it measures: without
     one, the query mixes every kind of measurement (heart rates with weights). A SUM is left alone: the total of
@@ -418,8 +440,7 @@ def check_item_filter(ctx: SqlContext) -> CheckResult:
         if not isinstance(table, exp.Table) or table.name.lower() not in events or select.args.get("joins"):
             continue
         # A total across items is a total intake or output; any other reading of several items' values mixes them.
-        reads_value = any(isinstance(c, exp.Column) and c.name.lower() in ("valuenum", "value", "amount", "totalamount")
-                          and not isinstance(c.parent, exp.Sum)
+        reads_value = any(c.name.lower() in ("valuenum", "value", "amount", "totalamount") and not _summed(c)
                           for e in select.expressions for c in ([e] if isinstance(e, exp.Column) else e.find_all(exp.Column)))
         where = select.args.get("where")
         if reads_value and (where is None or not _names_an_item(where)) and select.args.get("group") is None:
@@ -440,7 +461,7 @@ def _visit_start(ctx: SqlContext, entity: str) -> str | None:
     table = next((e.table for e in ctx.db.profile.entities if e.name == entity), None)
     if table is None:
         return None
-    starts = [c.split(".")[1] for c in ctx.db.profile.time_columns if c.split(".")[0] == table and re.search(r"admit|intime", c)]
+    starts = [c.rsplit(".", 1)[1] for c in ctx.db.profile.time_columns if c.rsplit(".", 1)[0] == table and re.search(r"admit|intime", c)]
     prefer = "hosp" if entity == "admission" else "unit"
     return next((c for c in starts if prefer in c), starts[0] if len(starts) == 1 else None)
 

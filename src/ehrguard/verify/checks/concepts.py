@@ -90,7 +90,13 @@ class _Names:
 
 
 def _names(ctx: SqlContext, table: str, column: str) -> _Names:
-    return ctx.db.derived(("names", table, column), lambda: _Names(ctx.db.values.values(table, column)))
+    def build() -> _Names:
+        try:
+            return _Names(ctx.db.values.values(table, column))
+        except DatabaseError:  # a column too slow or too large to index: no names, and not asked again
+            return _Names([])
+
+    return ctx.db.derived(("names", table, column), build)
 
 
 def _replace_with(value: str) -> Callable[[exp.Expression], None]:
@@ -141,7 +147,7 @@ def _name_columns(ctx: SqlContext) -> list[tuple[str, str]]:
     def build() -> list[tuple[str, str]]:
         out = []
         for qualified in ctx.db.profile.value_columns:
-            table, column = qualified.split(".")
+            table, column = qualified.rsplit(".", 1)
             if ctx.db.schema.table(table) is not None and _names(ctx, table, column).count >= NAME_COLUMN_MIN_VALUES:
                 out.append((table, column))
         return out

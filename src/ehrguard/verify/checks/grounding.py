@@ -39,7 +39,8 @@ RECORD_KINDS = (
                ("vaccin", "immuniz")),
     RecordKind("family history", _cue(r"\bfamily (?:medical )?history\b|\bhereditary\b|\brun(?:s)? in (?:the|his|her|their) family\b"),
                ("family",)),
-    RecordKind("contact details", _cue(r"\b(?:home |mailing |street )?address(?:es)?\b|\b(?:phone|telephone|mobile) numbers?\b"
+    RecordKind("contact details", _cue(r"\b(?:home|mailing|street|postal) address(?:es)?\b|\baddress(?:es)? of\b|'s address\b"
+                                       r"|\b(?:phone|telephone|mobile) numbers?\b"
                                        r"|\be-?mail\b|\bzip codes?\b|\bpostal codes?\b|\bnext of kin\b|\bemergency contacts?\b"),
                ("address", "phone", "email", "zip", "contact")),
     RecordKind("records of who treated the patient", _cue(
@@ -49,7 +50,7 @@ RECORD_KINDS = (
         r"|\bwhich (?:doctor|physician|nurse|surgeon|clinician|provider)s?\b"),
                ("caregiver", "provider", "physician", "practitioner", "staff", "nurse")),
     RecordKind("appointments", _cue(r"\bappointments?\b|\bfollow-?up (?:visit|appointment)s?\b"), ("appointment", "schedule")),
-    RecordKind("occupation, education or income", _cue(r"\boccupations?\b|\bemploy(?:ment|er|ed)\b|\bprofession\b|\bjob\b"
+    RecordKind("occupation, education or income", _cue(r"\boccupations?\b|\bemploy(?:ment|er)\b|\bemployed as\b|\bprofession\b|\bjob\b"
                                                         r"|\beducation(?:al)? (?:level|background)\b|\bincome\b|\bsalary\b"),
                ("occupation", "employ", "education", "income")),
     RecordKind("room or bed numbers", _cue(r"\b(?:room|bed) (?:numbers?|no\.?)\b|\bwhich (?:room|bed)\b"), ("room", "bed")),
@@ -58,16 +59,17 @@ RECORD_KINDS = (
 
 # After the records end: the database's "now" is the last moment anything was recorded.
 # "Will you show me ..." is a request, not the future.
-_FUTURE = _cue(r"\bwill (?!you\b|u\b)(?:\w+ ){0,3}?(?:be|get|need|have|require|develop|return|die|"
+_FUTURE = _cue(r"(?<!\bi )(?<!\bwe )\bwill (?!you\b|u\b)(?:\w+ ){0,3}?(?:be|get|need|have|require|develop|return|die|"
                r"survive|come|go|stay|receive|undergo|recover|improve|leave)\b|\bgoing to (?:be|get|need|have|die|develop|return)\b"
-               r"|\btomorrow\b|\bnext (?:week|month|year|visit|admission|appointment|stay|dose)\b|\bupcoming\b"
+               r"|\btomorrow\b|\bnext (?:week|month|year)\b|\bupcoming\b"
                r"|\bin the (?:near )?future\b|\bfrom now on\b")
 # Advice and judgement: what should be done, whether a treatment worked, how the patient is doing.
 _ADVICE = _cue(r"\bshould (?:i|we|you|he|she|they|the (?:patient|doctor|team|nurse))\b|\bought (?:i|we|he|she) to\b|\bought to\b"
                r"|\bis it (?:safe|ok|okay|advisable|wise|appropriate|reasonable|necessary) to\b"
                r"|\b(?:would|do|can|could) you (?:recommend|suggest|advise)\b|\bwhat (?:do|would) you (?:recommend|suggest|advise)\b"
                r"|\bdid (?:the|this|that|his|her|their) (?:\w+ ){0,3}(?:work|help)\b|\bwas (?:the|this|that|his|her) (?:\w+ ){0,3}"
-               r"(?:effective|successful|worth it|the right)\b|\bhow is (?:the )?patient(?: \d+)? doing\b|\bprognosis\b"
+               r"(?:effective|successful|worth it|the right (?:choice|decision|call|thing|treatment))\b"
+               r"|\bhow is (?:the )?patient(?: \d+)? doing\b|\bprognosis\b"
                r"|\bbest (?:treatment|course of action|option)\b")
 
 
@@ -77,11 +79,15 @@ def _held(ctx: SqlContext, kind: RecordKind) -> bool:
 
 
 def check_grounding(ctx: SqlContext) -> CheckResult:
-    """The kind of record the question asks about exists in this database; the question is about the records at all."""
-    question = ctx.question
-    if _ADVICE.search(question):
-        m = _ADVICE.search(question)
-        return found(Finding("asks_judgement", "error", f"The question asks for advice or a judgement ('{m.group(0) if m else ''}').",
+    """The kind of record the question asks about exists in this database; the question is about the records at all.
+    The names the SQL looks for are masked first ("influenza vaccine" as a drug is a prescription, not an immunization
+    record)."""
+    from ehrguard.verify.checks.alignment import masked_question
+
+    question = masked_question(ctx)
+    m = _ADVICE.search(question)
+    if m:
+        return found(Finding("asks_judgement", "error", f"The question asks for advice or a judgement ('{m.group(0)}').",
                              refuse="This asks for advice or a judgement; the records hold what was done and measured, "
                                     "not what should be done or whether it worked."))
     m = _FUTURE.search(question)

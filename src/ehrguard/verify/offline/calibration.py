@@ -185,7 +185,7 @@ def load_calibration(path: str | Path | None = None) -> Calibration | None:
         raw = json.loads(path.read_text())
         if tuple(raw["features"]) != FEATURES:
             raise ValueError(f"features {raw['features']} are not {list(FEATURES)}")
-        return Calibration(tuple(float(v) for v in raw["weights"]), {str(k): float(v) for k, v in raw["bars"].items()},
+        return Calibration(tuple(float(v) for v in raw["weights"]), {_key(float(k)): float(v) for k, v in raw["bars"].items()},
                            raw.get("fitted_on", ""), int(raw.get("n", 0)), float(raw.get("ece", "nan")), raw.get("reliability", []))
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{path} is not a calibration file ({exc}); refit it with: ehrguard train calibration RUN_DIR ...") from exc

@@ -205,7 +205,8 @@ def decide(evidence: Evidence, policy: Policy) -> Verdict:
                        message=message, status="abstained", reason=message, evidence=evidence)
     confidence = round(a.category["answerable"], 4)  # of a refusal: 1 - this
     refused = next((f for f in findings if f.refuse), None)
-    if refused is not None and refused.refuse is not None:  # the records cannot answer this, whatever the SQL returns
+    # The records cannot answer this, whatever the SQL returns; unless a known question stands behind answering it.
+    if refused is not None and refused.refuse is not None and not evidence.vouches_answerable:
         return _refusal(refused.refuse, findings, confidence, details, evidence, subtype=REFUSAL_SUBTYPES.get(refused.check))
     fix = evidence.replacement
     writes = next((f for f in findings if f.check == "read_only"), None)
