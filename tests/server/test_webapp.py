@@ -91,6 +91,8 @@ def test_each_verdict_card(server):
         page.click("#check")
         card = page.wait_for_selector(".card[data-status='unverified']", timeout=15000)
         assert "Not verified" in card.inner_text() and "There is no patient 99999999" in page.locator(".card .reason").inner_text()
+        # The rows arrive from a second request after the card: wait for them rather than race them on a loaded machine.
+        page.wait_for_selector(".card details.unchecked", state="attached", timeout=15000)
         assert page.locator(".card details.unchecked").count() == 1 and not page.locator(".card details.unchecked table").is_visible()
         assert page.locator(".card.unverified").count() == 1
         page.screenshot(path=str(ARTIFACTS / "webapp-unverified.png"), full_page=True)
