@@ -125,3 +125,15 @@ def test_bars_written_with_other_spellings_load(tmp_path):
     path.write_text(json.dumps({"features": list(FEATURES), "weights": [0.0] * len(FEATURES), "bars": {"0.10": 0.7, "0.050": 0.9}}))
     cal = load_calibration(path)
     assert cal is not None and cal.bar(0.1) == 0.7 and cal.bar(0.05) == 0.9 and cal.bar(0.01) == 1.0
+
+
+def test_a_correction_is_judged_by_what_remains_on_the_corrected_sql():
+    from ehrguard.verify.offline.calibration import _shown, features_from_record
+
+    fixed = _record(0.9, True, action="correct", checks=("unknown_column",))
+    fixed["details"]["sql"]["errors"] = 1  # the candidate had an error: the correction answered it
+    fixed["details"]["repair"] = {"remaining": {"errors": 0, "warnings": 0, "checks": []}}
+    f = features_from_record(fixed, BLOCKING_WARNINGS)
+    assert f is not None and f.blocked and _shown(fixed, f, BLOCKING_WARNINGS)
+    fixed["details"]["repair"]["remaining"] = {"errors": 1, "warnings": 0, "checks": ["unknown_patient"]}
+    assert not _shown(fixed, f, BLOCKING_WARNINGS)

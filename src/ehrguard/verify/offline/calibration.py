@@ -144,6 +144,16 @@ def choose_bars(probabilities: Sequence[float], outcomes: Sequence[bool], shown:
     return bars
 
 
+def _shown(record: dict[str, Any], f: AnswerFeatures, blocking_checks: frozenset[str]) -> bool:
+    """Could this answer be shown as verified (nothing blocks the SQL it returns)? As the policy decides: a correction
+    by what remains on the corrected SQL, a kept candidate by its own findings."""
+    details = record.get("details", {})
+    if record.get("action") == "correct":
+        remaining = details.get("repair", {}).get("remaining", {})
+        return not remaining.get("errors", 0) and not set(remaining.get("checks", ())) & blocking_checks
+    return not f.blocked and details.get("sql", {}).get("outcome") != "failed"
+
+
 def fit_calibration(records: Iterable[dict[str, Any]], blocking_checks: frozenset[str], fitted_on: str) -> Calibration:
     """Fit on `bench scare` records (out of fold): an answer is right when the item is answerable and its final SQL
     answers like the gold SQL.
@@ -158,7 +168,7 @@ def fit_calibration(records: Iterable[dict[str, Any]], blocking_checks: frozense
             continue
         xs.append(f.vector())
         ys.append(bool(record.get("final_exec_acc")) and record.get("type") in ANSWERABLE_TYPES)
-        shown.append(not f.blocked and record.get("details", {}).get("sql", {}).get("outcome") != "failed")
+        shown.append(_shown(record, f, blocking_checks))
     if len(xs) < 2 * MIN_SUPPORT:
         raise DatasetError(f"Only {len(xs)} answers in the records; a calibration needs at least {2 * MIN_SUPPORT}.")
     x, y = np.asarray(xs), np.asarray(ys, dtype=float)
