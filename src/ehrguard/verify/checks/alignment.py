@@ -13,12 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, found
-from ehrguard.verify.checks.schema_refs import aliases
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, data_fact, found
+from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.offline.forms import TimeFilter, sql_time_filters, stated_time_filter
 from ehrguard.verify.verdict import Finding
 
@@ -215,16 +216,13 @@ def check_aggregate(ctx: SqlContext) -> CheckResult:
 def _numbers_in_text(ctx: SqlContext, table: str, column: str) -> bool:
     """A text column whose values are numbers (a dose kept as text): read from the data once per open database."""
 
-    def ask() -> bool:
-        try:
-            rows = ctx.db.db.execute(f"SELECT DISTINCT {column} FROM {table} WHERE {column} IS NOT NULL LIMIT 200", timeout_s=5).rows
-        except DatabaseError:
-            return False
+    def read(rows: list[tuple[Any, ...]]) -> bool:
         values = [str(r[0]).strip() for r in rows if r and r[0] is not None]
         numeric = sum(bool(re.fullmatch(r"[-+]?\d+(?:\.\d+)?", v)) for v in values)
         return len(values) >= 5 and numeric >= 0.9 * len(values) and len({len(v) for v in values}) > 1
 
-    return ctx.db.derived(("numbers_in_text", table, column), ask)
+    return data_fact(ctx, ("numbers_in_text", table, column),
+                     f"SELECT DISTINCT {column} FROM {table} WHERE {column} IS NOT NULL LIMIT 200", read)
 
 
 def _cast_real(node: exp.Expression) -> None:
@@ -243,10 +241,7 @@ def check_text_numbers(ctx: SqlContext) -> CheckResult:
         column = node.this
         if not isinstance(column, exp.Column):
             continue
-        table = tables.get(column.table.lower(), column.table.lower())
-        if not table:
-            owners = {t for t in tables.values() if (info := ctx.db.schema.table(t)) is not None and info.column(column.name) is not None}
-            table = next(iter(owners)) if len(owners) == 1 else ""
+        table = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
         info = ctx.db.schema.table(table) if table else None
         col = info.column(column.name) if info is not None else None
         if col is None or not re.search(r"char|text|clob|string", col.type.lower()) or not _numbers_in_text(ctx, table, column.name):

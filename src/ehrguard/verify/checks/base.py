@@ -103,6 +103,19 @@ class Check:
     stops: bool = False
 
 
+def data_fact(ctx: SqlContext, key: tuple[Any, ...], sql: str, read: Callable[[list[tuple[Any, ...]]], bool]) -> bool:
+    """A fact about the data (``read`` of the rows ``sql`` returns), asked once per open database; False when the
+    query fails."""
+
+    def ask() -> bool:
+        try:
+            return read(ctx.db.db.execute(sql, timeout_s=5).rows)
+        except DatabaseError:
+            return False
+
+    return ctx.db.derived(key, ask)
+
+
 def found(*findings: Finding, edits: Sequence[Edit] = ()) -> CheckResult:
     return CheckResult(tuple(findings), tuple(edits))
 

@@ -14,14 +14,13 @@ value columns with many distinct values (categorical columns such as gender hold
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
-from ehrguard.verify.checks.schema_refs import aliases
-from ehrguard.verify.checks.values import literal_comparisons
+from ehrguard.verify.checks.schema_refs import aliases, owner_table
+from ehrguard.verify.checks.values import _replace_with, literal_comparisons
 from ehrguard.verify.verdict import Finding
 
 # A column with at least this many distinct values holds names (drugs, tests, diagnoses), not categories.
@@ -99,20 +98,6 @@ def _names(ctx: SqlContext, table: str, column: str) -> _Names:
     return ctx.db.derived(("names", table, column), build)
 
 
-def _replace_with(value: str) -> Callable[[exp.Expression], None]:
-    def apply(node: exp.Expression) -> None:
-        node.replace(exp.Literal.string(value))
-
-    return apply
-
-
-def _resolve(ctx: SqlContext, table: str, column: str, tables: dict[str, str]) -> str:
-    if table:
-        return table
-    owners = {t for t in tables.values() if (info := ctx.db.schema.table(t)) is not None and info.column(column) is not None}
-    return next(iter(owners)) if len(owners) == 1 else ""
-
-
 def check_substitution(ctx: SqlContext) -> CheckResult:
     """The SQL looks for a value the question never mentions, in a column of which the question names another value."""
     if ctx.tree is None:
@@ -123,7 +108,7 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
     findings: list[Finding] = []
     edits: list[Edit] = []
     for table, column, lit in compared:
-        table = _resolve(ctx, table, column, tables)
+        table = owner_table(ctx, table, column, tables)
         if not table or column.endswith("id") or supported(lit.this, ctx.question):
             continue
         names = _names(ctx, table, column)

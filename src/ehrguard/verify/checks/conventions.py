@@ -8,8 +8,7 @@ from functools import partial
 
 from sqlglot import exp
 
-from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TextEdit, TreeEdit, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TextEdit, TreeEdit, data_fact, found
 from ehrguard.verify.verdict import Finding
 
 _NOW_CALL = re.compile(r"""\b(?:datetime|date|time|julianday|unixepoch|strftime)\s*\((?:\s*'[^']*'\s*,)?\s*['"]now['"]"""
@@ -87,15 +86,8 @@ def check_count_distinct(ctx: SqlContext) -> CheckResult:
 
 def _one_row_per_person(ctx: SqlContext, table: str, id_column: str) -> bool:
     """Does ``table`` hold one row per person (its id unique)? Asked of the data once per open database."""
-
-    def ask() -> bool:
-        try:
-            rows = ctx.db.db.execute(f"SELECT COUNT(*) = COUNT(DISTINCT {id_column}) FROM {table}", timeout_s=5).rows
-        except DatabaseError:
-            return False
-        return bool(rows and rows[0][0])
-
-    return ctx.db.derived(("one_row_per_person", table, id_column), ask)
+    return data_fact(ctx, ("one_row_per_person", table, id_column), f"SELECT COUNT(*) = COUNT(DISTINCT {id_column}) FROM {table}",
+                     lambda rows: bool(rows and rows[0][0]))
 
 
 def _distinct_person(column: exp.Column) -> Callable[[exp.Expression], None]:

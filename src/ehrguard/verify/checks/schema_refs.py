@@ -33,6 +33,15 @@ def aliases(tree: exp.Expression) -> tuple[dict[str, str], set[str]]:
     return tables, defined
 
 
+def owner_table(ctx: SqlContext, table: str, column: str, tables: dict[str, str]) -> str:
+    """The table an unqualified ``column`` belongs to: ``table`` when the query names it, else the one table of the
+    query (``tables``: alias -> name) that has such a column; "" when none or several do."""
+    if table:
+        return table
+    owners = {t for t in tables.values() if (info := ctx.db.schema.table(t)) is not None and info.column(column) is not None}
+    return next(iter(owners)) if len(owners) == 1 else ""
+
+
 def check_schema(ctx: SqlContext) -> CheckResult:
     """Every table and column exists; unknown ones get the nearest valid name."""
     if ctx.tree is None:
