@@ -241,6 +241,20 @@ SETTINGS: dict[str, Setting] = {
         # execution_match reads up to a million rows to compare result sets; no answer needs more.
         Setting("max_rows", "10000", "row cap per query result; a capped result is flagged truncated",
                 kind="int", minimum=1, maximum=1_000_000, unit="rows"),
+        # A result is bounded in bytes as well as rows: 200 rows of 5 MB blobs must not exhaust a server.
+        Setting("max_result_bytes", "16777216", "byte cap per query result, counted while fetching; a capped result is flagged "
+                "truncated with the reason", kind="int", minimum=1024, maximum=1 << 30, unit="bytes"),
+        Setting("max_value_bytes", "1048576", "longest text or blob value kept in a result; a longer one is cut and the result flagged "
+                "truncated", kind="int", minimum=64, maximum=1 << 30, unit="bytes"),
+        Setting("query_memory", "2048", "memory for query execution: SQLite's heap limit and DuckDB's memory_limit; a query that needs "
+                "more fails with a memory error", kind="int", minimum=64, maximum=1 << 20, unit="MiB"),
+        Setting("max_sql_chars", "100000", "longest SQL text that is parsed, checked or run; longer SQL is refused before the engine "
+                "sees it", kind="int", minimum=100, maximum=10_000_000, unit="characters"),
+        Setting("query_isolation", "process", "`process`: each query runs in a worker process that is killed and replaced at its "
+                "deadline, with its memory capped; `off`: in this process (faster to start, limits enforced by the engine only)",
+                kind="choice", choices=("process", "off")),
+        Setting("max_concurrent_queries", "4", "raw SQL queries (`POST /v1/sql`, MCP `run_sql`) running at once in a server; more "
+                "wait up to a second, then get a busy error", kind="int", minimum=1, maximum=256, unit="queries"),
         Setting("llm_base_url", "", "an OpenAI-compatible server: vLLM, Ollama `http://localhost:11434/v1`, llama.cpp, LM Studio, ...; "
                 "empty: api.openai.com"),
         Setting("llm_api_key", "", "the key for `openai/` models (falls back to `$OPENAI_API_KEY`); never logged or cached", secret=True),

@@ -40,6 +40,14 @@ class ReadOnlyViolationError(QueryRefusedError):
     """The statement tried to write, attach, load an extension or change a pragma."""
 
 
+class QueryTooLargeError(QueryRefusedError):
+    """The SQL is too long or too deeply built to parse or plan in bounded time; refused before any engine saw it."""
+
+
+class QueryResourceError(DatabaseError):
+    """The query needed more memory than its limit, or its worker process died; nothing else was affected."""
+
+
 class QueryTimeoutError(DatabaseError):
     """The query ran past its wall-clock limit and was interrupted by the engine."""
 

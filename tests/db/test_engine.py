@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import duckdb
@@ -10,12 +11,16 @@ import pytest
 
 from ehrguard.db import open_database
 from ehrguard.db.engine import DuckDBDatabase, SQLiteDatabase, locate_database
+from ehrguard.db.worker import DEADLINE_FACTOR, DEADLINE_SLACK_S
 from ehrguard.errors import (
     DatabaseError,
     DatabaseNotFoundError,
     QueryExecutionError,
     QueryRefusedError,
+    QueryResourceError,
     QueryTimeoutError,
+    QueryTooLargeError,
+    ReadOnlyViolationError,
 )
 
 
@@ -149,3 +154,77 @@ def test_locate_database_by_name(monkeypatch: pytest.MonkeyPatch, sqlite_path: P
     assert locate_database("t") == sqlite_path
     with pytest.raises(DatabaseNotFoundError, match="db build"):
         locate_database("absent")
+
+
+def test_results_are_capped_in_bytes_and_values_while_fetching(sqlite_path: Path, monkeypatch):
+    monkeypatch.setenv("EHRGUARD_MAX_RESULT_BYTES", str(1 << 20))
+    monkeypatch.setenv("EHRGUARD_MAX_VALUE_BYTES", "100000")
+    db = open_database(sqlite_path)
+    r = db.execute("SELECT zeroblob(300000), a FROM t", max_rows=50)  # 15 MB asked for: 50 values of 300 kB
+    assert r.truncated and "larger than 1 MiB" in r.truncated_reason and "EHRGUARD_MAX_RESULT_BYTES" in r.truncated_reason
+    assert "values longer than 100,000 bytes were cut" in r.truncated_reason and all(len(row[0]) == 100_000 for row in r.rows)
+    assert len(r.rows) == 10  # ten values of 100 kB fit in 1 MiB
+    r = db.execute("SELECT zeroblob(300000), a FROM t LIMIT 5", max_rows=50)
+    assert r.truncated and r.truncated_reason.startswith("values longer than") and len(r.rows) == 5
+    r = db.execute("SELECT a FROM t", max_rows=10)
+    assert r.truncated and "row cap" in r.truncated_reason
+    assert db.execute("SELECT a FROM t").truncated_reason == ""
+
+
+@pytest.mark.parametrize("isolated", [True, False])
+def test_one_huge_value_is_a_typed_error_not_a_crash(sqlite_path: Path, isolated: bool):
+    db = SQLiteDatabase(sqlite_path, isolated=isolated)
+    with pytest.raises(QueryResourceError, match="grew past"):
+        db.execute("SELECT randomblob(1000000000)")
+    assert db.execute("SELECT count(*) FROM t").rows == [(50,)]
+
+
+def test_the_hard_deadline_holds_where_the_engine_cannot_be_interrupted(duck_path: Path):
+    db = open_database(duck_path)
+    assert db.isolated  # the default: queries run in worker processes
+    started = time.perf_counter()
+    with pytest.raises(QueryTimeoutError, match="raise the limit"):
+        db.execute("SELECT length(repeat('x', 1000000000)) + list_sum(range(300000000))", timeout_s=1.0)
+    assert time.perf_counter() - started < 1.0 * DEADLINE_FACTOR + DEADLINE_SLACK_S + 0.5
+    assert db.execute("SELECT count(*) FROM mimiciv_hosp.t").rows == [(50,)]  # a fresh worker answers
+
+
+def test_a_duckdb_file_opens_many_times_in_one_process(duck_path: Path):
+    first = DuckDBDatabase(duck_path, isolated=False)
+    second = open_database(duck_path, isolated=False)
+    assert first.execute("SELECT count(*) FROM mimiciv_hosp.t").rows == second.execute("FROM mimiciv_hosp.t SELECT count(*)").rows
+    first.close()
+    assert second.execute("SELECT 1").rows == [(1,)]  # the shared connection stays open for the other handle
+    second.close()
+
+
+@pytest.mark.parametrize("sql, error, words", [
+    ("SELECT * FROM pragma_database_list", ReadOnlyViolationError, "(pragma database_list)"),
+    ("SELECT load_extension('x')", ReadOnlyViolationError, "function load_extension()"),
+    ("SELEC * FROM t", QueryRefusedError, "Syntax error at line 1, column 1: 'SELEC'"),
+    ("\n  SLECT 1", QueryRefusedError, "line 2, column 3"),
+    ("SELECT 1; SELECT 2", QueryRefusedError, "send the statements one by one"),
+    ("SELECT ?", QueryRefusedError, "nothing binds them"),
+    ("SELECT 'a\x00'", QueryRefusedError, "NUL character"),
+    ("SELECT " + "(" * 60 + "1" + ")" * 60, QueryTooLargeError, "nests parentheses 60 deep"),
+])
+def test_messages_say_what_happened(sqlite_path: Path, sql: str, error: type, words: str):
+    with pytest.raises(error) as info:
+        open_database(sqlite_path).execute(sql)
+    assert words in str(info.value) and "\n" not in str(info.value)
+    assert "Only one statement may run at a time: You can only" not in str(info.value)
+
+
+def test_harmless_table_functions_run(sqlite_path: Path, duck_path: Path):
+    db = open_database(sqlite_path)
+    assert [r[1] for r in db.execute("SELECT * FROM pragma_table_info('t')").rows] == ["a", "b"]
+    assert db.execute("SELECT value FROM json_each('[1,2,3]')").rows == [(1,), (2,), (3,)]
+    assert open_database(duck_path).execute("FROM mimiciv_hosp.t SELECT count(*)").rows == [(50,)]
+
+
+def test_duckdb_file_access_is_a_read_only_refusal_and_its_timeout_says_how_to_raise_it(duck_path: Path):
+    db = open_database(duck_path)
+    with pytest.raises(ReadOnlyViolationError, match="read-only guard"):
+        db.execute("SELECT * FROM read_text('/etc/hostname')")
+    with pytest.raises(QueryTimeoutError, match="EHRGUARD_QUERY_TIMEOUT"):
+        db.execute("SELECT count(*) FROM range(100000000000) a, range(100000) b WHERE a.range * b.range = -1", timeout_s=0.5)

@@ -17,9 +17,12 @@ def ok(text: str, prompt_tokens: int = 10, completion_tokens: int = 5) -> dict[s
 
 
 class FakeOpenAI:
-    """Each request takes the next scripted response: {"status", "body" (dict or raw bytes), "delay", "headers"}.
+    """Each request takes the next scripted response: {"status", "body" (dict or raw bytes), "delay", "headers", "fault"}.
 
-    With the script empty it answers ``default`` (if set). Records requests and the peak number in flight.
+    ``fault`` breaks the connection instead of answering well: ``reset`` closes it before any reply, ``truncate``
+    sends half the body under the whole body's Content-Length and closes, ``stall`` sends the headers and half the
+    body, then waits ``delay`` seconds before closing. With the script empty it answers ``default`` (if set).
+    Records requests and the peak number in flight.
     """
 
     def __init__(self) -> None:
@@ -44,7 +47,11 @@ class FakeOpenAI:
                     outer.in_flight += 1
                     outer.peak = max(outer.peak, outer.in_flight)
                 try:
-                    time.sleep(step.get("delay", 0) if step else 0)
+                    fault = step.get("fault") if step else None
+                    time.sleep(step.get("delay", 0) if step and not fault else 0)
+                    if fault:
+                        self._break(step, fault)
+                        return
                     if step is None:
                         self.send_response(500)
                         self.end_headers()
@@ -62,6 +69,22 @@ class FakeOpenAI:
                 finally:
                     with outer._lock:
                         outer.in_flight -= 1
+
+            def _break(self, step: dict[str, Any], fault: str) -> None:
+                payload = step["body"] if isinstance(step.get("body"), bytes) else json.dumps(step.get("body", {})).encode()
+                if fault == "reset":
+                    self.connection.shutdown(2)
+                    self.close_connection = True
+                    return
+                self.send_response(step.get("status", 200))
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload[: len(payload) // 2])
+                self.wfile.flush()
+                if fault == "stall":
+                    time.sleep(step.get("delay", 5))
+                self.close_connection = True
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

@@ -156,3 +156,70 @@ def test_audit_export_round_trip(tmp_path, monkeypatch):
     assert CliRunner().invoke(cli, ["audit", "export", "--since", "yesterday"]).exit_code != 0
     with pytest.raises(ValueError, match="Unknown audit fields"):
         log.record(qeustion="typo")
+
+
+def test_hostile_requests_get_4xx_in_the_one_shape_and_the_server_stays_up(env, tmp_path):
+    client, _ = env
+    deep = "SELECT " + "(" * 5000 + "1" + ")" * 5000
+    checks = [
+        (verify(client, "q", deep), 413, "too_large"),
+        (client.post("/v1/sql", json={"db": "mimic_iv", "sql": deep}, headers=AUTH), 413, "too_large"),
+        (client.post("/v1/verify", json={"db": "x" * 5000, "question": "q", "sql": "SELECT 1"}, headers=AUTH), 400, "invalid_request"),
+        (client.post("/v1/verify", json={"db": "mimic_iv", "question": "q", "sql": "SELECT 1", "pad": "x" * 10_000_000},
+                     headers=AUTH), 413, "too_large"),
+        (client.post("/v1/sql", content=b'{"db": "mimic_iv", "sql": "SELECT 1", "pad": "' + b"x" * 400_000 + b'"}',
+                     headers={**AUTH, "Content-Type": "application/json", "Transfer-Encoding": "chunked"}), 413, "too_large"),
+        (client.post("/v1/sql", json={"db": "mimic_iv", "sql": "SELEC * FROM patients"}, headers=AUTH), 400, "query_refused"),
+        (client.post("/v1/sql", json={"db": "mimic_iv", "sql": "SELECT nope FROM patients"}, headers=AUTH), 422, "query_failed"),
+    ]
+    for response, status, code in checks:
+        assert (response.status_code, response.json()["error"]["code"]) == (status, code), response.text[:300]
+        assert "\n" not in response.json()["error"]["message"]
+    # 200 rows of 5 MB blobs: cut at the byte cap while fetching, with the reason
+    r = client.post("/v1/sql", json={"db": "mimic_iv", "sql": "SELECT zeroblob(5000000) FROM labevents", "max_rows": 200}, headers=AUTH)
+    body = r.json()
+    assert r.status_code == 200 and body["truncated"] and "EHRGUARD_MAX_RESULT_BYTES" in body["truncated_reason"]
+    assert 0 < body["row_count"] < 200 and sum(len(row[0]) for row in body["rows"]) <= 2 * 16 * 2**20  # hex: two characters a byte
+    assert client.get("/healthz").status_code == 200
+
+
+def test_duckdb_databases_answer_every_request(env, tmp_path, monkeypatch):
+    import duckdb
+
+    client, _ = env
+    dbs = Path(str(tmp_path / "dbs"))
+    conn = duckdb.connect(str(dbs / "tiny.duckdb"))
+    conn.execute("CREATE TABLE patients AS SELECT range AS subject_id, 'f' AS gender FROM range(5)")
+    conn.close()
+    for _ in range(3):  # the same file, request after request, in one process
+        r = client.post("/v1/sql", json={"db": "tiny", "sql": "SELECT count(*) FROM patients"}, headers=AUTH)
+        assert r.status_code == 200 and r.json()["rows"] == [[5]], r.text
+    r = client.post("/v1/sql", json={"db": "tiny", "sql": "FROM patients LIMIT 1"}, headers=AUTH)
+    assert r.status_code == 200 and r.json()["rows"] == [[0, "f"]]
+    r = client.post("/v1/sql", json={"db": "tiny", "sql": "SELECT * FROM read_csv('/etc/passwd')"}, headers=AUTH)
+    assert r.status_code == 400 and "read-only guard" in r.json()["error"]["message"]
+
+
+def test_raw_queries_beyond_the_slots_are_told_to_retry(mimic_iv_db, tmp_path, monkeypatch):
+    import threading
+
+    dbs = tmp_path / "dbs"
+    dbs.mkdir()
+    (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
+    monkeypatch.setenv("EHRGUARD_DB_DIR", str(dbs))
+    monkeypatch.setenv("EHRGUARD_MAX_CONCURRENT_QUERIES", "1")
+    monkeypatch.setenv("EHRGUARD_QUERY_TIMEOUT", "3")
+    client = TestClient(create_app(tokens=["test-token"], audit=AuditLog(tmp_path / "a.sqlite"), rate_limit=1000))
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    slow: dict[str, object] = {}
+    runner = threading.Thread(target=lambda: slow.update(r=client.post("/v1/sql", json={"db": "mimic_iv", "sql": endless}, headers=AUTH)))
+    runner.start()
+    import time
+
+    time.sleep(1.5)  # the endless query holds the only slot
+    busy = client.post("/v1/sql", json={"db": "mimic_iv", "sql": "SELECT 1"}, headers=AUTH)
+    runner.join()
+    assert busy.status_code == 503 and busy.json()["error"]["code"] == "busy"
+    timed_out = slow["r"]
+    assert timed_out.status_code == 422 and timed_out.json()["error"]["code"] == "query_timeout"  # type: ignore[attr-defined]
+    assert client.post("/v1/sql", json={"db": "mimic_iv", "sql": "SELECT 1"}, headers=AUTH).json()["rows"] == [[1]]

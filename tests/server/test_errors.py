@@ -14,8 +14,11 @@ from ehrguard.errors import (
     EhrguardError,
     LLMError,
     ProviderError,
+    QueryExecutionError,
     QueryRefusedError,
+    QueryResourceError,
     QueryTimeoutError,
+    QueryTooLargeError,
     ReadOnlyViolationError,
 )
 from ehrguard.server import errors
@@ -45,7 +48,10 @@ class NameAndModelError(DatabaseNameError, LLMError):
     (ProviderError, (502, "model_error")),
     (NameAndModelError, (400, "invalid_request")),
     (UnrelatedError, (400, "UnrelatedError")),
-    (QueryTimeoutError, (400, "QueryTimeoutError")),
+    (QueryTimeoutError, (422, "query_timeout")),
+    (QueryTooLargeError, (413, "too_large")),  # though it is also a QueryRefusedError
+    (QueryResourceError, (422, "query_too_costly")),
+    (QueryExecutionError, (422, "query_failed")),
     (BuildError, (400, "BuildError")),
     (EhrguardError, (400, "EhrguardError")),
 ])

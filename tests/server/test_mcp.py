@@ -44,7 +44,18 @@ def test_tools_over_stdio(mimic_iv_db: Path, tmp_path: Path):
                       "sql": "SELECT gender FROM patients WHERE subject_id = 99999999"}
             out["unverified"] = _payload(await s.call_tool("run_sql", nobody))
             out["overridden"] = _payload(await s.call_tool("run_sql", {**nobody, "allow_unverified": True}))
-            out["missing"] = _payload(await s.call_tool("verify_sql", {"db": "../x", "question": "q", "sql": "SELECT 1"}))
+            bad = {"path": {"db": "../x", "question": "q", "sql": "SELECT 1"},
+                   "unknown": {"db": "nope", "question": "q", "sql": "SELECT 1"},
+                   "long_name": {"db": "x" * 5000, "question": "q", "sql": "SELECT 1"},
+                   "deep": {"db": "mimic_iv", "question": "q", "sql": "SELECT " + "(" * 5000 + "1" + ")" * 5000},
+                   "no_sql": {"db": "mimic_iv", "question": "q"},
+                   "bad_type": {"db": "mimic_iv", "question": "q", "sql": "SELECT 1", "max_rows": "many"}}
+            for name, arguments in bad.items():
+                tool = "verify_sql" if name != "bad_type" else "run_sql"
+                result = await s.call_tool(tool, arguments)
+                out[name] = (result.isError, result.content[0].text)
+            out["schema_error"] = (await s.call_tool("get_schema", {"db": "nope"})).isError
+            out["alive"] = _payload(await s.call_tool("list_databases", {}))
             return out
 
     out = asyncio.run(asyncio.wait_for(session(), 120))
@@ -59,7 +70,13 @@ def test_tools_over_stdio(mimic_iv_db: Path, tmp_path: Path):
     assert out["unverified"]["executed"] is False and "There is no patient 99999999" in out["unverified"]["reason"]
     assert "allow_unverified" in out["unverified"]["reason"] and out["unverified"]["verdict"]["status"] == "unverified"
     assert out["overridden"]["executed"] is True and out["overridden"]["rows"] == []
-    assert "not a path" in out["missing"]["error"]
+    # every bad input is a tool error with one line saying what to do, and the server stays up
+    expected = {"path": "not a path", "unknown": "No database named 'nope'", "long_name": "5000 characters",
+                "deep": "nests parentheses", "no_sql": "missing argument 'sql'", "bad_type": "argument 'max_rows'"}
+    for name, words in expected.items():
+        is_error, text = out[name]
+        assert is_error and words in text and "\n" not in text.strip(), (name, text)
+    assert out["schema_error"] and out["alive"] == {"databases": ["mimic_iv"]}
 
 
 def test_a_model_configured_with_the_offline_method_writes_sql_and_the_offline_verifier_checks_it(mimic_iv_db: Path, tmp_path: Path,

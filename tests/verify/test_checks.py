@@ -124,3 +124,17 @@ def test_unknown_tables_are_listed_in_the_order_the_query_names_them(ctx):
     checked = run_checks("What is it?", sql, ctx)
     tables = [f.message for f in checked.findings if f.check == "unknown_table"]
     assert tables == ["No table 'zeta_things'.", "No table 'alpha_things'.", "No table 'mid_things'."]
+
+
+def test_a_query_stopped_by_a_limit_is_not_checked_rather_than_wrong(ctx, monkeypatch):
+    from ehrguard.verify import verify
+    from ehrguard.verify.checks import base
+
+    monkeypatch.setattr(base, "EXECUTION_TIMEOUT_S", 0.5)
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    findings = run_checks("How many numbers are there?", endless, ctx).findings
+    assert [f.check for f in findings if f.check in ("not_checked", "execution")] == ["not_checked"]
+    verdict = verify("How many patients are there?", endless, db=ctx)
+    assert verdict.status != "verified" and verdict.action != "correct"
+    if verdict.action == "preserve":
+        assert "could not be checked" in verdict.reason

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ehrguard.benchmarks.ehrsql import ehrsql_pairs, load_ehrsql_split, load_predictions, score_ehrsql
     from ehrguard.benchmarks.fidelity import candidate_fidelity
     from ehrguard.benchmarks.forms import combine, held_out_splits, read_held_out
+    from ehrguard.benchmarks.hostile import HostileReport, render_markdown, run_hostile
     from ehrguard.benchmarks.mutations import MUTATIONS, generate_cases, split_pairs
     from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, fmt, jsonable, write_scare_report
     from ehrguard.benchmarks.rundir import RunDir, file_sha256
@@ -46,6 +47,7 @@ _LAZY = by_module({
     ".forms": ("combine", "held_out_splits", "read_held_out"),
     ".report": ("MAIN_KEYS", "MAIN_LABELS", "fmt", "jsonable", "write_scare_report"),
     ".rundir": ("RunDir", "file_sha256"),
+    ".hostile": ("HostileReport", "render_markdown", "run_hostile"),
     ".safety": ("SafetyCase", "category_metrics", "load_cases", "run_safety", "safety_metrics", "write_safety_report"),
     ".mutations": ("MUTATIONS", "generate_cases", "split_pairs"),
     ".scare": ("ScareItem", "load_scare"),
@@ -58,6 +60,7 @@ __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 
 __all__ = [
+    "HostileReport",
     "MAIN_KEYS",
     "MAIN_LABELS",
     "RunDir",
@@ -81,6 +84,8 @@ __all__ = [
     "read_held_out",
     "record_llm_usage",
     "rescore_runs",
+    "render_markdown",
+    "run_hostile",
     "run_safety",
     "split_pairs",
     "run_scare",

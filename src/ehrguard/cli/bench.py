@@ -358,3 +358,34 @@ def methods_command() -> None:
 
 
 __all__ = ["bench_group"]
+
+
+@bench_group.command("hostile")
+@click.option("--db", "db_paths", multiple=True, required=True,
+              help="A database (name or file) to attack; repeat for several (a SQLite and a DuckDB file cover both engines).")
+@click.option("--timeout", type=float, default=3.0, show_default=True, help="The time limit of each case, in seconds.")
+@click.option("--category", "categories", multiple=True, help="Only these categories (write, runaway, too_large, ...).")
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Write report.json and report.md here.")
+@json_option
+def hostile_command(db_paths: tuple[str, ...], timeout: float, categories: tuple[str, ...], out: Path | None, as_json: bool) -> None:
+    """The adversarial SQL corpus (writes, file access, runaway work, huge results, SQL too large to parse, odd input):
+    each case's outcome against the one its engine must give, stop times against the limit, and whether anything changed."""
+    import json
+
+    from ehrguard.benchmarks import render_markdown, run_hostile
+    from ehrguard.config import float_setting
+    from ehrguard.db import locate_database, open_database
+
+    limit = float_setting("query_timeout", timeout, source="--timeout")
+    reports = [run_hostile(open_database(locate_database(p)), timeout_s=limit, categories=categories) for p in db_paths]
+    markdown = render_markdown(reports)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.json").write_text(json.dumps([r.to_dict() for r in reports], indent=1) + "\n")
+        (out / "report.md").write_text(markdown)
+    if as_json:
+        echo_json([r.to_dict() for r in reports])
+    else:
+        console.print(markdown)
+    if not all(r.ok for r in reports):
+        raise SystemExit(1)

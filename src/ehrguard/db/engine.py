@@ -7,29 +7,41 @@ Safety is enforced by the engines themselves, not by inspecting SQL text:
   A progress handler stops a query at its wall-clock limit (datasette's
   ``sqlite_timelimit`` technique).
 * DuckDB opens with ``read_only=True`` and external access disabled (no files, no
-  HTTP, no extensions), then locks its configuration; a timer calls ``interrupt()``.
+  HTTP, no extensions, no spilling to disk), a memory limit, then locks its configuration;
+  a timer calls ``interrupt()``. One connection per file is shared by every handle in the
+  process (a DuckDB file cannot be opened twice in one process), with a cursor per query.
 
-A query must be a single ``SELECT``/``WITH`` statement. Anything else raises a
-:class:`~ehrguard.errors.QueryRefusedError` before the engine runs it.
+A query must be a single ``SELECT``/``WITH`` statement (DuckDB also takes ``FROM t``), of
+bounded size (:func:`~ehrguard.db.limits.check_sql_size`). Anything else raises a
+:class:`~ehrguard.errors.QueryRefusedError` before the engine runs it. Results are bounded in
+rows and bytes while they are fetched (:mod:`ehrguard.db.limits`).
+
+By default (``EHRGUARD_QUERY_ISOLATION=process``) a query runs in a worker process
+(:mod:`ehrguard.db.worker`) whose memory is capped, and which is killed and replaced when the
+query overruns its deadline: a limit holds even where an engine cannot be interrupted (a parse
+step, one huge value).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ehrguard.config import SETTINGS, float_setting, int_setting
+from ehrguard.config import SETTINGS, int_setting, setting
+from ehrguard.db.limits import ENGINE_VALUE_BYTES, QueryLimits, check_sql_size, fetch_bounded
 from ehrguard.errors import (
     DatabaseError,
     DatabaseNameError,
     DatabaseNotFoundError,
     QueryExecutionError,
     QueryRefusedError,
+    QueryResourceError,
     QueryTimeoutError,
     ReadOnlyViolationError,
 )
@@ -47,26 +59,34 @@ def query_limits(timeout_s: float | None, max_rows: int | None) -> tuple[float, 
     Raises:
         ConfigError: a limit is not finite, not positive, or above its cap (3600 s, 1,000,000 rows).
     """
-    return (float_setting("query_timeout", timeout_s, source="timeout_s"), int_setting("max_rows", max_rows, source="max_rows"))
+    limits = QueryLimits.resolve(timeout_s, max_rows)
+    return limits.timeout_s, limits.max_rows
 
 
 @dataclass
 class Result:
-    """Rows of one executed query, with the column names and whether the row cap cut it."""
+    """Rows of one executed query, with the column names and whether a cap cut it (``truncated_reason`` says which)."""
 
     columns: list[str]
     rows: list[tuple[Any, ...]]
     truncated: bool = False
     elapsed_s: float = 0.0
+    truncated_reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "columns": self.columns,
-            "rows": [list(r) for r in self.rows],
+            "rows": [list(r) if not any(isinstance(v, bytes) for v in r) else [_shown(v) for v in r] for r in self.rows],
             "row_count": len(self.rows),
             "truncated": self.truncated,
+            "truncated_reason": self.truncated_reason,
             "elapsed_s": round(self.elapsed_s, 6),
         }
+
+
+def _shown(value: Any) -> Any:
+    """A value as JSON can carry it: blobs as hex text."""
+    return value.hex() if isinstance(value, bytes) else value
 
 
 class Database(Protocol):
@@ -83,6 +103,15 @@ class Database(Protocol):
 
 _LEADING_COMMENTS = re.compile(r"^\s*(?:(?:--[^\n]*\n?)|(?:/\*.*?\*/)|\s)*", re.DOTALL)
 
+# Statements that write, change settings or reach outside the database, in SQLite, DuckDB or PostgreSQL.
+_WRITES = frozenset(
+    "INSERT UPDATE DELETE REPLACE UPSERT MERGE CREATE DROP ALTER TRUNCATE ATTACH DETACH PRAGMA VACUUM REINDEX ANALYZE BEGIN "
+    "COMMIT ROLLBACK END SAVEPOINT RELEASE COPY INSTALL LOAD FORCE SET RESET CALL EXPORT IMPORT CHECKPOINT USE PREPARE EXECUTE "
+    "DEALLOCATE GRANT REVOKE COMMENT LOCK UNLISTEN LISTEN NOTIFY DO CLUSTER REFRESH SECURITY".split()
+)
+# Read-only statements that are not queries: refused, with their own reason.
+_NOT_QUERIES = frozenset("EXPLAIN DESCRIBE DESC SHOW SUMMARIZE PIVOT UNPIVOT".split())
+
 
 def statement_keyword(sql: str) -> str:
     """The first keyword of a statement, after comments and opening parentheses."""
@@ -91,20 +120,76 @@ def statement_keyword(sql: str) -> str:
     return match.group(0).upper() if match else ""
 
 
-def check_select_only(sql: str) -> None:
-    """Refuse anything that is not a single SELECT or WITH statement.
+def _position(sql: str, word: str) -> str:
+    at = sql.upper().find(word) if word else len(sql) - len(sql.lstrip())
+    line = sql.count("\n", 0, max(at, 0)) + 1
+    column = max(at, 0) - (sql.rfind("\n", 0, max(at, 0)) + 1) + 1
+    return f"line {line}, column {column}"
+
+
+def check_select_only(sql: str, dialect: str = "sqlite") -> None:
+    """Refuse anything that is not a single SELECT or WITH statement of bounded size.
+
+    DuckDB's ``FROM t`` shorthand is a query there. A first word that begins no statement is a
+    syntax error with its position.
 
     Raises:
-        QueryRefusedError: the statement is empty, several statements, or not a query.
+        QueryRefusedError: the statement is empty, too large (:class:`~ehrguard.errors.QueryTooLargeError`), or a
+            syntax error at its first word.
+        ReadOnlyViolationError: the statement writes, changes a setting or reaches outside the database.
     """
     if not sql or not sql.strip():
         raise QueryRefusedError("Empty SQL: pass one SELECT statement.")
+    check_sql_size(sql)
     keyword = statement_keyword(sql)
-    if keyword not in {"SELECT", "WITH", "VALUES"}:
+    queries = {"SELECT", "WITH", "VALUES"} | ({"FROM"} if dialect == "duckdb" else set())
+    if keyword in queries:
+        return
+    if keyword in _WRITES:
         raise ReadOnlyViolationError(
-            f"Only SELECT/WITH queries may run here, not {keyword or 'this statement'}. "
-            "ehrguard databases are read-only."
+            f"Only SELECT/WITH queries may run here, not {keyword}: ehrguard databases are read-only."
         )
+    if keyword in _NOT_QUERIES:
+        raise QueryRefusedError(f"Only SELECT/WITH queries may run here, not {keyword}. Write it as a SELECT.")
+    shown = keyword or sql.strip()[:20]
+    raise QueryRefusedError(
+        f"Syntax error at {_position(sql, keyword)}: {shown!r} does not begin a query. A query begins with SELECT or WITH."
+    )
+
+
+def isolation_default() -> bool:
+    """Whether queries run in worker processes: the setting ``query_isolation``."""
+    return setting("query_isolation") == "process"
+
+
+class _Engine:
+    """What the two engines share: the checks before a query runs, and where it runs (a worker or here)."""
+
+    name: str
+    path: Path
+    dialect: str
+    isolated: bool
+
+    def execute(self, sql: str, *, timeout_s: float | None = None, max_rows: int | None = None) -> Result:
+        """Run one SELECT under a time limit, a row cap and a byte cap.
+
+        Raises:
+            QueryRefusedError: not a single read-only statement, or too large.
+            ConfigError: ``timeout_s`` or ``max_rows`` (or the setting used in its place) is out of bounds.
+            QueryTimeoutError: ran past ``timeout_s`` (default: the setting ``query_timeout``).
+            QueryResourceError: needed more memory than ``query_memory``.
+            QueryExecutionError: the engine's own error (message kept).
+        """
+        check_select_only(sql, self.dialect)
+        limits = QueryLimits.resolve(timeout_s, max_rows)
+        if self.isolated:
+            from ehrguard.db.worker import run_in_worker
+
+            return run_in_worker(self.path, self.dialect, sql, limits)
+        return self.execute_here(sql, limits)
+
+    def execute_here(self, sql: str, limits: QueryLimits) -> Result:
+        raise NotImplementedError
 
 
 # ---------------------------------------------------------------------------- SQLite
@@ -116,14 +201,31 @@ _SQLITE_ALLOWED = {
     getattr(sqlite3, "SQLITE_RECURSIVE", 33),
 }
 _SQLITE_DENIED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
-_SQLITE_ACTION_NAMES = {
-    getattr(sqlite3, name): name[len("SQLITE_") :].lower()
-    for name in dir(sqlite3)
-    if name.startswith("SQLITE_") and isinstance(getattr(sqlite3, name), int) and name != "SQLITE_OK"
-}
+# Pragmas that only describe the schema may be read as table-valued functions (pragma_table_info('t')).
+# Others (database_list names server files) stay denied.
+_SQLITE_SCHEMA_PRAGMAS = {"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo", "foreign_key_list"}
+# The authorizer's action codes by name (only those: sqlite3's other constants share their numbers).
+_SQLITE_ACTIONS = (
+    "CREATE_INDEX CREATE_TABLE CREATE_TEMP_INDEX CREATE_TEMP_TABLE CREATE_TEMP_TRIGGER CREATE_TEMP_VIEW CREATE_TRIGGER CREATE_VIEW "
+    "DELETE DROP_INDEX DROP_TABLE DROP_TEMP_INDEX DROP_TEMP_TABLE DROP_TEMP_TRIGGER DROP_TEMP_VIEW DROP_TRIGGER DROP_VIEW INSERT "
+    "PRAGMA READ SELECT TRANSACTION UPDATE ATTACH DETACH ALTER_TABLE REINDEX ANALYZE CREATE_VTABLE DROP_VTABLE FUNCTION SAVEPOINT "
+    "RECURSIVE"
+).split()
+_SQLITE_ACTION_NAMES = {getattr(sqlite3, f"SQLITE_{name}"): name.lower().replace("_", " ") for name in _SQLITE_ACTIONS
+                        if hasattr(sqlite3, f"SQLITE_{name}")}
+_SCHEMA_TABLES = {"sqlite_master", "sqlite_schema", "sqlite_temp_master"}
 
 
-class SQLiteDatabase:
+def _sqlite_heap_limit() -> None:
+    """Cap SQLite's heap for the whole process at ``query_memory`` (a worker process only: the limit is global)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute(f"PRAGMA hard_heap_limit = {int_setting('query_memory') << 20}")
+    finally:
+        conn.close()
+
+
+class SQLiteDatabase(_Engine):
     """A read-only SQLite database file.
 
     Connections are per thread, so one object can serve a thread pool.
@@ -131,15 +233,15 @@ class SQLiteDatabase:
 
     dialect = "sqlite"
 
-    def __init__(self, path: str | Path, *, name: str | None = None) -> None:
+    def __init__(self, path: str | Path, *, name: str | None = None, isolated: bool | None = None) -> None:
         self.path = Path(path)
         if not self.path.is_file():
             raise DatabaseNotFoundError(
                 f"No database file at {self.path}. Build one with: ehrguard db build NAME --out {self.path}"
             )
         self.name = name or self.path.stem
+        self.isolated = isolation_default() if isolated is None else isolated
         self._local = threading.local()
-        self._denied: list[str] = []
         # Fail early and clearly on a file that is not SQLite.
         try:
             self._connection().execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -153,60 +255,69 @@ class SQLiteDatabase:
             conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
             # The reference scorers decode text leniently; a bad byte must not fail a query.
             conn.text_factory = lambda b: b.decode(errors="ignore")
+            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, ENGINE_VALUE_BYTES)
+            conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, max(int_setting("max_sql_chars") * 4, 1 << 20))
+            self._local.denied = []
             conn.set_authorizer(self._authorize)
             self._local.conn = conn
         return conn
 
     def _authorize(self, action: int, arg1: Any, arg2: Any, dbname: Any, source: Any) -> int:
+        denied: list[str] = self._local.denied
         if action in _SQLITE_ALLOWED:
             if action == sqlite3.SQLITE_FUNCTION and str(arg2).lower() in _SQLITE_DENIED_FUNCTIONS:
-                self._denied.append(f"function {arg2}()")
+                denied.append(f"function {arg2}()")
                 return sqlite3.SQLITE_DENY
             return sqlite3.SQLITE_OK
-        self._denied.append(_SQLITE_ACTION_NAMES.get(action, str(action)))
+        if action == sqlite3.SQLITE_PRAGMA and str(arg1).lower() in _SQLITE_SCHEMA_PRAGMAS:
+            return sqlite3.SQLITE_OK
+        # Reading a table-valued function (json_each) first loads its entry into the schema: no write
+        # is possible on a mode=ro file, and every other update is denied.
+        if action == sqlite3.SQLITE_UPDATE and str(arg1).lower() in _SCHEMA_TABLES and source is None and dbname == "main":
+            return sqlite3.SQLITE_OK
+        what = _SQLITE_ACTION_NAMES.get(action, f"action {action}")
+        denied.append(f"{what} {arg1}" if action == sqlite3.SQLITE_PRAGMA else what)
         return sqlite3.SQLITE_DENY
 
-    def execute(self, sql: str, *, timeout_s: float | None = None, max_rows: int | None = None) -> Result:
-        """Run one SELECT under a time limit and row cap.
-
-        Raises:
-            QueryRefusedError: not a single read-only statement.
-            ConfigError: ``timeout_s`` or ``max_rows`` (or the setting used in its place) is out of bounds.
-            QueryTimeoutError: ran past ``timeout_s`` (default: the setting ``query_timeout``).
-            QueryExecutionError: the engine's own error (message kept).
-        """
-        check_select_only(sql)
-        timeout_s, max_rows = query_limits(timeout_s, max_rows)
+    def execute_here(self, sql: str, limits: QueryLimits) -> Result:
+        """Run one checked SELECT in this process (see :meth:`_Engine.execute`)."""
         conn = self._connection()
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + limits.timeout_s
         conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 1000)
-        self._denied = []
+        self._local.denied = []
         started = time.perf_counter()
         try:
             cursor = conn.execute(sql)
-            rows = cursor.fetchmany(max_rows + 1)
             columns = [d[0] for d in cursor.description or ()]
+            rows, reason = fetch_bounded(cursor.fetchmany, limits)
             cursor.close()
         except sqlite3.Warning as exc:  # "You can only execute one statement at a time."
-            raise QueryRefusedError(f"Only one statement may run at a time: {exc}") from exc
+            raise QueryRefusedError("Only one statement may run at a time; send the statements one by one.") from exc
         except sqlite3.ProgrammingError as exc:
-            raise QueryRefusedError(f"Only one statement may run at a time: {exc}") from exc
+            raise _sqlite_misuse(exc) from exc
+        except MemoryError as exc:
+            raise _memory_error() from exc
         except sqlite3.DatabaseError as exc:
-            message = str(exc)
-            if message == "interrupted" and time.monotonic() > deadline:
-                raise QueryTimeoutError(
-                    f"Query ran longer than {timeout_s:g} s and was stopped. "
-                    "Narrow it or raise the limit (--timeout / EHRGUARD_QUERY_TIMEOUT)."
-                ) from exc
-            if "not authorized" in message or "prohibited" in message or "readonly" in message:
-                what = ", ".join(dict.fromkeys(self._denied)) or "a write"
-                raise ReadOnlyViolationError(f"Refused by the read-only guard ({what}): {message}") from exc
-            raise QueryExecutionError(message) from exc
+            raise self._error(exc, deadline, limits) from exc
         finally:
             conn.set_progress_handler(None, 0)
         elapsed = time.perf_counter() - started
-        truncated = len(rows) > max_rows
-        return Result(columns=columns, rows=rows[:max_rows], truncated=truncated, elapsed_s=elapsed)
+        return Result(columns=columns, rows=rows, truncated=bool(reason), elapsed_s=elapsed, truncated_reason=reason)
+
+    def _error(self, exc: sqlite3.DatabaseError, deadline: float, limits: QueryLimits) -> DatabaseError:
+        message = str(exc)
+        if message == "interrupted" and time.monotonic() > deadline:
+            return _timeout_error(limits.timeout_s)
+        if "not authorized" in message or "prohibited" in message or "readonly" in message:
+            what = ", ".join(dict.fromkeys(self._local.denied)) or "a write"
+            return ReadOnlyViolationError(f"Refused by the read-only guard ({what}): {message}")
+        if "out of memory" in message:
+            return _memory_error()
+        if "too big" in message:
+            return QueryResourceError(
+                f"A value in the query grew past {ENGINE_VALUE_BYTES >> 20} MiB and was stopped ({message}). Narrow the query."
+            )
+        return QueryExecutionError(message)
 
     def internal_connection(self) -> sqlite3.Connection:
         """A fresh read-only connection without the authorizer, for schema introspection only."""
@@ -220,91 +331,175 @@ class SQLiteDatabase:
             self._local.conn = None
 
 
+def _sqlite_misuse(exc: sqlite3.ProgrammingError) -> QueryRefusedError:
+    message = str(exc)
+    if "null character" in message:
+        return QueryRefusedError("The SQL contains a NUL character; remove it.")
+    if "binding" in message:
+        return QueryRefusedError("The query has parameters (?, :name, $1) and nothing binds them here: write the values into it.")
+    if "one statement" in message:
+        return QueryRefusedError("Only one statement may run at a time; send the statements one by one.")
+    return QueryRefusedError(message)
+
+
+def _timeout_error(timeout_s: float) -> QueryTimeoutError:
+    return QueryTimeoutError(
+        f"Query ran longer than {timeout_s:g} s and was stopped. Narrow it or raise the limit (--timeout / EHRGUARD_QUERY_TIMEOUT)."
+    )
+
+
+def _memory_error() -> QueryResourceError:
+    return QueryResourceError(
+        f"The query needed more memory than the limit ({int_setting('query_memory')} MiB) and was stopped. "
+        "Narrow it or raise EHRGUARD_QUERY_MEMORY."
+    )
+
+
 # ---------------------------------------------------------------------------- DuckDB
 
+# One connection per open DuckDB file in this process, shared by every handle: DuckDB refuses a
+# second connection to a file with another configuration. Counted, closed with the last handle.
+_DUCKDB: dict[Path, tuple[Any, int]] = {}
+_DUCKDB_LOCK = threading.Lock()
+_NESTED_TYPES = {"list", "struct", "map", "array", "union"}
 
-@dataclass
-class DuckDBDatabase:
-    """A read-only DuckDB database file with external access disabled."""
 
-    path: Path
-    name: str = ""
-    dialect: str = "duckdb"
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _conn: Any = field(default=None, repr=False)
+def _duckdb_connect(path: Path) -> Any:
+    import duckdb
 
-    def __post_init__(self) -> None:
-        self.path = Path(self.path)
+    key = path.resolve()
+    with _DUCKDB_LOCK:
+        if key in _DUCKDB:
+            conn, count = _DUCKDB[key]
+            _DUCKDB[key] = (conn, count + 1)
+            return conn
+        try:
+            conn = duckdb.connect(str(key), read_only=True, config={
+                "enable_external_access": False, "autoinstall_known_extensions": False, "autoload_known_extensions": False,
+                "memory_limit": f"{int_setting('query_memory')}MiB", "temp_directory": "",
+                "threads": max(1, min(4, os.cpu_count() or 1)),
+            })
+            conn.execute("SET lock_configuration = true")
+        except duckdb.Error as exc:
+            raise DatabaseError(f"{path} is not a readable DuckDB database: {exc}") from exc
+        _DUCKDB[key] = (conn, 1)
+        return conn
+
+
+def _duckdb_release(path: Path) -> None:
+    key = path.resolve()
+    with _DUCKDB_LOCK:
+        if key not in _DUCKDB:
+            return
+        conn, count = _DUCKDB[key]
+        if count > 1:
+            _DUCKDB[key] = (conn, count - 1)
+        else:
+            del _DUCKDB[key]
+            conn.close()
+
+
+class DuckDBDatabase(_Engine):
+    """A read-only DuckDB database file with external access disabled; handles of one file share one connection."""
+
+    dialect = "duckdb"
+
+    def __init__(self, path: str | Path, name: str = "", *, isolated: bool | None = None) -> None:
+        self.path = Path(path)
         if not self.path.is_file():
             raise DatabaseNotFoundError(
                 f"No database file at {self.path}. Build one with: ehrguard db build mimic_iv_raw --out {self.path}"
             )
-        self.name = self.name or self.path.stem
+        self.name = name or self.path.stem
+        self.isolated = isolation_default() if isolated is None else isolated
+        self._conn: Any = _duckdb_connect(self.path)
+
+    def execute_here(self, sql: str, limits: QueryLimits) -> Result:
+        """Run one checked SELECT in this process (see :meth:`_Engine.execute`), on a cursor of the shared connection."""
         import duckdb
 
+        if self._conn is None:
+            raise DatabaseError(f"The database {self.path} is closed.")
+        conn = self._conn.cursor()
+        timed_out = threading.Event()
+
+        def stop() -> None:
+            timed_out.set()
+            conn.interrupt()
+
+        timer = threading.Timer(limits.timeout_s, stop)
+        started = time.perf_counter()
+        timer.start()
         try:
-            conn = duckdb.connect(
-                str(self.path), read_only=True, config={"enable_external_access": False, "autoinstall_known_extensions": False}
-            )
-            conn.execute("SET lock_configuration = true")
-        except duckdb.Error as exc:
-            raise DatabaseError(f"{self.path} is not a readable DuckDB database: {exc}") from exc
-        self._conn = conn
-
-    def execute(self, sql: str, *, timeout_s: float | None = None, max_rows: int | None = None) -> Result:
-        """Run one SELECT under a time limit and row cap (see :meth:`SQLiteDatabase.execute`)."""
-        import duckdb
-
-        check_select_only(sql)
-        timeout_s, max_rows = query_limits(timeout_s, max_rows)
-        with self._lock:
-            conn = self._conn.cursor()
-            try:
-                statements = conn.extract_statements(sql)
-            except duckdb.Error as exc:
-                raise QueryExecutionError(str(exc)) from exc
+            statements = conn.extract_statements(sql)
             if len(statements) != 1:
-                raise QueryRefusedError(f"Only one statement may run at a time; got {len(statements)}.")
-            kind = statements[0].type
-            if kind != duckdb.StatementType.SELECT:
-                raise ReadOnlyViolationError(f"Only SELECT queries may run here, not {kind.name}.")
-            timed_out = threading.Event()
-
-            def stop() -> None:
-                timed_out.set()
-                conn.interrupt()
-
-            timer = threading.Timer(timeout_s, stop)
-            started = time.perf_counter()
-            timer.start()
-            try:
-                conn.execute(sql)
-                columns = [d[0] for d in conn.description or ()]
-                rows = conn.fetchmany(max_rows + 1)
-            except duckdb.Error as exc:
-                if timed_out.is_set():
-                    raise QueryTimeoutError(f"Query ran longer than {timeout_s:g} s and was stopped.") from exc
-                message = str(exc)
-                if "read-only" in message.lower() or "external access" in message.lower():
-                    raise ReadOnlyViolationError(message) from exc
-                raise QueryExecutionError(message) from exc
-            finally:
-                timer.cancel()
-                conn.close()
+                raise QueryRefusedError(f"Only one statement may run at a time; got {len(statements)}. Send them one by one.")
+            if statements[0].type != duckdb.StatementType.SELECT:
+                raise ReadOnlyViolationError(f"Only SELECT queries may run here, not {statements[0].type.name}.")
+            relation = conn.sql(sql)  # binds the query (no rows yet): its columns and their types
+            columns = list(relation.columns)
+            conn.execute(_bounded_columns(sql, relation.types, limits))
+            rows, reason = fetch_bounded(conn.fetchmany, limits)
+        except MemoryError as exc:
+            raise _memory_error() from exc
+        except duckdb.Error as exc:
+            raise _duckdb_error(exc, timed_out.is_set(), limits) from exc
+        finally:
+            timer.cancel()
+            conn.close()
         elapsed = time.perf_counter() - started
-        return Result(columns=columns, rows=[tuple(r) for r in rows[:max_rows]], truncated=len(rows) > max_rows, elapsed_s=elapsed)
+        return Result(columns=columns, rows=rows, truncated=bool(reason), elapsed_s=elapsed, truncated_reason=reason)
 
     def internal_connection(self) -> Any:
+        if self._conn is None:
+            raise DatabaseError(f"The database {self.path} is closed.")
         return self._conn.cursor()
 
     def close(self) -> None:
         if self._conn is not None:
-            self._conn.close()
             self._conn = None
+            _duckdb_release(self.path)
 
 
-def open_database(path: str | Path, *, name: str | None = None) -> SQLiteDatabase | DuckDBDatabase:
+def _bounded_columns(sql: str, types: list[Any], limits: QueryLimits) -> str:
+    """The query with text and blob columns cut past the value cap and nested values read as capped text,
+    so no value larger than the cap is copied out of DuckDB (the plain query when no column needs it)."""
+    keep = limits.max_value_bytes + 1
+    exprs = []
+    for i, kind in enumerate(types):
+        ref = f"#{i + 1}"
+        if kind.id in _NESTED_TYPES:
+            exprs.append(f"left(CAST({ref} AS VARCHAR), {keep})")
+        elif kind.id == "varchar":
+            exprs.append(f"left({ref}, {keep})")
+        elif kind.id == "blob":
+            exprs.append(f"substr({ref}, 1, {keep})")
+        else:
+            exprs.append(ref)
+    if all(e.startswith("#") for e in exprs):
+        return sql
+    body = sql.strip().rstrip(";")
+    return f"SELECT {', '.join(exprs)} FROM (\n{body}\n) AS bounded"
+
+
+def _duckdb_error(exc: Exception, timed_out: bool, limits: QueryLimits) -> DatabaseError:
+    import duckdb
+
+    message = str(exc)
+    lowered = message.lower()
+    if timed_out:
+        return _timeout_error(limits.timeout_s)
+    if isinstance(exc, duckdb.OutOfMemoryException) or "out of memory" in lowered:
+        return _memory_error()
+    if "read-only" in lowered or "external access" in lowered or "permission error" in lowered or "disabled by configuration" in lowered:
+        return ReadOnlyViolationError(f"Refused by the read-only guard: {message}")
+    return QueryExecutionError(message)
+
+
+def open_database(path: str | Path, *, name: str | None = None, isolated: bool | None = None) -> SQLiteDatabase | DuckDBDatabase:
     """Open a built database read-only, choosing the engine from the file's header.
+
+    ``isolated``: run queries in worker processes (None: the setting ``query_isolation``).
 
     Examples:
         >>> db = open_database("mimic_iv.sqlite")  # doctest: +SKIP
@@ -317,9 +512,9 @@ def open_database(path: str | Path, *, name: str | None = None) -> SQLiteDatabas
     with p.open("rb") as fh:
         header = fh.read(16)
     if header.startswith(b"SQLite format 3"):
-        return SQLiteDatabase(p, name=name)
+        return SQLiteDatabase(p, name=name, isolated=isolated)
     if p.suffix in {".duckdb", ".ddb"} or b"DUCK" in _duckdb_magic(p):
-        return DuckDBDatabase(p, name=name or p.stem)
+        return DuckDBDatabase(p, name=name or p.stem, isolated=isolated)
     raise DatabaseError(f"{p} is neither a SQLite nor a DuckDB database file.")
 
 
@@ -338,7 +533,7 @@ def locate_database(name_or_path: str | Path) -> Path:
     from ehrguard.config import db_dir
 
     p = Path(name_or_path).expanduser()
-    if p.is_file():
+    if _is_file(p):
         return p
     built = _built(str(name_or_path))
     if built is not None:
@@ -350,6 +545,7 @@ def locate_database(name_or_path: str | Path) -> Path:
 
 
 DB_SUFFIXES = (".sqlite", ".duckdb")
+MAX_NAME = 128  # longer names cannot be files on most file systems
 
 
 def _built(name: str) -> Path | None:
@@ -357,9 +553,17 @@ def _built(name: str) -> Path | None:
 
     for suffix in DB_SUFFIXES:
         candidate = db_dir() / f"{name}{suffix}"
-        if candidate.is_file():
+        if _is_file(candidate):
             return candidate
     return None
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file; False for a name the file system cannot hold (too long, a NUL byte)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def built_databases() -> list[Path]:
@@ -379,6 +583,8 @@ def named_database(name: str) -> Path:
     """
     if not name or any(c in name for c in "/\\") or name.startswith("."):
         raise DatabaseNameError(f"Name a built database (see the list of databases), not a path: {name!r}.")
+    if len(name) > MAX_NAME or not name.isprintable():
+        raise DatabaseNameError(f"No database has a name like that ({len(name)} characters); see the list of databases.")
     path = _built(name)
     if path is None:
         raise DatabaseNotFoundError(f"No database named {name!r} on this server (see the list of databases).")

@@ -9,6 +9,7 @@ retries, concurrency, caching and accounting.
 
 from __future__ import annotations
 
+import http.client
 import importlib.util
 import json
 import socket
@@ -96,8 +97,8 @@ class OpenAICompatible:
             if isinstance(exc.reason, (TimeoutError, socket.timeout)):
                 raise LLMTimeoutError(f"{self.base_url} did not answer within {timeout:.0f} s.") from None
             raise ProviderError(f"Cannot reach {self.base_url}: {exc.reason}. Is the server running?", retryable=True) from None
-        except (ConnectionError, OSError) as exc:
-            raise ProviderError(f"Connection to {self.base_url} failed: {exc}", retryable=True) from None
+        except (ConnectionError, OSError, http.client.HTTPException) as exc:  # reset, or a reply cut off mid-body
+            raise ProviderError(f"Connection to {self.base_url} failed: {type(exc).__name__} {exc}", retryable=True) from None
         latency = time.perf_counter() - start
         try:
             raw = json.loads(payload)

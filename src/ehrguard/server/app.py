@@ -13,9 +13,10 @@ from fastapi import FastAPI
 
 from ehrguard import __version__
 from ehrguard.audit import AuditLog
-from ehrguard.config import switch_setting
+from ehrguard.config import int_setting, switch_setting
 from ehrguard.server.auth import Auth
 from ehrguard.server.errors import add_error_handlers
+from ehrguard.server.limits import BodyLimit, QuerySlots
 from ehrguard.server.routes import router
 from ehrguard.verify import get_method
 
@@ -39,6 +40,8 @@ def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: Aud
     app.state.audit = audit if audit is not None else AuditLog()
     get_method("offline")  # load the question models now, not under the first requests
     app.state.sql_enabled = allow_sql if allow_sql is not None else switch_setting("api_sql")
+    app.state.query_slots = QuerySlots(int_setting("max_concurrent_queries"))
     add_error_handlers(app)
+    app.add_middleware(BodyLimit)
     app.include_router(router)
     return app

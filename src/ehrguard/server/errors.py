@@ -14,12 +14,27 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ehrguard.errors import ConfigError, DatabaseNameError, DatabaseNotFoundError, EhrguardError, LLMError, QueryRefusedError
+from ehrguard.errors import (
+    ConfigError,
+    DatabaseNameError,
+    DatabaseNotFoundError,
+    EhrguardError,
+    LLMError,
+    QueryExecutionError,
+    QueryRefusedError,
+    QueryResourceError,
+    QueryTimeoutError,
+    QueryTooLargeError,
+)
 
 ERRORS: dict[type[EhrguardError], tuple[int, str]] = {
     DatabaseNameError: (400, "invalid_request"),
     DatabaseNotFoundError: (404, "database_not_found"),
     QueryRefusedError: (400, "query_refused"),
+    QueryTooLargeError: (413, "too_large"),
+    QueryTimeoutError: (422, "query_timeout"),
+    QueryResourceError: (422, "query_too_costly"),
+    QueryExecutionError: (422, "query_failed"),
     ConfigError: (400, "bad_configuration"),
     LLMError: (502, "model_error"),  # the model server failed, not the request
 }
@@ -66,6 +81,10 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, RecursionError):  # input nested past what a parser can follow
+        return error_response(413, "too_large", "The input is nested too deeply to process. Flatten it.")
+    if isinstance(exc, MemoryError):
+        return error_response(503, "busy", "The server is short of memory for this request. Retry later, or send a smaller one.")
     return error_response(500, "internal_error", f"{type(exc).__name__}: {exc}")
 
 

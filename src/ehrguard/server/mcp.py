@@ -5,22 +5,57 @@ first; an ambiguous, unanswerable or refused query is not executed and the resul
 a corrected one runs in its corrected form) and ``ask`` (when a model is configured). Every
 call is written to the audit log with the caller ``mcp``. The tools go through
 :func:`ehrguard.answer` and only shape its :class:`~ehrguard.Answer` for agents.
+
+A call that fails (an unknown database, SQL too large to check, a missing argument) is an MCP tool
+error (``isError``) with a one-line message, never a success that carries an error text.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+from pydantic import ValidationError
 
 from ehrguard import Answer, answer
 from ehrguard.audit import AuditLog
 from ehrguard.db import built_databases, named_database
+from ehrguard.errors import EhrguardError
 from ehrguard.verify import database_context, method_uses_model
 
 
+class _Server(FastMCP):
+    """FastMCP whose argument errors read as one line: ``run_sql: missing argument 'sql'``."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Sequence[Any] | dict[str, Any]:
+        try:
+            return await super().call_tool(name, arguments)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(f"{name}: {_argument_problems(cause)}") from None
+            raise
+
+
+def _argument_problems(error: ValidationError) -> str:
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item.get("loc", ())) or "arguments"
+        problems.append(f"missing argument {where!r}" if item.get("type") == "missing" else f"argument {where!r}: {item.get('msg')}")
+    return "; ".join(problems) + ". See the tool's input schema."
+
+
+def _fail_on_error(reply: Answer) -> Answer:
+    """The reply, or a tool error with its message when ehrguard could not do what was asked."""
+    if reply.error is not None:
+        raise ToolError(str(reply.error).splitlines()[0] if str(reply.error) else type(reply.error).__name__)
+    return reply
+
+
 def build_server(audit: AuditLog | None = None, method: str = "offline", model: str | None = None) -> FastMCP:
-    server = FastMCP("ehrguard",
+    server = _Server("ehrguard",
                      instructions="EHR databases behind a safety layer: verify_sql before trusting any SQL; run_sql verifies for you.")
     log = audit or AuditLog()
 
@@ -42,40 +77,36 @@ def build_server(audit: AuditLog | None = None, method: str = "offline", model: 
     @server.tool()
     def get_schema(db: str) -> str:
         """CREATE TABLE statements of a database."""
-        return database_context(named_database(db)).schema.render_ddl()
+        try:
+            return database_context(named_database(db)).schema.render_ddl()
+        except EhrguardError as exc:
+            raise ToolError(str(exc)) from None
 
     @server.tool()
     def verify_sql(db: str, question: str, sql: str) -> dict[str, Any]:
         """Check a SQL query written for a question: preserve, correct (with the fixed SQL), ambiguous or unanswerable."""
-        reply = checked(db, question, sql, execute=False)
-        return {"error": str(reply.error)} if reply.error is not None else reply.verdict_summary()
+        return _fail_on_error(checked(db, question, sql, execute=False)).verdict_summary()
 
     @server.tool()
     def run_sql(db: str, question: str, sql: str, max_rows: int = 200, allow_unverified: bool = False) -> dict[str, Any]:
         """Verify the query for the question, then run it read-only if (and as) the verifier allows. A query the
         verifier cannot vouch for (status unverified) is not run unless allow_unverified is true."""
-        return _run_result(checked(db, question, sql, max_rows=min(max_rows, 10_000)), allow_unverified)
+        return _run_result(_fail_on_error(checked(db, question, sql, max_rows=min(max_rows, 10_000))), allow_unverified)
 
     @server.tool()
     def ask(db: str, question: str, allow_unverified: bool = False) -> dict[str, Any]:
         """Write SQL for a question with the configured model, verify it, and run it if allowed (an unverified query
         only with allow_unverified)."""
         if model is None:
-            return {"executed": False, "error": "No model is configured: start `ehrguard mcp --model provider/model`."}
-        reply = checked(db, question)
-        if reply.generation is None:  # the database or the model call failed: the tool fails
-            reply.raise_for_error()
-        if reply.generated_sql is None:  # the model wrote no SQL
-            return _run_result(reply, allow_unverified)
+            raise ToolError("No model is configured: start `ehrguard mcp --model provider/model`.")
+        reply = _fail_on_error(checked(db, question))
         return {"generated_sql": reply.generated_sql, **_run_result(reply, allow_unverified)}
 
     return server
 
 
 def _run_result(reply: Answer, allow_unverified: bool = False) -> dict[str, Any]:
-    """What ``run_sql`` returns: the verdict in brief and the rows, why nothing ran, or the error."""
-    if reply.error is not None:
-        return {"executed": False, "error": str(reply.error)}
+    """What ``run_sql`` returns: the verdict in brief and the rows, or why nothing ran."""
     verdict = reply.verdict_summary()
     rows = reply.result_dict()
     if rows is None:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ehrguard.db.engine import Database, locate_database
+from ehrguard.db.limits import check_sql_size
 from ehrguard.runtime import runtime
 from ehrguard.verify.methods import Case, DatabaseContext, get_method
 from ehrguard.verify.verdict import Verdict
@@ -38,11 +39,15 @@ def verify(question: str, sql: str, *, db: str | Path | Database | DatabaseConte
         A :class:`~ehrguard.verify.verdict.Verdict`: preserve / correct (with the SQL), ambiguous or
         unanswerable (with a message for the user), plus findings and confidence.
 
+    Raises:
+        QueryTooLargeError: the SQL is too long or too deeply nested to check (:func:`~ehrguard.db.limits.check_sql_size`).
+
     Examples:
         >>> v = verify("How many patients are there?", "SELECT COUNT(subject_id) FROM patients", db="mimic_iv")  # doctest: +SKIP
         >>> v.action, v.sql  # doctest: +SKIP
         ('correct', 'SELECT COUNT(DISTINCT subject_id) FROM patients')
     """
+    check_sql_size(sql)
     return get_method(method, model=model, **options).verify(Case(question, sql, database_context(db, db_id)))
 
 

@@ -40,7 +40,7 @@ class SqlContext:
     def tree(self) -> exp.Expression | None:
         try:
             trees = sqlglot.parse(self.sql, read=self.dialect)
-        except sqlglot.errors.SqlglotError:
+        except (sqlglot.errors.SqlglotError, RecursionError):  # too deep for the parser: read as unparsable
             return None
         trees = [t for t in trees if t is not None]
         return cast("exp.Expression", trees[0]) if len(trees) == 1 else None

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from ehrguard.errors import DatabaseError
+from ehrguard.errors import DatabaseError, QueryResourceError, QueryTimeoutError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found
 from ehrguard.verify.verdict import Finding
 
 
 def check_executes(ctx: SqlContext) -> CheckResult:
+    """A query the engine rejects is wrong; one stopped by a limit could not be checked (on a busy server a sound query
+    can overrun), which keeps its answer from being verified without calling the SQL wrong."""
     result = ctx.execution
+    if isinstance(result, (QueryTimeoutError, QueryResourceError)):
+        what = "ran past the checks' time limit" if isinstance(result, QueryTimeoutError) else "needed more memory than the limit"
+        return found(Finding("not_checked", "warning", f"The query could not be checked: it {what}. Its answer is not verified."))
     if isinstance(result, DatabaseError):
         return found(Finding("execution", "error", f"The query fails on the database: {result}"))
     return NOTHING

@@ -1,0 +1,87 @@
+"""Limits of the REST server itself: the size of a request body, and how many raw SQL queries run at once.
+
+Field limits (question and SQL length) are checked by the request models; a body can still carry
+megabytes in fields no model reads, so :class:`BodyLimit` refuses any body over
+:data:`MAX_BODY_BYTES` before the app sees it (by its Content-Length, or by counting a body sent
+without one). :class:`QuerySlots` bounds the raw queries in flight, so a burst of runaway queries
+cannot take every worker and thread from verification and normal queries.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from ehrguard.server.errors import ApiError
+
+# The largest legitimate request, a 2,000-character question and 20,000 characters of SQL with every
+# character escaped, is about 130 KB of JSON.
+MAX_BODY_BYTES = 256 << 10
+WAIT_FOR_SLOT_S = 1.0
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over ``max_bytes`` is answered 413 in the one error shape, unread by the app."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            await self._refuse(send)
+            return
+        body, more = bytearray(), True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_bytes:
+                await self._refuse(send)
+                return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send: Send) -> None:
+        payload = json.dumps({"error": {"code": "too_large", "message": (
+            f"The request body is larger than {self.max_bytes // 1024} KiB. Send a shorter question or SQL.")}}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
+        await send({"type": "http.response.body", "body": payload})
+
+
+class QuerySlots:
+    """At most ``size`` raw queries at once; a caller waits up to :data:`WAIT_FOR_SLOT_S` for a slot, then is told to retry."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._slots = threading.BoundedSemaphore(size)
+
+    def __enter__(self) -> QuerySlots:
+        if not self._slots.acquire(timeout=WAIT_FOR_SLOT_S):
+            raise ApiError(503, "busy", f"{self.size} queries are already running on this server (EHRGUARD_MAX_CONCURRENT_QUERIES). "
+                           "Retry in a few seconds.")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._slots.release()
