@@ -3,33 +3,13 @@
 from __future__ import annotations
 
 import shutil
-import sqlite3
 from pathlib import Path
 
-import duckdb
 import pytest
 
-from ehrguard.benchmarks.hostile import CORPUS, case_sql, classify, load_corpus, run_hostile
+from ehrguard.benchmarks.hostile import CORPUS, case_sql, classify, duckdb_copy, load_corpus, run_hostile
 from ehrguard.db import open_database
 from ehrguard.errors import QueryTimeoutError, QueryTooLargeError
-
-
-def _duckdb_copy(sqlite_path: Path, out: Path) -> Path:
-    """The same tables in a DuckDB file (declared types read by SQLite's affinity rules)."""
-    def duck_type(declared: str) -> str:
-        t = declared.upper()
-        return "BIGINT" if "INT" in t else "DOUBLE" if any(k in t for k in ("REAL", "FLOA", "DOUB", "NUM", "DEC")) else "VARCHAR"
-
-    src, dst = sqlite3.connect(sqlite_path), duckdb.connect(str(out))
-    for (table,) in src.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
-        cols = src.execute(f"SELECT name, type FROM pragma_table_info('{table}')").fetchall()
-        dst.execute(f"CREATE TABLE {table} (" + ", ".join(f'"{n}" {duck_type(t)}' for n, t in cols) + ")")
-        rows = src.execute(f"SELECT * FROM {table}").fetchall()
-        if rows:
-            dst.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(cols))})", rows)
-    src.close()
-    dst.close()
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +17,7 @@ def targets(synthetic_db: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
     folder = tmp_path_factory.mktemp("hostile")
     sqlite_path = folder / "target.sqlite"
     shutil.copy(synthetic_db, sqlite_path)
-    return {"sqlite": sqlite_path, "duckdb": _duckdb_copy(sqlite_path, folder / "target.duckdb")}
+    return {"sqlite": sqlite_path, "duckdb": duckdb_copy(sqlite_path, folder / "target.duckdb")}
 
 
 def test_the_corpus_is_large_and_covers_both_engines():

@@ -207,19 +207,21 @@ def test_raw_queries_beyond_the_slots_are_told_to_retry(mimic_iv_db, tmp_path, m
     dbs.mkdir()
     (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
     monkeypatch.setenv("EHRGUARD_DB_DIR", str(dbs))
-    monkeypatch.setenv("EHRGUARD_MAX_CONCURRENT_QUERIES", "1")
+    monkeypatch.setenv("EHRGUARD_MAX_CONCURRENT_QUERIES", "2")  # one for each caller at most
     monkeypatch.setenv("EHRGUARD_QUERY_TIMEOUT", "3")
-    client = TestClient(create_app(tokens=["test-token"], audit=AuditLog(tmp_path / "a.sqlite"), rate_limit=1000))
+    client = TestClient(create_app(tokens=["test-token", "other"], audit=AuditLog(tmp_path / "a.sqlite"), rate_limit=1000))
     endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
     slow: dict[str, object] = {}
     runner = threading.Thread(target=lambda: slow.update(r=client.post("/v1/sql", json={"db": "mimic_iv", "sql": endless}, headers=AUTH)))
     runner.start()
     import time
 
-    time.sleep(1.5)  # the endless query holds the only slot
+    time.sleep(1.5)  # the endless query holds this caller's one slot
     busy = client.post("/v1/sql", json={"db": "mimic_iv", "sql": "SELECT 1"}, headers=AUTH)
+    other = client.post("/v1/sql", json={"db": "mimic_iv", "sql": "SELECT 1"}, headers={"Authorization": "Bearer other"})
     runner.join()
-    assert busy.status_code == 503 and busy.json()["error"]["code"] == "busy"
+    assert busy.status_code == 503 and busy.json()["error"]["code"] == "busy" and "wait for them" in busy.json()["error"]["message"]
+    assert other.status_code == 200 and other.json()["rows"] == [[1]]  # another caller is still served
     timed_out = slow["r"]
     assert timed_out.status_code == 422 and timed_out.json()["error"]["code"] == "query_timeout"  # type: ignore[attr-defined]
     assert client.post("/v1/sql", json={"db": "mimic_iv", "sql": "SELECT 1"}, headers=AUTH).json()["rows"] == [[1]]

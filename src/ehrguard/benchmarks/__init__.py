@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ehrguard.benchmarks.ehrsql import ehrsql_pairs, load_ehrsql_split, load_predictions, score_ehrsql
     from ehrguard.benchmarks.fidelity import candidate_fidelity
     from ehrguard.benchmarks.forms import combine, held_out_splits, read_held_out
-    from ehrguard.benchmarks.hostile import HostileReport, render_markdown, run_hostile
+    from ehrguard.benchmarks.hostile import HostileReport, duckdb_copy, render_markdown, run_hostile
     from ehrguard.benchmarks.mutations import MUTATIONS, generate_cases, split_pairs
     from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, fmt, jsonable, write_scare_report
     from ehrguard.benchmarks.rundir import RunDir, file_sha256
@@ -47,7 +47,7 @@ _LAZY = by_module({
     ".forms": ("combine", "held_out_splits", "read_held_out"),
     ".report": ("MAIN_KEYS", "MAIN_LABELS", "fmt", "jsonable", "write_scare_report"),
     ".rundir": ("RunDir", "file_sha256"),
-    ".hostile": ("HostileReport", "render_markdown", "run_hostile"),
+    ".hostile": ("HostileReport", "duckdb_copy", "render_markdown", "run_hostile"),
     ".safety": ("SafetyCase", "category_metrics", "load_cases", "run_safety", "safety_metrics", "write_safety_report"),
     ".mutations": ("MUTATIONS", "generate_cases", "split_pairs"),
     ".scare": ("ScareItem", "load_scare"),
@@ -70,6 +70,7 @@ __all__ = [
     "candidate_fidelity",
     "combine",
     "compare_runs",
+    "duckdb_copy",
     "ehrsql_pairs",
     "file_sha256",
     "fmt",

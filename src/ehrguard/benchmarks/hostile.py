@@ -174,6 +174,31 @@ def run_hostile(db: Database, *, timeout_s: float = 1.0, categories: tuple[str, 
     return report
 
 
+def duckdb_copy(sqlite_path: Path, out: Path) -> Path:
+    """The tables of a SQLite database in a new DuckDB file at ``out`` (declared types read by SQLite's affinity rules),
+    so the corpus runs on both engines over the same rows."""
+    import sqlite3
+
+    import duckdb
+
+    def duck_type(declared: str) -> str:
+        t = declared.upper()
+        return "BIGINT" if "INT" in t else "DOUBLE" if any(k in t for k in ("REAL", "FLOA", "DOUB", "NUM", "DEC")) else "VARCHAR"
+
+    src, dst = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True), duckdb.connect(str(out))
+    try:
+        for (table,) in src.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+            cols = src.execute(f"SELECT name, type FROM pragma_table_info('{table}')").fetchall()
+            dst.execute(f'CREATE TABLE "{table}" (' + ", ".join(f'"{n}" {duck_type(t)}' for n, t in cols) + ")")
+            rows = src.execute(f'SELECT * FROM "{table}"').fetchall()
+            if rows:
+                dst.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * len(cols))})', rows)
+    finally:
+        src.close()
+        dst.close()
+    return out
+
+
 def render_markdown(reports: list[HostileReport]) -> str:
     """The report's tables: outcomes per category and engine, stop times, and every failed case."""
     lines = ["# Hostile SQL corpus", "", "| engine | category | cases | passed | outcomes |", "|---|---|---|---|---|"]

@@ -365,19 +365,26 @@ __all__ = ["bench_group"]
               help="A database (name or file) to attack; repeat for several (a SQLite and a DuckDB file cover both engines).")
 @click.option("--timeout", type=float, default=3.0, show_default=True, help="The time limit of each case, in seconds.")
 @click.option("--category", "categories", multiple=True, help="Only these categories (write, runaway, too_large, ...).")
+@click.option("--also-duckdb", is_flag=True, help="Also attack a DuckDB copy of each SQLite database (made in a temporary folder).")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write report.json and report.md here.")
 @json_option
-def hostile_command(db_paths: tuple[str, ...], timeout: float, categories: tuple[str, ...], out: Path | None, as_json: bool) -> None:
+def hostile_command(db_paths: tuple[str, ...], timeout: float, categories: tuple[str, ...], also_duckdb: bool, out: Path | None,
+                    as_json: bool) -> None:
     """The adversarial SQL corpus (writes, file access, runaway work, huge results, SQL too large to parse, odd input):
     each case's outcome against the one its engine must give, stop times against the limit, and whether anything changed."""
     import json
+    import tempfile
 
-    from ehrguard.benchmarks import render_markdown, run_hostile
+    from ehrguard.benchmarks import duckdb_copy, render_markdown, run_hostile
     from ehrguard.config import float_setting
     from ehrguard.db import locate_database, open_database
 
     limit = float_setting("query_timeout", timeout, source="--timeout")
-    reports = [run_hostile(open_database(locate_database(p)), timeout_s=limit, categories=categories) for p in db_paths]
+    with tempfile.TemporaryDirectory(prefix="ehrguard-hostile-") as scratch:
+        targets = [locate_database(p) for p in db_paths]
+        if also_duckdb:
+            targets += [duckdb_copy(t, Path(scratch) / f"{t.stem}.duckdb") for t in targets if open_database(t).dialect == "sqlite"]
+        reports = [run_hostile(open_database(t), timeout_s=limit, categories=categories) for t in targets]
     markdown = render_markdown(reports)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

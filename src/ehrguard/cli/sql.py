@@ -28,9 +28,9 @@ def run_command(db_path: str, sql: str, timeout: float, max_rows: int, as_json: 
         return
     t = Table(*result.columns)
     for row in result.rows[:200]:
-        t.add_row(*("NULL" if v is None else str(v) for v in row))
+        t.add_row(*("NULL" if v is None else f"<blob of {len(v):,} bytes>" if isinstance(v, bytes) else str(v) for v in row))
     console.print(t)
     shown = min(len(result.rows), 200)
-    more = " (truncated at the row cap)" if result.truncated else ""
+    more = f" (truncated: {result.truncated_reason})" if result.truncated else ""
     click.echo(f"{len(result.rows)} row(s){more}, {result.elapsed_s * 1000:.1f} ms"
                + (f"; showing {shown}" if shown < len(result.rows) else ""))

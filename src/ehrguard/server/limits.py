@@ -3,15 +3,16 @@
 Field limits (question and SQL length) are checked by the request models; a body can still carry
 megabytes in fields no model reads, so :class:`BodyLimit` refuses any body over
 :data:`MAX_BODY_BYTES` before the app sees it (by its Content-Length, or by counting a body sent
-without one). :class:`QuerySlots` bounds the raw queries in flight, so a burst of runaway queries
-cannot take every worker and thread from verification and normal queries.
+without one). :class:`QuerySlots` bounds the raw queries in flight, in all and per caller, so a burst of
+runaway queries cannot take every worker and thread from verification and other callers.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from contextlib import contextmanager
 from typing import Any
 
 from ehrguard.server.errors import ApiError
@@ -71,17 +72,37 @@ class BodyLimit:
 
 
 class QuerySlots:
-    """At most ``size`` raw queries at once; a caller waits up to :data:`WAIT_FOR_SLOT_S` for a slot, then is told to retry."""
+    """At most ``size`` raw queries at once, and at most half of them (at least one) for any one caller.
+
+    A caller over its share is told at once to wait for its own queries; when every slot is taken, a
+    caller waits up to :data:`WAIT_FOR_SLOT_S` for one, then is told to retry. So one client sending
+    runaway queries holds at most half the slots, and the others are still served.
+    """
 
     def __init__(self, size: int) -> None:
         self.size = size
+        self.per_caller = max(1, size // 2)
         self._slots = threading.BoundedSemaphore(size)
+        self._lock = threading.Lock()
+        self._held: dict[str, int] = {}
 
-    def __enter__(self) -> QuerySlots:
-        if not self._slots.acquire(timeout=WAIT_FOR_SLOT_S):
-            raise ApiError(503, "busy", f"{self.size} queries are already running on this server (EHRGUARD_MAX_CONCURRENT_QUERIES). "
-                           "Retry in a few seconds.")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._slots.release()
+    @contextmanager
+    def hold(self, caller: str) -> Iterator[None]:
+        with self._lock:
+            if self._held.get(caller, 0) >= self.per_caller:
+                raise ApiError(503, "busy", f"You already have {self.per_caller} queries running on this server; wait for them to "
+                               "finish (EHRGUARD_MAX_CONCURRENT_QUERIES sets the limit).")
+            self._held[caller] = self._held.get(caller, 0) + 1
+        try:
+            if not self._slots.acquire(timeout=WAIT_FOR_SLOT_S):
+                raise ApiError(503, "busy", f"{self.size} queries are already running on this server "
+                               "(EHRGUARD_MAX_CONCURRENT_QUERIES). Retry in a few seconds.")
+            try:
+                yield
+            finally:
+                self._slots.release()
+        finally:
+            with self._lock:
+                self._held[caller] -= 1
+                if not self._held[caller]:
+                    del self._held[caller]

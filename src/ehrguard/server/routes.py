@@ -95,7 +95,7 @@ def run_sql(body: SqlRequest, request: Request, who: Caller, log: Audit, enabled
         raise ApiError(403, "disabled", "Raw SQL execution is disabled on this server (EHRGUARD_API_SQL=off).")
     start = time.perf_counter()
     context = database_context(named_database(body.db))
-    with request.app.state.query_slots:
+    with request.app.state.query_slots.hold(who):
         result = context.db.execute(body.sql, max_rows=body.max_rows)
     log.record(caller=who, interface="api-sql", db=body.db, candidate_sql=body.sql, executed_sql=body.sql, row_count=len(result.rows),
                duration_ms=round(1000 * (time.perf_counter() - start), 3), result_values=result.rows)
