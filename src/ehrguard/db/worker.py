@@ -42,6 +42,7 @@ MAX_IDLE = 8
 # Address space an idle worker needs beyond the query's memory: the interpreter, the engine's
 # libraries and thread stacks (measured: about 0.9 GiB of address space for a DuckDB worker).
 BASE_ADDRESS_SPACE = 2 << 30
+WORKER_NICENESS = 5
 _HEADER = struct.Struct("!Q")
 
 
@@ -76,6 +77,7 @@ def serve(path: str) -> None:
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray output must not corrupt the replies
     memory = int_setting("query_memory") << 20
+    os.nice(WORKER_NICENESS)  # under CPU contention the server's own work (verification) goes first
     resource.setrlimit(resource.RLIMIT_AS, (memory + BASE_ADDRESS_SPACE, memory + BASE_ADDRESS_SPACE))
     from ehrguard.db.engine import _sqlite_heap_limit, open_database
 

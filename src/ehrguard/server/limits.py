@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from typing import Any
@@ -74,35 +75,42 @@ class BodyLimit:
 class QuerySlots:
     """At most ``size`` raw queries at once, and at most half of them (at least one) for any one caller.
 
-    A caller over its share is told at once to wait for its own queries; when every slot is taken, a
-    caller waits up to :data:`WAIT_FOR_SLOT_S` for one, then is told to retry. So one client sending
-    runaway queries holds at most half the slots, and the others are still served.
+    A caller waits up to :data:`WAIT_FOR_SLOT_S` for a slot within its share and within the total, then is
+    told to retry. So one client sending runaway queries holds at most half the slots, and the others are
+    still served.
     """
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.per_caller = max(1, size // 2)
-        self._slots = threading.BoundedSemaphore(size)
-        self._lock = threading.Lock()
+        self._free = threading.Condition()
+        self._running = 0
         self._held: dict[str, int] = {}
 
     @contextmanager
     def hold(self, caller: str) -> Iterator[None]:
-        with self._lock:
-            if self._held.get(caller, 0) >= self.per_caller:
-                raise ApiError(503, "busy", f"You already have {self.per_caller} queries running on this server; wait for them to "
-                               "finish (EHRGUARD_MAX_CONCURRENT_QUERIES sets the limit).")
+        deadline = time.monotonic() + WAIT_FOR_SLOT_S
+        with self._free:
+            while self._held.get(caller, 0) >= self.per_caller or self._running >= self.size:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise self._busy(caller)
+                self._free.wait(remaining)
             self._held[caller] = self._held.get(caller, 0) + 1
+            self._running += 1
         try:
-            if not self._slots.acquire(timeout=WAIT_FOR_SLOT_S):
-                raise ApiError(503, "busy", f"{self.size} queries are already running on this server "
-                               "(EHRGUARD_MAX_CONCURRENT_QUERIES). Retry in a few seconds.")
-            try:
-                yield
-            finally:
-                self._slots.release()
+            yield
         finally:
-            with self._lock:
+            with self._free:
+                self._running -= 1
                 self._held[caller] -= 1
                 if not self._held[caller]:
                     del self._held[caller]
+                self._free.notify_all()
+
+    def _busy(self, caller: str) -> ApiError:
+        if self._held.get(caller, 0) >= self.per_caller:
+            return ApiError(503, "busy", f"You already have {self.per_caller} queries running on this server; wait for them to finish "
+                            "(EHRGUARD_MAX_CONCURRENT_QUERIES sets the limit).")
+        return ApiError(503, "busy", f"{self.size} queries are already running on this server (EHRGUARD_MAX_CONCURRENT_QUERIES). "
+                        "Retry in a few seconds.")

@@ -15,6 +15,7 @@ import http.client
 import json
 import threading
 import time
+from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 CASES = [
@@ -45,6 +46,13 @@ RUNAWAY_CASES = [
 RUNAWAY_OK = {200, 422, 503}
 
 
+@dataclass
+class _KindStats:
+    latencies: list[float] = field(default_factory=list)
+    status: dict[int, int] = field(default_factory=dict)
+    failures: int = 0
+
+
 def _request(kind: str, i: int, db: str) -> tuple[str, str]:
     if kind == "verify":
         q, sql = CASES[i % len(CASES)]
@@ -73,7 +81,7 @@ def run(url: str, clients: int | dict[str, int], seconds: float, token: str | No
     host, port = u.hostname, u.port or 80
     if host is None:
         raise ValueError(f"{url} has no host name.")
-    stats = {kind: {"latencies": [], "status": {}, "failures": 0} for kind in mix}
+    stats = {kind: _KindStats() for kind in mix}
     lock = threading.Lock()
     stop = time.monotonic() + seconds
 
@@ -93,13 +101,13 @@ def run(url: str, clients: int | dict[str, int], seconds: float, token: str | No
                 code = resp.status
             except (OSError, http.client.HTTPException):
                 with lock:
-                    mine["failures"] += 1
+                    mine.failures += 1
                 conn.close()
                 conn = http.client.HTTPConnection(host, port, timeout=120)
                 continue
             with lock:
-                mine["latencies"].append(time.perf_counter() - start)
-                mine["status"][code] = mine["status"].get(code, 0) + 1
+                mine.latencies.append(time.perf_counter() - start)
+                mine.status[code] = mine.status.get(code, 0) + 1
         conn.close()
 
     threads = [threading.Thread(target=client, args=(kind, n)) for kind, count in mix.items() for n in range(count)]
@@ -112,18 +120,18 @@ def run(url: str, clients: int | dict[str, int], seconds: float, token: str | No
     kinds = {}
     for kind, st in stats.items():
         expected = RUNAWAY_OK if kind == "runaway" else {200}
-        kinds[kind] = {"clients": mix[kind], "requests": len(st["latencies"]), "throughput_rps": round(len(st["latencies"]) / wall, 1),
-                       "latency_ms": _percentiles(st["latencies"]), "status": st["status"],
-                       "unexpected": sum(v for k, v in st["status"].items() if k not in expected), "connection_failures": st["failures"]}
-    everything = [x for st in stats.values() for x in st["latencies"]]
+        kinds[kind] = {"clients": mix[kind], "requests": len(st.latencies), "throughput_rps": round(len(st.latencies) / wall, 1),
+                       "latency_ms": _percentiles(st.latencies), "status": st.status,
+                       "unexpected": sum(v for k, v in st.status.items() if k not in expected), "connection_failures": st.failures}
+    everything = [x for st in stats.values() for x in st.latencies]
     statuses: dict[int, int] = {}
     for st in stats.values():
-        for k, v in st["status"].items():
+        for k, v in st.status.items():
             statuses[k] = statuses.get(k, 0) + v
     return {"clients": sum(mix.values()), "seconds": round(wall, 1), "requests": len(everything),
             "throughput_rps": round(len(everything) / wall, 1), "latency_ms": _percentiles(everything), "status": statuses,
             "server_errors_5xx": sum(v for k, v in statuses.items() if k >= 500 and k != 503),
-            "connection_failures": sum(st["failures"] for st in stats.values()), "kinds": kinds}
+            "connection_failures": sum(st.failures for st in stats.values()), "kinds": kinds}
 
 
 def _mix(text: str) -> dict[str, int]:
