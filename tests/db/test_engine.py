@@ -228,3 +228,17 @@ def test_duckdb_file_access_is_a_read_only_refusal_and_its_timeout_says_how_to_r
         db.execute("SELECT * FROM read_text('/etc/hostname')")
     with pytest.raises(QueryTimeoutError, match="EHRGUARD_QUERY_TIMEOUT"):
         db.execute("SELECT count(*) FROM range(100000000000) a, range(100000) b WHERE a.range * b.range = -1", timeout_s=0.5)
+
+
+def test_the_memory_limit_stops_a_query_with_a_typed_error(sqlite_path: Path, duck_path: Path, monkeypatch):
+    monkeypatch.setenv("EHRGUARD_QUERY_MEMORY", "64")  # MiB: read by each new worker
+    from ehrguard.db.worker import stop_workers
+
+    stop_workers()  # workers started under another limit
+    try:
+        with pytest.raises(QueryResourceError, match="EHRGUARD_QUERY_MEMORY|grew past"):
+            open_database(sqlite_path).execute("SELECT length(group_concat(hex(randomblob(1000000)))) FROM t a, t b", timeout_s=20)
+        with pytest.raises(QueryResourceError, match="more memory than the limit \\(64 MiB\\)"):
+            open_database(duck_path).execute("SELECT count(DISTINCT range) FROM range(50000000)", timeout_s=20)
+    finally:
+        stop_workers()
