@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from ehrguard import config
 from ehrguard.cli import cli
-from ehrguard.config import SETTINGS, float_setting, int_setting, parse_setting, path_setting, setting, setting_value, switch_setting
+from ehrguard.config import SETTINGS, float_setting, int_setting, parse_setting, setting, setting_value, switch_setting
 from ehrguard.db import open_database
 from ehrguard.db.engine import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S
 from ehrguard.errors import ConfigError, QueryTimeoutError
@@ -42,7 +42,7 @@ def test_every_setting_parses_its_default(clean_env: Path):
         if s.kind == "choice":
             assert s.default in s.choices
         assert "|" not in s.help, f"{name}: a | would break the README table"
-    assert path_setting("tokenizer") == config.data_dir() / "models" / "minilm-tokenizer.json"
+    assert setting_value("tokenizer") is None  # empty: the tokenizer shipped with ehrguard
     assert (float_setting("query_timeout"), int_setting("max_rows")) == (60.0, 10_000) == (DEFAULT_TIMEOUT_S, DEFAULT_MAX_ROWS)
 
 
@@ -61,19 +61,22 @@ def test_environment_overrides_file_overrides_default(clean_env: Path, monkeypat
 
 
 def test_tokenizer_is_a_setting(clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from ehrguard.verify.offline.embedding import tokenizer_path
+    from ehrguard.verify.offline import embedding
+    from ehrguard.verify.offline.embedding import SHIPPED_TOKENIZER, tokenizer_path
 
     monkeypatch.setenv("EHRGUARD_DATA_DIR", str(tmp_path / "data"))
-    assert tokenizer_path() is None
+    assert tokenizer_path() == SHIPPED_TOKENIZER and SHIPPED_TOKENIZER.is_file()  # no data dir needed
     own = tmp_path / "tok.json"
     own.write_text("{}")
     clean_env.write_text(f"tokenizer = '{own}'\n")
     assert tokenizer_path() == own
+    monkeypatch.setenv("EHRGUARD_TOKENIZER", str(tmp_path / "missing.json"))
+    assert tokenizer_path() == SHIPPED_TOKENIZER  # a path that points nowhere falls back to the shipped copy
     default = tmp_path / "data" / "models" / "minilm-tokenizer.json"
     default.parent.mkdir(parents=True)
     default.write_text("{}")
-    monkeypatch.setenv("EHRGUARD_TOKENIZER", str(tmp_path / "missing.json"))
-    assert tokenizer_path() == default  # a path that points nowhere falls back to the data dir's copy
+    monkeypatch.setattr(embedding, "SHIPPED_TOKENIZER", tmp_path / "gone.json")
+    assert tokenizer_path() == default  # then to the data dir's copy
 
 
 BAD = [

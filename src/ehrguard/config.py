@@ -271,8 +271,8 @@ SETTINGS: dict[str, Setting] = {
                 "bar on the answerable probability) or the path of a fit from `ehrguard train calibration`"),
         Setting("template_bank", "on", "`off`: the offline verifier ignores the EHRSQL template bank (built from the data dir)",
                 kind="switch"),
-        Setting("tokenizer", "{data_dir}/models/minilm-tokenizer.json",
-                "the MiniLM tokenizer; without it the offline verifier uses its lexical model", kind="path"),
+        Setting("tokenizer", "", "another MiniLM tokenizer file; empty: the copy shipped with ehrguard (without any tokenizer the "
+                "offline verifier uses its lexical model)", kind="path"),
         Setting("audit_path", "{cache}/audit.sqlite", "the audit log of every decision (SQLite)", kind="path"),
         Setting("audit_retention_days", "365", "audit entries older than this many days are deleted; 0 keeps everything",
                 kind="float", minimum=0, maximum=36_500, unit="days"),

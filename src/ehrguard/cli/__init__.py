@@ -17,6 +17,7 @@ from ehrguard.cli.bench import bench_group
 from ehrguard.cli.clinsql import clinsql_group
 from ehrguard.cli.db import db_group
 from ehrguard.cli.demo import demo_command
+from ehrguard.cli.doctor import doctor_command
 from ehrguard.cli.generate import generate_command
 from ehrguard.cli.llm import llm_group
 from ehrguard.cli.serve import audit_group, mcp_command, serve_command
@@ -43,6 +44,7 @@ cli.add_command(bench_group)
 cli.add_command(clinsql_group)
 cli.add_command(sql_group)
 cli.add_command(demo_command)
+cli.add_command(doctor_command)
 cli.add_command(generate_command)
 cli.add_command(llm_group)
 cli.add_command(train_group)

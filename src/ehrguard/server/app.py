@@ -19,6 +19,7 @@ from ehrguard.server.errors import add_error_handlers
 from ehrguard.server.limits import BodyLimit, QuerySlots
 from ehrguard.server.routes import router
 from ehrguard.verify import get_method
+from ehrguard.verify.offline import bank_status
 
 
 def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: AuditLog | None = None, rate_limit: int | None = None,
@@ -39,6 +40,8 @@ def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: Aud
     app.state.auth = Auth(required=auth, tokens=tokens, rate_limit=rate_limit)
     app.state.audit = audit if audit is not None else AuditLog()
     get_method("offline")  # load the question models now, not under the first requests
+    # What the verifier ships with, checked once: /healthz says "degraded" and names what is missing or altered.
+    app.state.artifacts = {f"question bank {name}": entry["state"] for name, entry in bank_status().items()}
     app.state.sql_enabled = allow_sql if allow_sql is not None else switch_setting("api_sql")
     app.state.query_slots = QuerySlots(int_setting("max_concurrent_queries"))
     add_error_handlers(app)

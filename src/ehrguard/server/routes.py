@@ -68,8 +68,10 @@ SqlEnabled = Annotated[bool, Depends(sql_enabled)]
 
 
 @router.get("/healthz")
-def healthz() -> dict[str, Any]:
-    return {"status": "ok", "version": __version__}
+def healthz(request: Request) -> dict[str, Any]:
+    artifacts: dict[str, str] = request.app.state.artifacts
+    healthy = all(state == "ok" for state in artifacts.values())
+    return {"status": "ok" if healthy else "degraded", "version": __version__, "artifacts": artifacts}
 
 
 @router.get("/v1/databases")

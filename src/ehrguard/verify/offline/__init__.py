@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from ehrguard.lazy import by_module, lazy_exports
 
 if TYPE_CHECKING:
+    from ehrguard.verify.offline.artifacts import BANKS_DIR, bank_status, build_banks
     from ehrguard.verify.offline.calibration import SHIPPED_CALIBRATION, Calibration, fit_calibration, load_calibration, save_calibration
     from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES
     from ehrguard.verify.offline.embedding import Embedder, load_embedder
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from ehrguard.verify.offline.verifier import OfflineVerifier
 
 _LAZY = by_module({
+    ".artifacts": ("BANKS_DIR", "bank_status", "build_banks"),
     ".calibration": ("SHIPPED_CALIBRATION", "Calibration", "fit_calibration", "load_calibration", "save_calibration"),
     ".classifier": ("CATEGORY_OF", "CLASSES"),
     ".embedding": ("Embedder", "load_embedder"),
@@ -59,28 +61,31 @@ __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 
 __all__ = [
+    "BANKS_DIR",
     "BANK_SOURCES",
     "BLOCKING_WARNINGS",
     "CATEGORY_OF",
     "CLASSES",
     "Calibration",
-    "MODEL_FILES",
-    "OPERATING_POINTS",
-    "SHIPPED_CALIBRATION",
     "Embedder",
     "Evidence",
     "FormIndex",
     "KnownQuestion",
+    "MODEL_FILES",
+    "OPERATING_POINTS",
     "OfflineVerifier",
     "Outcome",
     "Policy",
     "QuestionAssessment",
     "Repair",
+    "SHIPPED_CALIBRATION",
+    "bank_status",
+    "build_banks",
     "cross_validate",
     "decide",
     "ehrsql_questions",
-    "fit_calibration",
     "embed_cached",
+    "fit_calibration",
     "fold_of",
     "generated_questions",
     "load_bank",

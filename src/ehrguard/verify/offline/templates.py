@@ -8,9 +8,11 @@ gets that skeleton's SQL with its own values filled in. The verifier uses the re
 second opinion on the candidate, and as the correction when the candidate is wrong and the
 filled SQL runs cleanly.
 
-Banks come from data users have, never from files inside this package: EHRSQL-2024 train
-and valid for MIMIC-IV (``ehrsql-2024/mimic_iv/{train,valid}``) and the EHRSQL eICU
-questions (``ehrsql/eicu/valid.json``) under ``$EHRGUARD_DATA_DIR``. None of them is SCARE.
+Banks come from public question sets: EHRSQL-2024 train and valid for MIMIC-IV
+(``ehrsql-2024/mimic_iv/{train,valid}``) and the EHRSQL eICU questions (``ehrsql/eicu/valid.json``),
+both CC BY 4.0; none of them is SCARE. They are compiled once (``ehrguard train banks``) into files
+that ship with ehrguard (:mod:`ehrguard.verify.offline.artifacts`), so a user needs none of the
+source files; without a compiled bank the sources under ``$EHRGUARD_DATA_DIR`` are used, if there.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from ehrguard.benchmarks.ehrsql import ehrsql_pairs
 from ehrguard.config import setting, switch_setting
@@ -41,9 +44,15 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Template:
-    pattern: re.Pattern[str]
+    source: str  # the regular expression a question must match in full, as text (compiled on first use)
     sql: str  # str.format template; slots s0.. (names), p (patient id), n0.. (numbers)
     words: frozenset[str]
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """The compiled pattern: compiled when a question first reaches this skeleton (most never do), so a bank of
+        thousands loads without compiling thousands of expressions."""
+        return re.compile(self.source)
 
     def fill(self, match: re.Match[str]) -> str:
         values = {k: v.replace("'", "''") for k, v in match.groupdict().items()}
@@ -141,7 +150,7 @@ def abstract(question: str, sql: str) -> Template | None:
     pattern += _fixed(q[pos:]) + r"[?.!\s]*"
     fixed.append(q[pos:])
     words = frozenset(w for part in fixed for w in WORD.findall(part))
-    return Template(re.compile(pattern), template_sql, words)
+    return Template(pattern, template_sql, words)
 
 
 def _fixed(text: str) -> str:
@@ -151,13 +160,16 @@ def _fixed(text: str) -> str:
 class TemplateBank:
     """Skeletons of many (question, SQL) pairs, searchable by the words of a new question."""
 
-    def __init__(self, pairs: list[tuple[str, str]]) -> None:
-        seen: dict[tuple[str, str], Template] = {}
-        for question, sql in pairs:
-            t = abstract(question, sql)
-            if t is not None:
-                seen.setdefault((t.pattern.pattern, t.sql), t)
-        self.templates = list(seen.values())
+    def __init__(self, pairs: list[tuple[str, str]], *, templates: list[Template] | None = None) -> None:
+        """The bank of ``pairs``, or of ready ``templates`` (read from a compiled artifact)."""
+        if templates is None:
+            seen: dict[tuple[str, str], Template] = {}
+            for question, sql in pairs:
+                t = abstract(question, sql)
+                if t is not None:
+                    seen.setdefault((t.source, t.sql), t)
+            templates = list(seen.values())
+        self.templates = templates
         # Each skeleton is filed under its rarest fixed word: a question it fits contains that word, so looking
         # up the question's words finds every skeleton that could fit, and few others.
         frequency: dict[str, int] = defaultdict(int)
@@ -222,7 +234,7 @@ def bank_source(db_id: str) -> Callable[[Path], list[tuple[str, str]]] | None:
 BANK_SOURCES = {db_id: BANK_LOADERS[p.bank] for db_id, p in PROFILES.items() if p.bank}  # by database, for callers that name one
 
 
-BANK_NAMESPACES = ("bank_pairs", "template_bank", "form_bank")  # what the runtime holds of the banks
+BANK_NAMESPACES = ("bank_pairs", "template_bank", "form_bank", "compiled_bank")  # what the runtime holds of the banks
 
 
 def loaded(namespace: str, build: Callable[[str, str], T | None], db_id: str, data_dir: str | None) -> T | None:
@@ -254,6 +266,20 @@ def bank_pairs(db_id: str, data_dir: str) -> tuple[tuple[str, str], ...]:
     return runtime().memo("bank_pairs", (db_id, data_dir), read)
 
 
+def compiled_bank(db_id: str) -> Any:
+    """The shipped, compiled bank of a database's question set (``verify/offline/artifacts.py``), read once per
+    process; None when the database has no question set or its file is missing (a warning says so)."""
+    name = get_profile(db_id).bank
+    if not name:
+        return None
+    from ehrguard.verify.offline.artifacts import load_compiled
+
+    return runtime().memo("compiled_bank", name, lambda: load_compiled(name))
+
+
 def _load_bank(db_id: str, data_dir: str) -> TemplateBank | None:
-    pairs = bank_pairs(db_id, data_dir)
+    compiled = compiled_bank(db_id)
+    if compiled is not None:
+        return cast(TemplateBank, compiled.templates)
+    pairs = bank_pairs(db_id, data_dir)  # no compiled bank: its sources, when the data directory has them
     return TemplateBank(list(pairs)) if pairs else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ehrguard.config import setting
+from ehrguard.config import setting, switch_setting
 from ehrguard.db.engine import Result
 from ehrguard.errors import ConfigError, DatabaseError
 from ehrguard.evaluation.execution_match import answers_match, canonical_answer
@@ -117,7 +117,16 @@ class OfflineVerifier:
         return {"method": self.name, "operating_point": self.operating_point, "policy": policy, "calibration": calibration,
                 "question_model": str(self.classifier.path), "question_model_sha256": self.classifier.sha256,
                 "features": self.classifier.name, "templates": self.use_templates, "cascade": self.classifier.cascade,
-                "forms": self.use_forms}
+                "forms": self.use_forms, "banks": self._banks()}
+
+    def _banks(self) -> dict[str, str] | str:
+        """The compiled question banks this verifier reads, by checksum ("missing" or "altered" when a file is not as
+        shipped; "off" when known questions are not used): a run records what it ran with, not a flag."""
+        if not (self.use_templates or self.use_forms) or not switch_setting("template_bank"):
+            return "off"
+        from ehrguard.verify.offline.artifacts import bank_status
+
+        return {name: entry["sha256"] if entry["state"] == "ok" else entry["state"] for name, entry in bank_status().items()}
 
     def verify(self, case: Case) -> Verdict:
         return decide(self.gather(case), self.policy)
