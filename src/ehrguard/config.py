@@ -269,7 +269,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("llm_prices", "", "JSON price table for cost estimates: `{model: {input: $, output: $}}` per million tokens", kind="path"),
         Setting("calibration", "auto", "the offline verifier's calibrated confidence: `auto` (the shipped fit), `off` (the uncalibrated "
                 "bar on the answerable probability) or the path of a fit from `ehrguard train calibration`"),
-        Setting("template_bank", "on", "`off`: the offline verifier ignores the EHRSQL template bank (built from the data dir)",
+        Setting("template_bank", "on", "`off`: the offline verifier ignores the known-question banks (compiled from EHRSQL, shipped)",
                 kind="switch"),
         Setting("tokenizer", "", "another MiniLM tokenizer file; empty: the copy shipped with ehrguard (without any tokenizer the "
                 "offline verifier uses its lexical model)", kind="path"),
