@@ -243,3 +243,24 @@ def test_the_memory_limit_stops_a_query_with_a_typed_error(sqlite_path: Path, du
             open_database(duck_path).execute("SELECT count(DISTINCT range) FROM range(50000000)", timeout_s=20)
     finally:
         stop_workers()
+
+
+def test_the_value_lexicon_is_read_instead_of_the_database_and_goes_stale_with_it(sqlite_path: Path, monkeypatch):
+    from ehrguard.db import ValueIndex, build_lexicon, lexicon_state
+    from ehrguard.db.lexicon import lexicon_path
+
+    assert lexicon_state(sqlite_path) == "missing"
+    db = open_database(sqlite_path, isolated=False)
+    out = build_lexicon(db, [("t", "b")])
+    assert out == lexicon_path(sqlite_path) and lexicon_state(sqlite_path) == "ok"
+    queried = ValueIndex(open_database(sqlite_path, isolated=False)).values("t", "b")
+    calls: list[str] = []
+    reader = open_database(sqlite_path, isolated=False)
+    monkeypatch.setattr(reader, "execute", lambda sql, **kw: calls.append(sql))
+    assert ValueIndex(reader).values("t", "b") == queried and calls == []  # from the lexicon, in the query's order
+    conn = sqlite3.connect(sqlite_path)
+    conn.execute("INSERT INTO t VALUES (99, 'new')")
+    conn.commit()
+    conn.close()
+    assert lexicon_state(sqlite_path) == "stale"
+    assert "new" in ValueIndex(open_database(sqlite_path, isolated=False)).values("t", "b")  # stale: queried again

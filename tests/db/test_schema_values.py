@@ -31,3 +31,15 @@ def test_value_index_on_the_real_dictionary(mimic_iv_db: Path):
     lookup = ValueIndex(open_database(mimic_iv_db)).lookup("d_icd_procedures", "long_title", "single vessel")
     assert not lookup.exists
     assert lookup.nearest[0].value == "procedure on single vessel"
+
+
+def test_db_build_writes_the_value_lexicon_and_it_answers_as_the_database_does(mimic_iv_db):
+    from ehrguard.db import ValueIndex, lexicon_state, open_database
+    from ehrguard.db.lexicon import load_lexicon
+
+    assert lexicon_state(mimic_iv_db) == "ok"
+    stored = load_lexicon(mimic_iv_db)
+    assert stored is not None and len(stored["d_icd_diagnoses.long_title"] or []) > 10_000
+    db = open_database(mimic_iv_db, isolated=False)
+    rows = db.execute("SELECT DISTINCT CAST(drug AS TEXT) FROM prescriptions WHERE drug IS NOT NULL", max_rows=500_000).rows
+    assert ValueIndex(db).values("prescriptions", "drug") == [r[0] for r in rows]

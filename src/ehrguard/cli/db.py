@@ -21,6 +21,7 @@ from ehrguard.db import (
     open_database,
     read_schema,
 )
+from ehrguard.errors import ConfigError
 
 
 @click.group("db")
@@ -150,3 +151,20 @@ def values_command(db_path: str, table: str, column: str, literal: str, k: int, 
         click.echo(f"'{literal}' is not a value of {table}.{column}. Nearest:")
         for m in lookup.nearest:
             click.echo(f"  {m.score:.2f}  {m.value}")
+
+
+@db_group.command("lexicon")
+@db_option
+@click.option("--db-id", default=None, help="The database's conventions (mimic_iv, eicu, ...): guessed from the file name.")
+def lexicon_command(db_path: str, db_id: str | None) -> None:
+    """Write the value lexicon beside a database (done by `db build`; run it for a database built elsewhere or changed)."""
+    from ehrguard.db import build_lexicon
+    from ehrguard.profiles import get_profile, profile_for_file
+
+    path = locate_database(db_path)
+    profile = get_profile(db_id) if db_id else profile_for_file(path)
+    if not profile.value_columns:
+        raise ConfigError(f"The {profile.db_id} conventions name no value columns; pass --db-id (mimic_iv, eicu, ...).")
+    db = open_database(path, isolated=False)
+    out = build_lexicon(db, [(c.rsplit(".", 1)[0], c.rsplit(".", 1)[1]) for c in profile.value_columns])
+    console.print(f"{out}: {len(profile.value_columns)} columns, {out.stat().st_size / 2**20:.1f} MiB")

@@ -69,10 +69,20 @@ class _ColumnIndex:
     def __init__(self, values: list[str]) -> None:
         self.values = values
         self.exact = set(values)
-        self.grams: dict[str, list[int]] = defaultdict(list)
-        for i, v in enumerate(values):
-            for g in _trigrams(v.lower()):
-                self.grams[g].append(i)
+        self._grams: dict[str, list[int]] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def grams(self) -> dict[str, list[int]]:
+        """Trigram -> the values holding it, built on the first fuzzy lookup (most columns are only read whole)."""
+        with self._lock:
+            if self._grams is None:
+                grams: dict[str, list[int]] = defaultdict(list)
+                for i, v in enumerate(self.values):
+                    for g in _trigrams(v.lower()):
+                        grams[g].append(i)
+                self._grams = grams
+            return self._grams
 
     def nearest(self, literal: str, k: int) -> list[Match]:
         counts: dict[int, int] = defaultdict(int)
@@ -93,6 +103,7 @@ class ValueIndex:
         self._schema = read_schema(db)
         self._columns: dict[tuple[str, str], _ColumnIndex | None] = {}
         self._lock = threading.Lock()
+        self._lexicon: dict[str, list[str] | None] | None | bool = False  # False: not read yet
 
     def _load(self, table: str, column: str) -> _ColumnIndex | None:
         key = (table.lower(), column.lower())
@@ -102,7 +113,10 @@ class ValueIndex:
         t = self._schema.table(table)
         c = t.column(column) if t else None
         index: _ColumnIndex | None = None
-        if t is not None and c is not None:
+        stored = self._stored(f"{key[0]}.{key[1]}")
+        if stored is not None:  # the database's lexicon holds this column (None inside: too many values)
+            index = _ColumnIndex(stored[0]) if stored[0] is not None else None
+        elif t is not None and c is not None:
             q_table = t.qualified_name
             result = self.db.execute(
                 f'SELECT DISTINCT CAST("{c.name}" AS TEXT) FROM {q_table} WHERE "{c.name}" IS NOT NULL',
@@ -114,6 +128,17 @@ class ValueIndex:
         with self._lock:
             self._columns[key] = index
         return index
+
+    def _stored(self, key: str) -> tuple[list[str] | None] | None:
+        """``(values,)`` of a column the database's lexicon holds, else None (no lexicon, or not this column)."""
+        if self._lexicon is False:
+            from ehrguard.db.lexicon import load_lexicon
+
+            path = getattr(self.db, "path", None)
+            self._lexicon = load_lexicon(path) if path is not None else None
+        if not isinstance(self._lexicon, dict) or key not in self._lexicon:
+            return None
+        return (self._lexicon[key],)
 
     def values(self, table: str, column: str) -> list[str]:
         index = self._load(table, column)

@@ -172,8 +172,26 @@ def build_database(
         )
     started = time.perf_counter()
     report = builder.run(src, Path(out), progress)
+    _write_lexicon(Path(out), name, progress)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _write_lexicon(out: Path, name: str, progress: Progress) -> None:
+    """The value lexicon of the database's name columns, beside it (``ehrguard.db.lexicon``)."""
+    from ehrguard.db.engine import open_database
+    from ehrguard.db.lexicon import build_lexicon
+    from ehrguard.profiles import PROFILES
+
+    profile = PROFILES.get(name)
+    if profile is None or not profile.value_columns:
+        return
+    progress.step("writing the value lexicon")
+    db = open_database(out, isolated=False)
+    try:
+        build_lexicon(db, [tuple(c.rsplit(".", 1)) for c in profile.value_columns])  # type: ignore[misc]
+    finally:
+        db.close()
 
 
 __all__ = ["BUILDERS", "BuildReport", "Builder", "Progress", "build_database", "get_builder", "source_folders"]
