@@ -17,6 +17,7 @@ Examples:
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -33,6 +34,15 @@ def file_key(path: str | Path) -> tuple[str, int, int]:
     p = Path(path).resolve()
     st = p.stat()
     return str(p), st.st_mtime_ns, st.st_size
+
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes, read a megabyte at a time."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 class Runtime:
@@ -155,4 +165,4 @@ def reset_runtime() -> None:
     _DEFAULT.reset()
 
 
-__all__ = ["Runtime", "file_key", "reset_runtime", "runtime"]
+__all__ = ["Runtime", "file_key", "file_sha256", "reset_runtime", "runtime"]

@@ -79,7 +79,7 @@ def test_the_verifier_corrects_the_same_without_any_source_file(shared_data: Pat
     from ehrguard.verify import database_context, verify
 
     wrong = [i for i in load_scare(shared_data / "scare" / "mimic_iv_dev.json") if not i.exec_acc and i.type in ("easy", "medium", "hard")]
-    items = wrong[:24]
+    items = wrong[:12]
     monkeypatch.setenv("EHRGUARD_TEMPLATE_BANK", "on")
 
     def verdicts(data_dir: Path) -> list[tuple[str, str | None, str]]:
@@ -96,4 +96,4 @@ def test_the_verifier_corrects_the_same_without_any_source_file(shared_data: Pat
     empty.mkdir()
     with_sources, without = verdicts(shared_data), verdicts(empty)
     assert with_sources == without
-    assert sum(action == "correct" for action, _, _ in without) >= 6  # the banks do correct wrong candidates here
+    assert sum(action == "correct" for action, _, _ in without) >= 3  # the banks do correct wrong candidates here

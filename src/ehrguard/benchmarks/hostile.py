@@ -13,7 +13,6 @@ afterwards; and it reports how long the stopped queries took against their limit
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections import Counter, defaultdict
@@ -31,6 +30,7 @@ from ehrguard.errors import (
     ReadOnlyViolationError,
 )
 from ehrguard.evaluation.stats import percent
+from ehrguard.runtime import file_sha256
 
 CORPUS = Path(__file__).parent / "hostile_data" / "adversarial.json"
 OUTCOMES = ("ok", "truncated", "read_only", "refused", "too_large", "stopped", "error")
@@ -141,14 +141,6 @@ def classify(outcome: Result | Exception) -> str:
     return "error" if isinstance(outcome, DatabaseError) else f"crash ({type(outcome).__name__})"
 
 
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _listing(*folders: Path) -> set[str]:
     return {str(p) for folder in folders for p in folder.iterdir()}
 
@@ -157,7 +149,7 @@ def run_hostile(db: Database, *, timeout_s: float = 1.0, categories: tuple[str, 
     """Run the corpus for ``db``'s engine, each case under ``timeout_s``, and check that nothing changed."""
     cases = [c for c in load_corpus(db.dialect, corpus) if not categories or c.category in categories]
     folders = (db.path.parent, Path.cwd())
-    before, listed, existing = _digest(db.path), _listing(*folders), {p for p in WRITTEN_PATHS if Path(p).exists()}
+    before, listed, existing = file_sha256(db.path), _listing(*folders), {p for p in WRITTEN_PATHS if Path(p).exists()}
     report = HostileReport(engine=db.dialect, timeout_s=timeout_s)
     for case in cases:
         started = time.perf_counter()
@@ -168,7 +160,7 @@ def run_hostile(db: Database, *, timeout_s: float = 1.0, categories: tuple[str, 
         elapsed = time.perf_counter() - started
         message = result.truncated_reason if isinstance(result, Result) else str(result)
         report.outcomes.append(CaseOutcome(case.id, case.category, classify(result), case.expect, round(elapsed, 4), message[:300]))
-    report.file_unchanged = _digest(db.path) == before
+    report.file_unchanged = file_sha256(db.path) == before
     appeared = (_listing(*folders) - listed) | ({p for p in WRITTEN_PATHS if Path(p).exists()} - existing)
     report.new_files = sorted(appeared)
     return report

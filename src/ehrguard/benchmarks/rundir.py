@@ -9,7 +9,6 @@ with the environment. Resuming with a different configuration is refused.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -21,18 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from ehrguard.errors import RunError
+from ehrguard.runtime import file_sha256 as file_sha256  # re-exported: run folders fingerprint their files with it
 
 PREDICTIONS = "predictions.jsonl"
 CONFIG = "run.json"
 LOG = "run.log"
-
-
-def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def environment() -> dict[str, Any]:

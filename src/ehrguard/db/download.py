@@ -7,7 +7,6 @@ checksum is kept, so an interrupted download resumes.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import urllib.request
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from pathlib import Path
 
 from ehrguard.config import data_dir
 from ehrguard.errors import ConfigError, DatasetError
+from ehrguard.runtime import file_sha256
 
 PHYSIONET = "https://physionet.org/files"
 DEMO_URLS = {
@@ -39,12 +39,7 @@ def parse_checksums(text: str) -> dict[str, str]:
     return sums
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+sha256_of = file_sha256
 
 
 def _fetch(url: str, target: Path, timeout: float) -> None:

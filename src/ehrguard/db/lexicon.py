@@ -12,13 +12,14 @@ before, and ``ehrguard doctor`` says how to rebuild it.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import os
 import pickle
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from ehrguard.runtime import file_sha256
 
 FORMAT = 1
 SUFFIX = ".lexicon"
@@ -35,12 +36,7 @@ def lexicon_path(db_path: str | Path) -> Path:
     return p.with_name(p.name + SUFFIX)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+_sha256 = file_sha256
 
 
 def fingerprint(db_path: Path) -> dict[str, Any]:
