@@ -38,8 +38,13 @@ def test_db_build_writes_the_value_lexicon_and_it_answers_as_the_database_does(m
     from ehrguard.db.lexicon import load_lexicon
 
     assert lexicon_state(mimic_iv_db) == "ok"
+    from ehrguard.db.lexicon import normal_form
+
     stored = load_lexicon(mimic_iv_db)
-    assert stored is not None and len(stored["d_icd_diagnoses.long_title"] or []) > 10_000
+    assert stored is not None
+    titles = stored["d_icd_diagnoses.long_title"]
+    assert titles is not None and len(titles["values"]) > 10_000
+    assert titles["normals"] == [normal_form(v) for v in titles["values"]]  # the fast normalisation is the plain one
     db = open_database(mimic_iv_db, isolated=False)
     rows = db.execute("SELECT DISTINCT CAST(drug AS TEXT) FROM prescriptions WHERE drug IS NOT NULL", max_rows=500_000).rows
     assert ValueIndex(db).values("prescriptions", "drug") == [r[0] for r in rows]

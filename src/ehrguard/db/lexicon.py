@@ -4,7 +4,8 @@ The checks read every value of a database's name columns (drug names, lab and it
 diagnosis titles: ~200,000 values on the MIMIC-IV demo) on the first verification; querying
 them costs seconds. ``ehrguard db build`` (or ``ehrguard db lexicon DB`` for a database built
 elsewhere) writes them to ``<file>.lexicon`` beside the database: a gzip-compressed pickle of plain
-values with the database's fingerprint (size, modification time and SHA-256). A lexicon whose
+values (each column's values and their normal forms) with the database's fingerprint (size,
+modification time and SHA-256). A lexicon whose
 fingerprint does not match its database is stale and ignored: the values are then queried as
 before, and ``ehrguard doctor`` says how to rebuild it.
 """
@@ -15,15 +16,36 @@ import gzip
 import io
 import os
 import pickle
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from ehrguard.runtime import file_sha256
 
-FORMAT = 1
+FORMAT = 2
 SUFFIX = ".lexicon"
 MAX_DISTINCT = 500_000  # as the value index: a column with more distinct values is free text, not names
+
+
+# Every ASCII character that is not a lower-case letter or a digit, as a space: normal_form by str.translate.
+_SPACES = str.maketrans({chr(i): " " for i in range(128) if not (chr(i).isdigit() or "a" <= chr(i) <= "z")})
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def normal_form(text: str) -> str:
+    """A value or a phrase as its lower-case words and digits, one space apart: ``'Heparin (Porcine)'`` -> ``'heparin porcine'``."""
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def normal_forms(values: list[str]) -> list[str]:
+    """:func:`normal_form` of every value (a column can hold 100,000 names): by translation, and by the regular
+    expression only for the few values with characters beyond ASCII."""
+    out = []
+    for v in values:
+        low = v.lower()
+        out.append(" ".join(low.translate(_SPACES).split()) if low.isascii() else normal_form(v))
+    return out
 
 
 class _PlainUnpickler(pickle.Unpickler):
@@ -49,7 +71,7 @@ def build_lexicon(db: Any, columns: list[tuple[str, str]]) -> Path:
     from ehrguard.db.schema import read_schema
 
     schema = read_schema(db)
-    values: dict[str, list[str] | None] = {}
+    values: dict[str, dict[str, list[str]] | None] = {}
     for table, column in columns:
         t = schema.table(table)
         c = t.column(column) if t else None
@@ -57,7 +79,8 @@ def build_lexicon(db: Any, columns: list[tuple[str, str]]) -> Path:
             continue
         result = db.execute(f'SELECT DISTINCT CAST("{c.name}" AS TEXT) FROM {t.qualified_name} WHERE "{c.name}" IS NOT NULL',
                             max_rows=MAX_DISTINCT, timeout_s=600)
-        values[f"{table.lower()}.{column.lower()}"] = None if result.truncated else [r[0] for r in result.rows]
+        found = [r[0] for r in result.rows]
+        values[f"{table.lower()}.{column.lower()}"] = None if result.truncated else {"values": found, "normals": normal_forms(found)}
     body = {"format": FORMAT, "database": fingerprint(db.path), "columns": values}
     out = lexicon_path(db.path)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
@@ -72,9 +95,9 @@ def lexicon_state(db_path: str | Path) -> str:
     return "ok" if load_lexicon(db_path) is not None else "missing" if not lexicon_path(db_path).is_file() else "stale"
 
 
-def load_lexicon(db_path: str | Path) -> dict[str, list[str] | None] | None:
-    """The lexicon's values by ``table.column`` (None for a column too large to hold), or None when there is no lexicon
-    for this version of the file."""
+def load_lexicon(db_path: str | Path) -> dict[str, dict[str, list[str]] | None] | None:
+    """The lexicon's columns by ``table.column``: ``{"values": [...], "normals": [...]}`` (their :func:`normal_form`, in
+    the same order), or None for a column too large to hold; None when there is no lexicon for this version of the file."""
     db = Path(db_path)
     path = lexicon_path(db)
     try:

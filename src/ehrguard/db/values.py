@@ -66,8 +66,9 @@ def similarity(a: str, b: str) -> float:
 
 
 class _ColumnIndex:
-    def __init__(self, values: list[str]) -> None:
+    def __init__(self, values: list[str], normals: list[str] | None = None) -> None:
         self.values = values
+        self.normals = normals  # their normal forms, when the lexicon holds them (computed on first use otherwise)
         self.exact = set(values)
         self._grams: dict[str, list[int]] | None = None
         self._lock = threading.Lock()
@@ -103,7 +104,7 @@ class ValueIndex:
         self._schema = read_schema(db)
         self._columns: dict[tuple[str, str], _ColumnIndex | None] = {}
         self._lock = threading.Lock()
-        self._lexicon: dict[str, list[str] | None] | None | bool = False  # False: not read yet
+        self._lexicon: dict[str, dict[str, list[str]] | None] | None | bool = False  # False: not read yet
 
     def _load(self, table: str, column: str) -> _ColumnIndex | None:
         key = (table.lower(), column.lower())
@@ -115,7 +116,7 @@ class ValueIndex:
         index: _ColumnIndex | None = None
         stored = self._stored(f"{key[0]}.{key[1]}")
         if stored is not None:  # the database's lexicon holds this column (None inside: too many values)
-            index = _ColumnIndex(stored[0]) if stored[0] is not None else None
+            index = _ColumnIndex(stored[0]["values"], stored[0]["normals"]) if stored[0] is not None else None
         elif t is not None and c is not None:
             q_table = t.qualified_name
             result = self.db.execute(
@@ -129,7 +130,7 @@ class ValueIndex:
             self._columns[key] = index
         return index
 
-    def _stored(self, key: str) -> tuple[list[str] | None] | None:
+    def _stored(self, key: str) -> tuple[dict[str, list[str]] | None] | None:
         """``(values,)`` of a column the database's lexicon holds, else None (no lexicon, or not this column)."""
         if self._lexicon is False:
             from ehrguard.db.lexicon import load_lexicon
@@ -143,6 +144,17 @@ class ValueIndex:
     def values(self, table: str, column: str) -> list[str]:
         index = self._load(table, column)
         return list(index.values) if index else []
+
+    def normals(self, table: str, column: str) -> list[str]:
+        """The :func:`~ehrguard.db.lexicon.normal_form` of each of :meth:`values`, in the same order."""
+        from ehrguard.db.lexicon import normal_forms
+
+        index = self._load(table, column)
+        if index is None:
+            return []
+        if index.normals is None:
+            index.normals = normal_forms(index.values)
+        return list(index.normals)
 
     def lookup(self, table: str, column: str, literal: str, *, k: int = 3) -> Lookup:
         """Is ``literal`` a value of ``table.column``? Also the ``k`` nearest values.

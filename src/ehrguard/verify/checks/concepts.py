@@ -17,6 +17,7 @@ import re
 
 from sqlglot import exp
 
+from ehrguard.db.lexicon import normal_form
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
@@ -39,23 +40,8 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", text.lower())
 
 
-def _normal(text: str) -> str:
-    return " ".join(_words(text))
-
-
-# Every ASCII character that is not a lower-case letter or a digit, as a space: _normal by str.translate.
-_SPACES = str.maketrans({chr(i): " " for i in range(128) if not (chr(i).isdigit() or "a" <= chr(i) <= "z")})
+_normal = normal_form
 _HAS_LETTER = re.compile(r"[a-z]")
-
-
-def _normals(values: list[str]) -> list[str]:
-    """``_normal`` of every value (a column can hold 100,000 names): by translation, and by the regular expression only
-    for the few values with characters beyond ASCII."""
-    out = []
-    for v in values:
-        low = v.lower()
-        out.append(" ".join(low.translate(_SPACES).split()) if low.isascii() else _normal(v))
-    return out
 
 
 def _stem(word: str) -> str:
@@ -77,9 +63,9 @@ def supported(literal: str, question: str) -> bool:
 class _Names:
     """The values of one column, by their normal form, and which of them a text names."""
 
-    def __init__(self, values: list[str]) -> None:
+    def __init__(self, values: list[str], normals: list[str]) -> None:
         self.by_normal: dict[str, str] = {}
-        for v, n in zip(values, _normals(values), strict=True):
+        for v, n in zip(values, normals, strict=True):
             if len(n) >= 3 and n.count(" ") < MAX_WORDS and n not in _PLAIN and _HAS_LETTER.search(n):
                 self.by_normal.setdefault(n, v)
         self.count = len(values)
@@ -105,9 +91,9 @@ class _Names:
 def _names(ctx: SqlContext, table: str, column: str) -> _Names:
     def build() -> _Names:
         try:
-            return _Names(ctx.db.values.values(table, column))
+            return _Names(ctx.db.values.values(table, column), ctx.db.values.normals(table, column))
         except DatabaseError:  # a column too slow or too large to index: no names, and not asked again
-            return _Names([])
+            return _Names([], [])
 
     return ctx.db.derived(("names", table, column), build)
 
