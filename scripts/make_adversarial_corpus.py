@@ -283,6 +283,9 @@ HARMLESS = [
     ("SELECT list_sum(range(1000))", "error", "ok"),
     ("SELECT repeat('ab', 3)", "error", "ok"),
     ("SELECT table_name FROM information_schema.tables", "error", "ok"),
+    ("SELECT 'ab'::BLOB AS b, 'x' AS s", "error", "ok"),
+    ("SELECT 'a' AS s; -- a comment after the statement", ["ok", "refused"], "ok"),
+    ("SELECT gender FROM patients ORDER BY subject_id LIMIT 3 /* trailing */ ;", "ok", "ok"),
 ]
 for sql, s, d in HARMLESS:
     add("harmless", sql, s, d)

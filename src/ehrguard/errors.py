@@ -48,6 +48,10 @@ class QueryResourceError(DatabaseError):
     """The query needed more memory than its limit, or its worker process died; nothing else was affected."""
 
 
+class QueryWorkerError(QueryResourceError):
+    """No query worker process could be had (it would not start, or every one stayed busy): the server's fault, not the query's."""
+
+
 class QueryTimeoutError(DatabaseError):
     """The query ran past its wall-clock limit and was interrupted by the engine."""
 

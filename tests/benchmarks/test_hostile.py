@@ -37,7 +37,7 @@ def test_every_hostile_case_ends_as_expected_and_nothing_changes(targets: dict[s
     assert report.file_unchanged and report.new_files == []
     assert not any(o.outcome.startswith("crash") for o in report.outcomes)
     # the limits held: a stopped query came back within the hard deadline, allowing for a worker's restart on a busy machine
-    assert report.stop_ratios()["max"] < 3.0, report.stop_ratios()
+    assert report.stop_ratios()["max"] < 4.0, report.stop_ratios()
 
 
 def test_classify_and_parts():

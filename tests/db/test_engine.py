@@ -264,3 +264,23 @@ def test_the_value_lexicon_is_read_instead_of_the_database_and_goes_stale_with_i
     conn.close()
     assert lexicon_state(sqlite_path) == "stale"
     assert "new" in ValueIndex(open_database(sqlite_path, isolated=False)).values("t", "b")  # stale: queried again
+
+
+def test_a_worker_that_cannot_start_is_a_typed_error_and_nothing_waits_for_it(sqlite_path: Path):
+    from ehrguard.errors import QueryWorkerError
+
+    db = open_database(sqlite_path)
+    assert db.execute("SELECT count(*) FROM t").rows == [(50,)]
+    sqlite_path.write_bytes(b"this is no longer a database" * 100)  # a new version of the file, unreadable by a new worker
+    for _ in range(2):  # the second call must not wait for a replacement that never comes
+        started = time.perf_counter()
+        with pytest.raises(QueryWorkerError, match="Could not start a query worker"):
+            db.execute("SELECT 1")
+        assert time.perf_counter() - started < 30
+
+
+def test_duckdb_results_with_blobs_and_a_comment_after_the_semicolon(duck_path: Path):
+    db = open_database(duck_path)
+    assert db.execute("SELECT 'ab'::BLOB AS b, 'x' AS s").rows == [(b"ab", "x")]
+    assert db.execute("SELECT 'a' AS s; -- a comment after the statement").rows == [("a",)]
+    assert db.execute("SELECT b FROM mimiciv_hosp.t ORDER BY a DESC LIMIT 2 /* trailing */ ;").rows == [("v49",), ("v48",)]

@@ -208,7 +208,7 @@ def test_raw_queries_beyond_the_slots_are_told_to_retry(mimic_iv_db, tmp_path, m
     (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
     monkeypatch.setenv("EHRGUARD_DB_DIR", str(dbs))
     monkeypatch.setenv("EHRGUARD_MAX_CONCURRENT_QUERIES", "2")  # one for each caller at most
-    monkeypatch.setenv("EHRGUARD_QUERY_TIMEOUT", "3")
+    monkeypatch.setenv("EHRGUARD_QUERY_TIMEOUT", "5")
     client = TestClient(create_app(tokens=["test-token", "other"], audit=AuditLog(tmp_path / "a.sqlite"), rate_limit=1000))
     endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
     slow: dict[str, object] = {}
@@ -216,7 +216,7 @@ def test_raw_queries_beyond_the_slots_are_told_to_retry(mimic_iv_db, tmp_path, m
     runner.start()
     import time
 
-    time.sleep(1.5)  # the endless query holds this caller's one slot
+    time.sleep(2.5)  # the endless query holds this caller's one slot (its database context is built first)
     busy = client.post("/v1/sql", json={"db": "mimic_iv", "sql": "SELECT 1"}, headers=AUTH)
     other = client.post("/v1/sql", json={"db": "mimic_iv", "sql": "SELECT 1"}, headers={"Authorization": "Bearer other"})
     runner.join()

@@ -43,4 +43,4 @@ def test_runaway_queries_do_not_starve_verification_or_other_callers(mimic_iv_db
     assert kinds["runaway"]["requests"] > 0 and kinds["runaway"]["unexpected"] == 0, kinds["runaway"]
     assert kinds["runaway"]["status"].get(422, 0) > 0  # runaways were stopped by their limit, not just turned away
     # a normal query waits at most for a slot, never behind a runaway query's whole run
-    assert kinds["sql"]["latency_ms"]["p99"] < 2000, kinds["sql"]
+    assert kinds["sql"]["latency_ms"]["p99"] < 3000, kinds["sql"]

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ehrguard.config import SETTINGS, int_setting, setting
-from ehrguard.db.limits import ENGINE_VALUE_BYTES, QueryLimits, check_sql_size, fetch_bounded
+from ehrguard.db.limits import ENGINE_VALUE_BYTES, QueryLimits, check_sql_size, fetch_bounded, statement_body
 from ehrguard.errors import (
     DatabaseError,
     DatabaseNameError,
@@ -311,9 +311,10 @@ class SQLiteDatabase(_Engine):
         if "not authorized" in message or "prohibited" in message or "readonly" in message:
             what = ", ".join(dict.fromkeys(self._local.denied)) or "a write"
             return ReadOnlyViolationError(f"Refused by the read-only guard ({what}): {message}")
-        if "out of memory" in message:
+        code = getattr(exc, "sqlite_errorname", "")
+        if code == "SQLITE_NOMEM" or (not code and "out of memory" in message):
             return _memory_error()
-        if "too big" in message:
+        if code == "SQLITE_TOOBIG" or (not code and "too big" in message):
             return QueryResourceError(
                 f"A value in the query grew past {ENGINE_VALUE_BYTES >> 20} MiB and was stopped ({message}). Narrow the query."
             )
@@ -379,6 +380,7 @@ def _duckdb_connect(path: Path) -> Any:
                 "memory_limit": f"{int_setting('query_memory')}MiB", "temp_directory": "",
                 "threads": max(1, min(4, os.cpu_count() or 1)),
             })
+            conn.execute("SET enable_progress_bar = false")  # it would print to stderr on every long query
             conn.execute("SET lock_configuration = true")
         except duckdb.Error as exc:
             raise DatabaseError(f"{path} is not a readable DuckDB database: {exc}") from exc
@@ -472,14 +474,11 @@ def _bounded_columns(sql: str, types: list[Any], limits: QueryLimits) -> str:
             exprs.append(f"left(CAST({ref} AS VARCHAR), {keep})")
         elif kind.id == "varchar":
             exprs.append(f"left({ref}, {keep})")
-        elif kind.id == "blob":
-            exprs.append(f"substr({ref}, 1, {keep})")
-        else:
+        else:  # numbers, dates, blobs (cut when fetched: DuckDB has no substring of a blob)
             exprs.append(ref)
     if all(e.startswith("#") for e in exprs):
         return sql
-    body = sql.strip().rstrip(";")
-    return f"SELECT {', '.join(exprs)} FROM (\n{body}\n) AS bounded"
+    return f"SELECT {', '.join(exprs)} FROM (\n{statement_body(sql)}\n) AS bounded"
 
 
 def _duckdb_error(exc: Exception, timed_out: bool, limits: QueryLimits) -> DatabaseError:

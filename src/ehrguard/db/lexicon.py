@@ -84,9 +84,14 @@ def build_lexicon(db: Any, columns: list[tuple[str, str]]) -> Path:
     body = {"format": FORMAT, "database": fingerprint(db.path), "columns": values}
     out = lexicon_path(db.path)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(gzip.compress(pickle.dumps(body, protocol=4), compresslevel=6, mtime=0))
-    os.replace(tmp, out)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(gzip.compress(pickle.dumps(body, protocol=4), compresslevel=6, mtime=0))
+        os.chmod(tmp, db.path.stat().st_mode & 0o666 | 0o444)  # readable wherever the database is (mkstemp makes it 0600)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return out
 
 

@@ -28,7 +28,9 @@ MAX_NESTING = 32
 MAX_SET_OPERATIONS = 500
 MAX_TOKENS = 50_000
 
-_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
+# One pass over SQL text: strings, quoted and bracketed identifiers, comments, whitespace, and everything else in runs.
+_LEXEME = re.compile(r"'(?:[^']|'')*'?|\"(?:[^\"]|\"\")*\"?|`[^`]*`?|\[[^\]]*\]?|--[^\n]*|/\*.*?(?:\*/|\Z)|\s+|;|[^'\"`\[\s;/-]+|.",
+                     re.DOTALL)
 _SET_OPERATION = re.compile(r"\b(?:UNION|INTERSECT|EXCEPT)\b", re.IGNORECASE)
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -70,7 +72,7 @@ def check_sql_size(sql: str) -> None:
         raise QueryTooLargeError(
             f"The SQL is {len(sql):,} characters long; the limit is {limit:,} (EHRGUARD_MAX_SQL_CHARS). Shorten it."
         )
-    bare = _QUOTED.sub("''", sql)
+    bare = _bare(sql)
     depth = deepest = 0
     for char in bare:
         if char == "(":
@@ -88,6 +90,30 @@ def check_sql_size(sql: str) -> None:
     tokens = len(_TOKEN.findall(bare))
     if tokens > MAX_TOKENS:
         raise QueryTooLargeError(f"The SQL has {tokens:,} tokens; the limit is {MAX_TOKENS:,}. Shorten it.")
+
+
+def _bare(sql: str) -> str:
+    """The SQL with every string and quoted identifier emptied and every comment a space: what is left is structure."""
+    out = []
+    for m in _LEXEME.finditer(sql):
+        text = m.group(0)
+        if text.startswith(("--", "/*")):
+            out.append(" ")
+        elif text[0] in "'\"`[":
+            out.append("''")
+        else:
+            out.append(text)
+    return "".join(out)
+
+
+def statement_body(sql: str) -> str:
+    """The statement without what trails its last token: whitespace, comments and semicolons (to wrap it in a subquery)."""
+    end = 0
+    for m in _LEXEME.finditer(sql):
+        text = m.group(0)
+        if not (text.isspace() or text == ";" or text.startswith(("--", "/*"))):
+            end = m.end()
+    return sql[:end]
 
 
 def _bounded(row: Sequence[Any], cap: int) -> tuple[tuple[Any, ...], int, bool]:

@@ -121,10 +121,10 @@ class _Worker:
         except (_Stalled, _Died):
             reply = None
         if reply != ("ready",):
-            self.kill()
             self._stderr.seek(0)
             lines = self._stderr.read().decode(errors="replace").strip().splitlines()
-            raise errors.DatabaseError(f"Could not start a query worker for {path}: {lines[-1] if lines else 'no reason given'}")
+            self.kill()
+            raise errors.QueryWorkerError(f"Could not start a query worker for {path}: {lines[-1] if lines else 'no reason given'}")
 
     def send(self, request: object) -> None:
         assert self.proc.stdin is not None
@@ -175,18 +175,23 @@ class _Worker:
 class _Pool:
     """The workers of one database file: at most ``size``, idle ones kept."""
 
-    def __init__(self, path: Path, size: int) -> None:
-        self.path, self.size = path, size
+    def __init__(self, path: Path, size: int, key: tuple[str, int, int] | None = None) -> None:
+        self.path, self.size, self.key = path, size, key
         self.idle: list[_Worker] = []
         self.count = 0
         self.starting = 0  # workers starting in the background
         self.cond = threading.Condition(_LOCK)
 
     def acquire(self) -> _Worker:
+        deadline = time.monotonic() + START_TIMEOUT_S
         with self.cond:
             # a worker starting in the background is further along than a new one would be: wait for it
             while not self.idle and (self.count >= self.size or self.starting):
-                self.cond.wait()
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise errors.QueryWorkerError(f"Every query worker for {self.path} stayed busy for {START_TIMEOUT_S:g} s. "
+                                                  "Retry later, or raise EHRGUARD_MAX_CONCURRENT_QUERIES.")
+                self.cond.wait(remaining)
             if self.idle:
                 return self.idle.pop()
             self.count += 1
@@ -200,6 +205,10 @@ class _Pool:
 
     def release(self, worker: _Worker) -> None:
         with self.cond:
+            if self.key is not None and _POOLS.get(self.key) is not self:  # stopped, or its file was rebuilt
+                self.count -= 1
+                worker.kill()
+                return
             self.idle.append(worker)
             self.cond.notify_all()
             _stop_surplus()
@@ -232,7 +241,7 @@ class _Pool:
     def _replace(self) -> None:
         try:
             fresh = _Worker(self.path)
-        except (errors.DatabaseError, OSError):
+        except Exception:  # noqa: BLE001 - any failure must give the slot back, or acquire would wait for it forever
             with self.cond:
                 self.count -= 1
                 self.starting -= 1
@@ -267,7 +276,7 @@ def _pool(path: Path) -> _Pool:
             _POOLS[old].idle.clear()
             del _POOLS[old]
         if key not in _POOLS:
-            _POOLS[key] = _Pool(resolved, 2 * int_setting("max_concurrent_queries"))
+            _POOLS[key] = _Pool(resolved, 2 * int_setting("max_concurrent_queries"), key)
         return _POOLS[key]
 
 
@@ -283,9 +292,18 @@ def run_in_worker(path: Path, dialect: str, sql: str, limits: QueryLimits) -> An
 
     pool = _pool(path)
     worker = pool.acquire()
-    started, spared = time.monotonic(), False
     try:
         worker.send((sql, limits))
+    except _Died:  # it died while idle (killed from outside): the query never ran, so it runs on a fresh one
+        pool.discard(worker)
+        worker = pool.acquire()
+        try:
+            worker.send((sql, limits))
+        except _Died:
+            pool.discard(worker)
+            raise errors.QueryWorkerError(f"The query workers for {path} stop as they start. See ehrguard doctor.") from None
+    started, spared = time.monotonic(), False
+    try:
         try:  # most queries answer, or are stopped by the engine, by their limit
             reply = worker.receive(started + limits.timeout_s * 1.05 + 0.05)
         except _Stalled:  # past it: it may have to be killed, so warm its successor now
@@ -295,10 +313,13 @@ def run_in_worker(path: Path, dialect: str, sql: str, limits: QueryLimits) -> An
         pool.discard(worker, replace=not spared)
         raise _timeout_error(limits.timeout_s) from None
     except _Died:
-        code = worker.proc.poll()
+        try:
+            code: int | None = worker.proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            code = None
         pool.discard(worker, replace=not spared)
         raise errors.QueryResourceError(
-            f"The query's worker process stopped (exit code {code}), most likely out of memory "
+            f"The query's worker process stopped ({'exit code ' + str(code) if code is not None else 'killed'}), most likely out of memory "
             f"(the limit is {int_setting('query_memory')} MiB). Narrow the query or raise EHRGUARD_QUERY_MEMORY."
         ) from None
     except BaseException:

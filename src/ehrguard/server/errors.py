@@ -25,6 +25,7 @@ from ehrguard.errors import (
     QueryResourceError,
     QueryTimeoutError,
     QueryTooLargeError,
+    QueryWorkerError,
 )
 
 ERRORS: dict[type[EhrguardError], tuple[int, str]] = {
@@ -34,6 +35,7 @@ ERRORS: dict[type[EhrguardError], tuple[int, str]] = {
     QueryTooLargeError: (413, "too_large"),
     QueryTimeoutError: (422, "query_timeout"),
     QueryResourceError: (422, "query_too_costly"),
+    QueryWorkerError: (503, "unavailable"),
     QueryExecutionError: (422, "query_failed"),
     ConfigError: (400, "bad_configuration"),
     LLMError: (502, "model_error"),  # the model server failed, not the request

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ehrguard.errors import DatabaseError, QueryResourceError, QueryTimeoutError
+from ehrguard.errors import DatabaseError, QueryResourceError, QueryTimeoutError, QueryWorkerError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found
 from ehrguard.verify.verdict import Finding
 
@@ -12,7 +12,8 @@ def check_executes(ctx: SqlContext) -> CheckResult:
     can overrun), which keeps its answer from being verified without calling the SQL wrong."""
     result = ctx.execution
     if isinstance(result, (QueryTimeoutError, QueryResourceError)):
-        what = "ran past the checks' time limit" if isinstance(result, QueryTimeoutError) else "needed more memory than the limit"
+        what = ("ran past the checks' time limit" if isinstance(result, QueryTimeoutError) else
+                "found no query worker free to run it" if isinstance(result, QueryWorkerError) else "needed more memory than the limit")
         return found(Finding("not_checked", "warning", f"The query could not be checked: it {what}. Its answer is not verified."))
     if isinstance(result, DatabaseError):
         return found(Finding("execution", "error", f"The query fails on the database: {result}"))
