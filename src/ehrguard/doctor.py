@@ -68,6 +68,7 @@ def _artifacts() -> list[Check]:
 
 def _databases() -> list[Check]:
     from ehrguard.db import built_databases, lexicon_state, open_database
+    from ehrguard.profiles import profile_for_file
     from ehrguard.errors import DatabaseError
 
     folder = path_setting("db_dir")
@@ -80,9 +81,10 @@ def _databases() -> list[Check]:
             db = open_database(path, isolated=False)
             detail = f"{db.dialect}, {path.stat().st_size / 2**20:.1f} MiB"
             db.close()
-            lexicon = lexicon_state(path)
+            lexicon = lexicon_state(path) if profile_for_file(path).value_columns else "not needed"
             checks.append(Check("databases", path.stem, "ok", f"{detail}, value lexicon {lexicon}",
-                                "" if lexicon == "ok" else f"ehrguard db lexicon --db {path} (the first check is slower without it)"))
+                                "" if lexicon in ("ok", "not needed") else
+                                f"ehrguard db lexicon --db {path} (the first check is slower without it)"))
         except DatabaseError as exc:
             checks.append(Check("databases", path.stem, "missing", str(exc).splitlines()[0],
                                 f"ehrguard db build {path.stem} --out {path} --force"))
