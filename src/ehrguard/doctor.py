@@ -68,8 +68,8 @@ def _artifacts() -> list[Check]:
 
 def _databases() -> list[Check]:
     from ehrguard.db import built_databases, lexicon_state, open_database
-    from ehrguard.profiles import profile_for_file
     from ehrguard.errors import DatabaseError
+    from ehrguard.profiles import profile_for_file
 
     folder = path_setting("db_dir")
     found = built_databases()
