@@ -17,7 +17,10 @@ Examples:
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
+import pickle
 import threading
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -43,6 +46,28 @@ def file_sha256(path: str | Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Reads plain values only (tuples, lists, dicts, strings, numbers): a file that names any class or function is
+    refused, so a crafted file cannot run code."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"a file of plain values names {module}.{name}")
+
+
+def dump_plain(value: Any, level: int = 9) -> bytes:
+    """``value`` (plain values only) as gzip-compressed pickle, with no timestamp: the same value gives the same bytes."""
+    return gzip.compress(pickle.dumps(value, protocol=4), compresslevel=level, mtime=0)
+
+
+def load_plain(data: bytes) -> Any:
+    """What :func:`dump_plain` wrote.
+
+    Raises:
+        pickle.UnpicklingError, OSError, EOFError: the bytes are not a file of plain values.
+    """
+    return _PlainUnpickler(io.BytesIO(gzip.decompress(data))).load()
 
 
 class Runtime:
@@ -165,4 +190,4 @@ def reset_runtime() -> None:
     _DEFAULT.reset()
 
 
-__all__ = ["Runtime", "file_key", "file_sha256", "reset_runtime", "runtime"]
+__all__ = ["Runtime", "dump_plain", "file_key", "file_sha256", "load_plain", "reset_runtime", "runtime"]

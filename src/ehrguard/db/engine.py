@@ -185,7 +185,7 @@ class _Engine:
         if self.isolated:
             from ehrguard.db.worker import run_in_worker
 
-            return run_in_worker(self.path, self.dialect, sql, limits)
+            return run_in_worker(self.path, sql, limits)
         return self.execute_here(sql, limits)
 
     def execute_here(self, sql: str, limits: QueryLimits) -> Result:

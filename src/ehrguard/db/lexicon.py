@@ -12,8 +12,6 @@ before, and ``ehrguard doctor`` says how to rebuild it.
 
 from __future__ import annotations
 
-import gzip
-import io
 import os
 import pickle
 import re
@@ -21,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ehrguard.runtime import file_sha256
+from ehrguard.runtime import dump_plain, file_sha256, load_plain
 
 FORMAT = 2
 SUFFIX = ".lexicon"
@@ -48,22 +46,16 @@ def normal_forms(values: list[str]) -> list[str]:
     return out
 
 
-class _PlainUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"a lexicon holds plain values only, not {module}.{name}")
-
-
 def lexicon_path(db_path: str | Path) -> Path:
     p = Path(db_path)
     return p.with_name(p.name + SUFFIX)
 
 
-_sha256 = file_sha256
 
 
 def fingerprint(db_path: Path) -> dict[str, Any]:
     st = db_path.stat()
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": _sha256(db_path)}
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": file_sha256(db_path)}
 
 
 def build_lexicon(db: Any, columns: list[tuple[str, str]]) -> Path:
@@ -86,7 +78,7 @@ def build_lexicon(db: Any, columns: list[tuple[str, str]]) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(gzip.compress(pickle.dumps(body, protocol=4), compresslevel=6, mtime=0))
+            fh.write(dump_plain(body, level=6))
         os.chmod(tmp, db.path.stat().st_mode & 0o666 | 0o444)  # readable wherever the database is (mkstemp makes it 0600)
         os.replace(tmp, out)
     except BaseException:
@@ -106,13 +98,13 @@ def load_lexicon(db_path: str | Path) -> dict[str, dict[str, list[str]] | None] 
     db = Path(db_path)
     path = lexicon_path(db)
     try:
-        body = _PlainUnpickler(io.BytesIO(gzip.decompress(path.read_bytes()))).load()
+        body = load_plain(path.read_bytes())
         recorded = body["database"]
         st = db.stat()
         if body.get("format") != FORMAT or recorded["size"] != st.st_size:
             return None
         # the modification time vouches for the checksum; a copied or touched file is checked in full
-        if recorded["mtime_ns"] != st.st_mtime_ns and recorded["sha256"] != _sha256(db):
+        if recorded["mtime_ns"] != st.st_mtime_ns and recorded["sha256"] != file_sha256(db):
             return None
         return dict(body["columns"])
     except (OSError, EOFError, pickle.UnpicklingError, KeyError, TypeError, ValueError):

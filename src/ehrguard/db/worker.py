@@ -280,7 +280,7 @@ def _pool(path: Path) -> _Pool:
         return _POOLS[key]
 
 
-def run_in_worker(path: Path, dialect: str, sql: str, limits: QueryLimits) -> Any:
+def run_in_worker(path: Path, sql: str, limits: QueryLimits) -> Any:
     """Run a checked query on ``path`` in a worker, within a hard deadline.
 
     Raises:

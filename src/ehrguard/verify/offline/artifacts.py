@@ -12,9 +12,7 @@ same sources reproduces the files byte for byte.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import io
 import json
 import pickle
 import sys
@@ -22,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ehrguard.runtime import dump_plain, load_plain
 from ehrguard.verify.offline.forms import Form, FormIndex, Slot
 from ehrguard.verify.offline.templates import BANK_LOADERS, Template, TemplateBank
 
@@ -61,18 +60,11 @@ def compile_bank(pairs: list[tuple[str, str]]) -> bytes:
         "forms": [(f.masked, f.sql, tuple((s.name, s.kind, s.column) for s in f.slots), tuple(sorted(f.meaning)),
                    tuple(sorted(f.words)), f.number_pattern) for f in forms],
     }
-    return gzip.compress(pickle.dumps(body, protocol=4), compresslevel=9, mtime=0)
-
-
-class _PlainUnpickler(pickle.Unpickler):
-    """Reads plain values only: a bank file that names any class or function is refused."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"a bank file holds plain values only, not {module}.{name}")
+    return dump_plain(body)
 
 
 def _decode(data: bytes, name: str, sha256: str) -> CompiledBank:
-    body = _PlainUnpickler(io.BytesIO(gzip.decompress(data))).load()
+    body = load_plain(data)
     if body.get("format") != FORMAT:
         raise ValueError(f"bank format {body.get('format')}, expected {FORMAT}")
     templates = [Template(source, sql, frozenset(words)) for source, sql, words in body["templates"]]

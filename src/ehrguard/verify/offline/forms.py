@@ -47,6 +47,7 @@ from ehrguard.verify.offline.templates import (
     bank_pairs,
     canonical,
     compiled_bank,
+    distinct,
     loaded,
     skeleton,
 )
@@ -383,14 +384,7 @@ class FormIndex:
 
     def __init__(self, pairs: list[tuple[str, str]], *, forms: list[Form] | None = None) -> None:
         """The index of ``pairs``, or of ready ``forms`` (read from a compiled artifact)."""
-        if forms is None:
-            seen: dict[tuple[str, str], Form] = {}
-            for question, sql in pairs:
-                f = make_form(question, sql)
-                if f is not None:
-                    seen.setdefault((f.masked, f.sql), f)
-            forms = list(seen.values())
-        self.forms = forms
+        self.forms = forms if forms is not None else distinct(pairs, make_form, lambda f: (f.masked, f.sql))
         # Forms by what the question must supply, then by their meaning words (which must be equal).
         self._by_needs: dict[tuple[int, int, tuple[str, ...], bool], dict[frozenset[str], list[Form]]] = defaultdict(
             lambda: defaultdict(list))

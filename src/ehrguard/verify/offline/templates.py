@@ -157,19 +157,25 @@ def _fixed(text: str) -> str:
     return r"\s+".join(re.escape(part) for part in text.split(" "))
 
 
+K = TypeVar("K")
+
+
+def distinct(pairs: list[tuple[str, str]], make: Callable[[str, str], T | None], key: Callable[[T], K]) -> list[T]:
+    """``make(question, sql)`` of each pair, skipping None and any whose ``key`` came before (the first one kept)."""
+    seen: dict[K, T] = {}
+    for question, sql in pairs:
+        made = make(question, sql)
+        if made is not None:
+            seen.setdefault(key(made), made)
+    return list(seen.values())
+
+
 class TemplateBank:
     """Skeletons of many (question, SQL) pairs, searchable by the words of a new question."""
 
     def __init__(self, pairs: list[tuple[str, str]], *, templates: list[Template] | None = None) -> None:
         """The bank of ``pairs``, or of ready ``templates`` (read from a compiled artifact)."""
-        if templates is None:
-            seen: dict[tuple[str, str], Template] = {}
-            for question, sql in pairs:
-                t = abstract(question, sql)
-                if t is not None:
-                    seen.setdefault((t.source, t.sql), t)
-            templates = list(seen.values())
-        self.templates = templates
+        self.templates = templates if templates is not None else distinct(pairs, abstract, lambda t: (t.source, t.sql))
         # Each skeleton is filed under its rarest fixed word: a question it fits contains that word, so looking
         # up the question's words finds every skeleton that could fit, and few others.
         frequency: dict[str, int] = defaultdict(int)
