@@ -12,7 +12,7 @@ LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX
 	-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 LLAMA_STAMP := $(VENV)/.llama-cmake-args
 
-.PHONY: demo test test-fast lint install install-dev install-llama clean
+.PHONY: demo test test-fast lint artifacts install install-dev install-llama clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,11 @@ test-fast: install-dev
 lint: install-dev
 	$(BIN)/ruff check src tests scripts
 	$(BIN)/mypy src
+
+# The compiled question banks that ship in the package, rebuilt from the EHRSQL files in $$EHRGUARD_DATA_DIR
+# (tests/verify/test_artifacts.py checks that this reproduces the committed files byte for byte).
+artifacts: install
+	$(BIN)/ehrguard train banks
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

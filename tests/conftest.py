@@ -61,6 +61,8 @@ def pytest_configure(config: pytest.Config) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="ehrguard-tests-"))
     os.environ.setdefault("EHRGUARD_AUDIT_PATH", str(scratch / "audit.sqlite"))
     os.environ.setdefault("EHRGUARD_LLM_CACHE_PATH", str(scratch / "llm_cache.sqlite"))
+    # ... and nothing else of the cache folder either: the folded MiniLM copy (verify/offline/onnx_fold.py), the default database folder.
+    os.environ["XDG_CACHE_HOME"] = str(scratch / "cache")
     # The template bank depends on what the data dir holds; tests opt in to it explicitly (tests/verify/test_templates.py).
     os.environ.setdefault("EHRGUARD_TEMPLATE_BANK", "off")
 

@@ -30,6 +30,12 @@ def _user_cache_dir() -> Path:
     return Path(base) / "ehrguard"
 
 
+def cache_dir() -> Path:
+    """ehrguard's cache folder (``$XDG_CACHE_HOME/ehrguard``, else ``~/.cache/ehrguard``): the default home of built
+    databases, the LLM cache and the audit log, and of files derived once from installed ones."""
+    return _user_cache_dir()
+
+
 def config_file() -> Path:
     """``$EHRGUARD_CONFIG``, or ``~/.config/ehrguard/config.toml``."""
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")

@@ -48,6 +48,19 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def release_freed_memory() -> None:
+    """Give the memory the C allocator holds free back to the system (glibc's ``malloc_trim``; elsewhere nothing).
+    Worth it after a one-off burst of large temporary allocations (opening an ONNX model)."""
+    import ctypes
+    import sys
+
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None).malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc
+            pass
+
+
 class _PlainUnpickler(pickle.Unpickler):
     """Reads plain values only (tuples, lists, dicts, strings, numbers): a file that names any class or function is
     refused, so a crafted file cannot run code."""

@@ -13,10 +13,29 @@ from ehrguard.cli import cli
 
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()):
-    for name, cmd in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # the top level imports its commands by name, on first use
+        cmd = group.get_command(ctx, name)
+        assert cmd is not None, name
         yield (*prefix, name), cmd
         if isinstance(cmd, click.Group):
             yield from _commands(cmd, (*prefix, name))
+
+
+def test_the_command_line_lists_every_command_and_loads_only_the_one_it_runs():
+    import subprocess
+    import sys
+
+    assert len(list(_commands(cli))) > 30
+    names = {path[0] for path, _ in _commands(cli)}
+    assert {"db", "bench", "verify", "serve", "mcp", "doctor", "train", "sql"} <= names
+    code = ("import sys; from ehrguard.cli import cli; from click.testing import CliRunner; "
+            "r = CliRunner().invoke(cli, ['sql', '--help']); assert r.exit_code == 0, r.output; "
+            "print(sorted(m for m in sys.modules if m.startswith(('ehrguard.cli.', 'fastapi', 'mcp', 'matplotlib', 'onnxruntime'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "ehrguard.cli.sql" in loaded and "ehrguard.cli.options" in loaded
+    for heavy in ("ehrguard.cli.bench", "ehrguard.cli.serve", "fastapi", "mcp", "matplotlib", "onnxruntime"):
+        assert f"'{heavy}" not in loaded, (heavy, loaded)
 
 
 def test_every_command_has_help_text():
@@ -97,3 +116,31 @@ def test_serve_on_a_busy_port_fails_at_once_in_one_line():
         r = CliRunner().invoke(cli, ["serve", "--port", str(port), "--no-auth"])
     assert isinstance(r.exception, ConfigError) and f"127.0.0.1:{port}" in str(r.exception) and "--port" in str(r.exception)
     assert time.perf_counter() - started < 5  # before the models and banks load
+
+
+@pytest.mark.subprocess
+def test_a_one_shot_verify_ends_without_teardown_and_loses_nothing(synthetic_db: Path, tmp_path: Path):
+    """``ehrguard verify`` skips the interpreter's teardown (os._exit after the exit handlers): its output and the
+    audit record must still be complete, and its query worker gone."""
+    import os
+    import sqlite3
+    import subprocess
+    import sys
+
+    import shutil
+
+    db = tmp_path / "synthetic.sqlite"  # a file of its own: no other test's workers read it
+    shutil.copy(synthetic_db, db)
+    audit = tmp_path / "audit.sqlite"
+    env = {**os.environ, "EHRGUARD_AUDIT_PATH": str(audit)}
+    question, sql = "How many patients are there?", "SELECT COUNT(DISTINCT subject_id) FROM patients"
+    proc = subprocess.run([sys.executable, "-m", "ehrguard", "verify", "--db", str(db), "-q", question, "-s", sql, "--json"],
+                          capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert proc.returncode == 0, proc.stderr
+    verdict = json.loads(proc.stdout)  # the whole document, flushed
+    assert verdict["action"] in ("preserve", "correct", "ambiguous", "unanswerable")
+    with sqlite3.connect(audit) as conn:
+        rows = conn.execute("SELECT interface, question, candidate_sql, action FROM decisions").fetchall()
+    assert rows == [("cli", question, sql, verdict["action"])]
+    workers = subprocess.run(["pgrep", "-f", f"ehrguard.db.worker {db}"], capture_output=True, text=True, check=False)
+    assert workers.stdout.strip() == "", "a query worker outlived the command"

@@ -35,16 +35,25 @@ def test_value_index_on_the_real_dictionary(mimic_iv_db: Path):
 
 def test_db_build_writes_the_value_lexicon_and_it_answers_as_the_database_does(mimic_iv_db):
     from ehrguard.db import ValueIndex, lexicon_state, open_database
-    from ehrguard.db.lexicon import load_lexicon
+    from ehrguard.db.lexicon import load_lexicon, lower_form, normal_form
 
     assert lexicon_state(mimic_iv_db) == "ok"
-    from ehrguard.db.lexicon import normal_form
-
-    stored = load_lexicon(mimic_iv_db)
-    assert stored is not None
-    titles = stored["d_icd_diagnoses.long_title"]
-    assert titles is not None and len(titles["values"]) > 10_000
-    assert titles["normals"] == [normal_form(v) for v in titles["values"]]  # the fast normalisation is the plain one
+    lexicon = load_lexicon(mimic_iv_db)
+    assert lexicon is not None
     db = open_database(mimic_iv_db, isolated=False)
+    queried, from_lexicon = ValueIndex(open_database(mimic_iv_db, isolated=False)), ValueIndex(db)
+    from_lexicon._lexicon = lexicon
+    queried._lexicon = None  # as a database without a lexicon: every column read from the database
     rows = db.execute("SELECT DISTINCT CAST(drug AS TEXT) FROM prescriptions WHERE drug IS NOT NULL", max_rows=500_000).rows
-    assert ValueIndex(db).values("prescriptions", "drug") == [r[0] for r in rows]
+    assert from_lexicon.values("prescriptions", "drug") == [r[0] for r in rows]
+    titles = queried.values("d_icd_diagnoses", "long_title")
+    assert len(titles) > 10_000 and from_lexicon.distinct_count("d_icd_diagnoses", "long_title") == len(titles)
+    # Looking phrases up in the lexicon finds what the values read whole find, the first value of each form included.
+    columns = [("d_icd_diagnoses", "long_title"), ("prescriptions", "drug"), ("d_labitems", "label")]
+    for by, form in (("normal", normal_form), ("lower", lower_form)):
+        keys = {form(v) for t, c in columns for v in queried.values(t, c)[::7]} | {"no such value at all", "heparin"}
+        assert from_lexicon.find(columns, keys, by=by) == queried.find(columns, keys, by=by)
+        found = from_lexicon.find(columns, keys, by=by)[("prescriptions", "drug")]
+        assert found and all(form(v) == k for k, v in found.items())
+    assert from_lexicon.find(columns, {"no such value at all"}) == {c: {} for c in columns}
+

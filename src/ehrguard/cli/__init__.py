@@ -8,28 +8,53 @@ through those packages' public names, and import anything heavy inside the comma
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
 
 import click
 
 from ehrguard import __version__
-from ehrguard.cli.bench import bench_group
-from ehrguard.cli.clinsql import clinsql_group
-from ehrguard.cli.db import db_group
-from ehrguard.cli.demo import demo_command
-from ehrguard.cli.doctor import doctor_command
-from ehrguard.cli.generate import generate_command
-from ehrguard.cli.llm import llm_group
-from ehrguard.cli.serve import audit_group, mcp_command, serve_command
-from ehrguard.cli.sql import sql_group
-from ehrguard.cli.train import train_group
-from ehrguard.cli.verify import verify_command
+from ehrguard.cli.options import FAST_EXIT
 from ehrguard.errors import EhrguardError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
+# Each command and where it lives, imported only when it runs (or when ``--help`` lists them all): a command then
+# loads none of the libraries the others need.
+COMMANDS = {
+    "db": "ehrguard.cli.db:db_group",
+    "bench": "ehrguard.cli.bench:bench_group",
+    "clinsql": "ehrguard.cli.clinsql:clinsql_group",
+    "sql": "ehrguard.cli.sql:sql_group",
+    "demo": "ehrguard.cli.demo:demo_command",
+    "doctor": "ehrguard.cli.doctor:doctor_command",
+    "generate": "ehrguard.cli.generate:generate_command",
+    "llm": "ehrguard.cli.llm:llm_group",
+    "train": "ehrguard.cli.train:train_group",
+    "verify": "ehrguard.cli.verify:verify_command",
+    "serve": "ehrguard.cli.serve:serve_command",
+    "audit": "ehrguard.cli.serve:audit_group",
+    "mcp": "ehrguard.cli.serve:mcp_command",
+}
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+
+class _LazyGroup(click.Group):
+    """A group whose commands are imported by name, on first use (click's lazy-loading pattern)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS and cmd_name not in self.commands:
+            import importlib
+
+            module, attr = COMMANDS[cmd_name].split(":")
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings=CONTEXT_SETTINGS)
 @click.version_option(__version__, prog_name="ehrguard")
 def cli() -> None:
     """ehrguard: a safety layer and benchmarks for question answering over EHR databases.
@@ -37,21 +62,6 @@ def cli() -> None:
     Build the EHR databases from the public demos, run SQL on them safely, and check
     that a database reproduces the published benchmark answers.
     """
-
-
-cli.add_command(db_group)
-cli.add_command(bench_group)
-cli.add_command(clinsql_group)
-cli.add_command(sql_group)
-cli.add_command(demo_command)
-cli.add_command(doctor_command)
-cli.add_command(generate_command)
-cli.add_command(llm_group)
-cli.add_command(train_group)
-cli.add_command(verify_command)
-cli.add_command(serve_command)
-cli.add_command(audit_group)
-cli.add_command(mcp_command)
 
 
 def main() -> None:
@@ -69,6 +79,11 @@ def main() -> None:
     except EhrguardError as exc:
         click.secho(f"Error: {exc}", fg="red", err=True)
         sys.exit(1)
+    if FAST_EXIT:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 __all__ = ["cli", "main"]

@@ -27,6 +27,16 @@ def json_option(f: F) -> F:
 DB_HELP = "Database file, or the name of a built database in $EHRGUARD_DB_DIR (mimic_iv, eicu, ...)."
 
 
+FAST_EXIT: list[bool] = []  # set by exit_without_teardown, read by ehrguard.cli.main
+
+
+def exit_without_teardown() -> None:
+    """Ask the entry point to end the process without the interpreter's teardown once the command returns (freeing
+    a loaded verifier object by object takes longer than answering): for commands that write only through files
+    they have closed and databases they have committed. The exit handlers still run, and the output is flushed."""
+    FAST_EXIT.append(True)
+
+
 @overload
 def db_option(f: F, /) -> F: ...
 

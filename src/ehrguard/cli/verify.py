@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
-from ehrguard.cli.options import console, db_option, echo_json, json_option
+from ehrguard.cli.options import console, db_option, echo_json, exit_without_teardown, json_option
 
 _STATUS_COLORS = {"verified": "green", "unverified": "yellow", "abstained": "magenta"}
 _COLORS = {"preserve": "green", "correct": "yellow", "ambiguous": "magenta", "unanswerable": "red"}
@@ -37,6 +37,10 @@ def verify_command(db_path: str, question: str, sql: str, method: str, model: st
     Prints the verdict, the message for the user, and every finding of the checks with the
     part of the SQL it points at underlined.
     """
+    from ehrguard.verify.api import prefetch
+
+    prefetch(db_path, method=method)
+    exit_without_teardown()
     from ehrguard import answer
     from ehrguard.audit import AuditLog
 

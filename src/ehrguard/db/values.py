@@ -13,9 +13,11 @@ import difflib
 import re
 import threading
 from collections import defaultdict
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ehrguard.db.lexicon import Lexicon
 from ehrguard.db.schema import read_schema
 from ehrguard.profiles import PROFILES
 
@@ -66,11 +68,11 @@ def similarity(a: str, b: str) -> float:
 
 
 class _ColumnIndex:
-    def __init__(self, values: list[str], normals: list[str] | None = None) -> None:
+    def __init__(self, values: list[str]) -> None:
         self.values = values
-        self.normals = normals  # their normal forms, when the lexicon holds them (computed on first use otherwise)
         self.exact = set(values)
         self._grams: dict[str, list[int]] | None = None
+        self._forms: dict[str, dict[str, str]] = {}  # "normal" / "lower" -> form -> the first value with it
         self._lock = threading.Lock()
 
     @property
@@ -85,6 +87,20 @@ class _ColumnIndex:
                 self._grams = grams
             return self._grams
 
+    def forms(self, by: str) -> dict[str, str]:
+        """Each :func:`~ehrguard.db.lexicon.normal_form` (``by="normal"``) or lower form (``"lower"``) of the values,
+        with the first value that has it; built on first use."""
+        from ehrguard.db.lexicon import lower_form, normal_forms
+
+        with self._lock:
+            table = self._forms.get(by)
+            if table is None:
+                table = {}
+                for v, k in zip(self.values, normal_forms(self.values) if by == "normal" else map(lower_form, self.values), strict=True):
+                    table.setdefault(k, v)
+                self._forms[by] = table
+            return table
+
     def nearest(self, literal: str, k: int) -> list[Match]:
         counts: dict[int, int] = defaultdict(int)
         for g in _trigrams(literal.lower()):
@@ -97,14 +113,28 @@ class _ColumnIndex:
 
 
 class ValueIndex:
-    """Distinct values of text columns of one database, loaded lazily and cached."""
+    """Distinct values of text columns of one database, loaded lazily and cached.
+
+    A database built by ``ehrguard db build`` has a value lexicon beside it (:mod:`ehrguard.db.lexicon`):
+    its columns are read from there, and :meth:`find` looks phrases up in it without loading any column.
+    """
 
     def __init__(self, db: Any) -> None:
         self.db = db
         self._schema = read_schema(db)
         self._columns: dict[tuple[str, str], _ColumnIndex | None] = {}
         self._lock = threading.Lock()
-        self._lexicon: dict[str, dict[str, list[str]] | None] | None | bool = False  # False: not read yet
+        self._lexicon: Lexicon | None | bool = False  # False: not opened yet
+
+    def _stored(self) -> Lexicon | None:
+        """The database's current lexicon, or None."""
+        with self._lock:
+            if self._lexicon is False:
+                from ehrguard.db.lexicon import load_lexicon
+
+                path = getattr(self.db, "path", None)
+                self._lexicon = load_lexicon(path) if path is not None else None
+            return self._lexicon if isinstance(self._lexicon, Lexicon) else None
 
     def _load(self, table: str, column: str) -> _ColumnIndex | None:
         key = (table.lower(), column.lower())
@@ -114,9 +144,9 @@ class ValueIndex:
         t = self._schema.table(table)
         c = t.column(column) if t else None
         index: _ColumnIndex | None = None
-        stored = self._stored(f"{key[0]}.{key[1]}")
-        if stored is not None:  # the database's lexicon holds this column (None inside: too many values)
-            index = _ColumnIndex(stored[0]["values"], stored[0]["normals"]) if stored[0] is not None else None
+        lexicon, name = self._stored(), f"{key[0]}.{key[1]}"
+        if lexicon is not None and lexicon.has(name):  # the database's lexicon holds this column (all of it, or too many)
+            index = _ColumnIndex(lexicon.values(name)) if lexicon.complete(name) else None
         elif t is not None and c is not None:
             q_table = t.qualified_name
             result = self.db.execute(
@@ -130,31 +160,41 @@ class ValueIndex:
             self._columns[key] = index
         return index
 
-    def _stored(self, key: str) -> tuple[dict[str, list[str]] | None] | None:
-        """``(values,)`` of a column the database's lexicon holds, else None (no lexicon, or not this column)."""
-        if self._lexicon is False:
-            from ehrguard.db.lexicon import load_lexicon
-
-            path = getattr(self.db, "path", None)
-            self._lexicon = load_lexicon(path) if path is not None else None
-        if not isinstance(self._lexicon, dict) or key not in self._lexicon:
-            return None
-        return (self._lexicon[key],)
-
     def values(self, table: str, column: str) -> list[str]:
         index = self._load(table, column)
         return list(index.values) if index else []
 
-    def normals(self, table: str, column: str) -> list[str]:
-        """The :func:`~ehrguard.db.lexicon.normal_form` of each of :meth:`values`, in the same order."""
-        from ehrguard.db.lexicon import normal_forms
-
+    def distinct_count(self, table: str, column: str) -> int:
+        """How many distinct values the column holds (0 when it has too many to index)."""
+        lexicon, name = self._stored(), f"{table.lower()}.{column.lower()}"
+        if lexicon is not None and lexicon.has(name):
+            return lexicon.distinct_count(name)
         index = self._load(table, column)
-        if index is None:
-            return []
-        if index.normals is None:
-            index.normals = normal_forms(index.values)
-        return list(index.normals)
+        return len(index.values) if index else 0
+
+    def find(self, columns: Iterable[tuple[str, str]], keys: Collection[str], *,
+             by: str = "normal") -> dict[tuple[str, str], dict[str, str]]:
+        """Which of ``keys`` the values of each column have, each with the first value that has it: ``by="normal"``
+        compares :func:`~ehrguard.db.lexicon.normal_form`, ``by="lower"`` lower-cased values without surrounding
+        spaces. A column too large to index holds none.
+
+        Examples:
+            >>> ValueIndex(db).find([("prescriptions", "drug")], {"heparin", "aspirin x"})  # doctest: +SKIP
+            {('prescriptions', 'drug'): {'heparin': 'Heparin'}}
+        """
+        columns = list(dict.fromkeys(columns))
+        lexicon = self._stored()
+        names = {f"{t.lower()}.{c.lower()}": (t, c) for t, c in columns}
+        stored = lexicon.find([n for n in names if lexicon.has(n)], keys, by=by) if lexicon is not None else {}
+        out: dict[tuple[str, str], dict[str, str]] = {}
+        for name, (table, column) in names.items():
+            if name in stored:
+                out[(table, column)] = stored[name]
+                continue
+            index = self._load(table, column)
+            forms = index.forms(by) if index is not None else {}
+            out[(table, column)] = {k: forms[k] for k in keys if k in forms}
+        return out
 
     def lookup(self, table: str, column: str, literal: str, *, k: int = 3) -> Lookup:
         """Is ``literal`` a value of ``table.column``? Also the ``k`` nearest values.

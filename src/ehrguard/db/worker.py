@@ -280,6 +280,12 @@ def _pool(path: Path) -> _Pool:
         return _POOLS[key]
 
 
+def start_worker(path: Path) -> None:
+    """Start a query worker for ``path`` in the background, unless one is idle or the pool is full: the first query
+    then finds it ready (an entry point calls this before it loads the rest)."""
+    _pool(path).prepare_spare()
+
+
 def run_in_worker(path: Path, sql: str, limits: QueryLimits) -> Any:
     """Run a checked query on ``path`` in a worker, within a hard deadline.
 

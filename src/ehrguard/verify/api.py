@@ -51,6 +51,30 @@ def verify(question: str, sql: str, *, db: str | Path | Database | DatabaseConte
     return get_method(method, model=model, **options).verify(Case(question, sql, database_context(db, db_id)))
 
 
+def prefetch(db: str | Path | None = None, *, method: str = "offline") -> None:
+    """Start loading, in the background, what a first verification waits for longest: the embedding model of the
+    offline verifier (opened in a thread; onnxruntime does that without holding the interpreter) and a query worker
+    for ``db``. Entry points call it before they import the rest; the verification then finds both ready, or waits
+    for what is left. Never raises: whatever fails here fails again, and is reported, where it is used."""
+    import threading
+
+    from ehrguard.errors import EhrguardError
+
+    if method in ("offline", "hybrid"):
+        from ehrguard.verify.offline.embedding import load_embedder
+
+        threading.Thread(target=load_embedder, name="ehrguard-prefetch-embedder", daemon=True).start()
+    if db is not None:
+        from ehrguard.db.engine import isolation_default
+        from ehrguard.db.worker import start_worker
+
+        try:
+            if isolation_default():
+                start_worker(locate_database(db))
+        except (EhrguardError, OSError):
+            pass
+
+
 def warm_up(databases: list[Path]) -> dict[str, float | str]:
     """Load what the offline verifier needs (question models, template and form banks, value lexicons)
     for each database now, so that the first real question is not the one that waits seconds for it.

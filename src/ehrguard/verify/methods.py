@@ -148,13 +148,13 @@ def get_method(name: str, model: str | None = None, **options: Any) -> Method:
         ConfigError: no such method (the message suggests the closest name), or a model or an
             option the method does not take.
     """
-    _load_builtin_methods()
+    _load_builtin_methods(name)
     return METHODS.get(name).build(name, model, options)
 
 
 def method_uses_model(name: str) -> bool:
     """Whether the method ``name`` can take an LLM (``offline`` cannot: a model given with it serves generation only)."""
-    _load_builtin_methods()
+    _load_builtin_methods(name)
     return METHODS.get(name).refuse_model is None
 
 
@@ -164,9 +164,20 @@ def available_methods() -> dict[str, str]:
     return METHODS.describe()
 
 
-def _load_builtin_methods() -> None:
-    # Importing the modules registers their methods.
-    import ehrguard.verify.baselines
-    import ehrguard.verify.hybrid
-    import ehrguard.verify.llm_methods
-    import ehrguard.verify.offline.verifier  # noqa: F401
+# The built-in methods whose module is known by name: asking for one imports only its module (the LLM methods'
+# libraries stay unloaded for an offline verification). Any other name imports every built-in module.
+_BUILTIN_MODULES = {"offline": "ehrguard.verify.offline.verifier", "hybrid": "ehrguard.verify.hybrid",
+                    "preserve_all": "ehrguard.verify.baselines", "abstain_all": "ehrguard.verify.baselines",
+                    "oracle": "ehrguard.verify.baselines"}
+
+
+def _load_builtin_methods(name: str | None = None) -> None:
+    """Import the module that registers the built-in method ``name``; all of them for None or another name."""
+    import importlib
+
+    if name in _BUILTIN_MODULES:
+        importlib.import_module(_BUILTIN_MODULES[name])
+        return
+    for module in ("ehrguard.verify.baselines", "ehrguard.verify.hybrid", "ehrguard.verify.llm_methods",
+                   "ehrguard.verify.offline.verifier"):
+        importlib.import_module(module)

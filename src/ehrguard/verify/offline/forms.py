@@ -35,6 +35,7 @@ import re
 import threading
 import weakref
 from collections import defaultdict
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -360,21 +361,26 @@ class _Lexicon:
     """The values of some name columns in one database, and which of them each form's question states."""
 
     def __init__(self, context: Any, columns: list[str]) -> None:
-        self.columns_of: dict[str, set[str]] = defaultdict(set)  # value (lower case) -> the columns holding it
-        for column in columns:
-            table, col = column.split(".")
-            for v in context.values.values(table, col):
-                low = v.lower().strip()
-                if len(low) >= 3 and re.search(r"[a-z]", low) and low not in _STOP:
-                    self.columns_of[low].add(column)
+        self._values = context.values  # the database's value index (not the context: the index is keyed by it)
+        self._columns = {tuple(c.split(".", 1)): c for c in columns}
         self._stated: dict[str, frozenset[str]] = {}
+
+    def holders(self, phrases: Collection[str]) -> dict[str, set[str]]:
+        """The columns holding each phrase as a value (compared in lower case); phrases no column holds are left out."""
+        keys = {p for p in phrases if len(p) >= 3 and re.search(r"[a-z]", p) and p not in _STOP}
+        found = self._values.find(list(self._columns), keys, by="lower")
+        out: dict[str, set[str]] = defaultdict(set)
+        for table_column, hits in found.items():
+            for value in hits:
+                out[value].add(self._columns[table_column])
+        return out
 
     def stated(self, form: Form) -> frozenset[str]:
         """Values a form's question states in its fixed text ("anion gap"): a paraphrase must state them too."""
         found = self._stated.get(form.masked)
         if found is None:
             found = self._stated[form.masked] = frozenset(
-                form.masked[a:b] for spans in _values_in(form.masked, self.columns_of).values() for a, b in spans
+                form.masked[a:b] for spans in _values_in(form.masked, self.holders).values() for a, b in spans
                 if " " in form.masked[a:b])  # names of several words; one-word ones are often plain words
         return found
 
@@ -413,7 +419,7 @@ class FormIndex:
             a, b = time[1]
             q = q[:a] + _TIME_WORD + q[b:]
         lex = self._lexicon(context)
-        occurrences = _values_in(q, lex.columns_of)
+        occurrences = _values_in(q, lex.holders)
         pids = [(m.start(), m.end()) for m in PATIENT_ID.finditer(q)]
         readings: list[Reading] = []
         for needs, by_meaning in self._by_needs.items():
@@ -450,19 +456,18 @@ class FormIndex:
         return out
 
 
-def _values_in(text: str, lex: dict[str, set[str]]) -> dict[str, list[tuple[int, int]]]:
-    """Every value of a name column the text contains at word boundaries, by column."""
+def _values_in(text: str, holders: Callable[[Collection[str]], Mapping[str, set[str]]]) -> dict[str, list[tuple[int, int]]]:
+    """Every value of a name column the text contains at word boundaries, by column (``holders`` says which
+    columns hold each of a set of phrases)."""
     starts = [m.start() for m in re.finditer(r"(?<![\w])\S", text)]
     ends = sorted(m.end() for m in re.finditer(r"\S(?![\w])", text))
+    # a span followed by " - " is part of a longer hierarchical name the data does not hold
+    spans = [(a, b) for a in starts for b in ends if a < b <= a + 120 and not text.startswith(" - ", b)]
+    held = holders({text[a:b] for a, b in spans})
     found: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for a in starts:
-        for b in ends:
-            if b <= a or b > a + 120:
-                continue
-            if text.startswith(" - ", b):
-                continue  # part of a longer hierarchical name the data does not hold
-            for column in lex.get(text[a:b], ()):
-                found[column].append((a, b))
+    for a, b in spans:
+        for column in held.get(text[a:b], ()):
+            found[column].append((a, b))
     return found
 
 
