@@ -89,7 +89,7 @@ def test_demo_falls_back_to_synthetic_without_data(tmp_path: Path, monkeypatch):
     runner = CliRunner()
     result = runner.invoke(cli, ["demo", "--out-dir", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.output[result.output.index("{"):])
+    summary = json.loads(result.stdout[result.stdout.index("{"):])
     assert summary["synthetic"] is True and summary["unsafe_refused"] is True
 
 
@@ -123,11 +123,10 @@ def test_a_one_shot_verify_ends_without_teardown_and_loses_nothing(synthetic_db:
     """``ehrguard verify`` skips the interpreter's teardown (os._exit after the exit handlers): its output and the
     audit record must still be complete, and its query worker gone."""
     import os
+    import shutil
     import sqlite3
     import subprocess
     import sys
-
-    import shutil
 
     db = tmp_path / "synthetic.sqlite"  # a file of its own: no other test's workers read it
     shutil.copy(synthetic_db, db)

@@ -11,7 +11,7 @@ import pytest
 
 from ehrguard.db import open_database
 from ehrguard.db.engine import DuckDBDatabase, SQLiteDatabase, locate_database
-from ehrguard.db.worker import DEADLINE_FACTOR, DEADLINE_SLACK_S
+from ehrguard.db.worker import DEADLINE_FACTOR, DEADLINE_SLACK_S, stop_workers
 from ehrguard.errors import (
     DatabaseError,
     DatabaseNotFoundError,
@@ -264,6 +264,29 @@ def test_the_value_lexicon_is_read_instead_of_the_database_and_goes_stale_with_i
     conn.close()
     assert lexicon_state(sqlite_path) == "stale"
     assert "new" in ValueIndex(open_database(sqlite_path, isolated=False)).values("t", "b")  # stale: queried again
+    build_lexicon(open_database(sqlite_path, isolated=False), [("t", "b")])
+    assert lexicon_state(sqlite_path) == "ok"
+    lexicon_path(sqlite_path).write_bytes(b"\x1f\x8b an older, gzip-compressed lexicon")  # not an SQLite file
+    assert lexicon_state(sqlite_path) == "stale"
+    fresh = ValueIndex(open_database(sqlite_path, isolated=False))
+    assert "new" in fresh.values("t", "b") and fresh.find([("t", "b")], {"new"}, by="lower") == {("t", "b"): {"new": "new"}}
+
+
+def test_prefetch_starts_a_query_worker_in_the_background_and_never_raises(sqlite_path: Path, tmp_path: Path):
+    from ehrguard.db import worker
+    from ehrguard.verify.api import prefetch
+
+    try:
+        prefetch([sqlite_path, tmp_path / "no-such.sqlite", "no_such_database"], method="preserve_all")
+        pool = worker._pool(sqlite_path)
+        deadline = time.monotonic() + 30
+        while not pool.idle and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(pool.idle) == 1 and pool.count == 1  # started, ready, and the first query takes it
+        assert open_database(sqlite_path).execute("SELECT count(*) FROM t").rows == [(50,)]
+        assert pool.count == 1
+    finally:
+        stop_workers()
 
 
 def test_a_worker_that_cannot_start_is_a_typed_error_and_nothing_waits_for_it(sqlite_path: Path):
@@ -284,3 +307,40 @@ def test_duckdb_results_with_blobs_and_a_comment_after_the_semicolon(duck_path: 
     assert db.execute("SELECT 'ab'::BLOB AS b, 'x' AS s").rows == [(b"ab", "x")]
     assert db.execute("SELECT 'a' AS s; -- a comment after the statement").rows == [("a",)]
     assert db.execute("SELECT b FROM mimiciv_hosp.t ORDER BY a DESC LIMIT 2 /* trailing */ ;").rows == [("v49",), ("v48",)]
+
+
+def test_a_missing_or_stale_lexicon_is_written_anew_on_first_use_where_the_folder_allows(tmp_path: Path, monkeypatch, capsys):
+    from ehrguard.db import lexicon_state
+    from ehrguard.db import values as values_module
+    from ehrguard.verify.methods import DatabaseContext
+
+    path = tmp_path / "mimic_iv.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE prescriptions (subject_id INTEGER, drug TEXT)")
+    conn.executemany("INSERT INTO prescriptions VALUES (?, ?)", [(1, "Furosemide"), (2, "Heparin (Porcine)"), (3, "Aspirin")])
+    conn.commit()
+    conn.close()
+
+    def drugs() -> dict[str, str]:
+        ctx = DatabaseContext(open_database(path, isolated=False), "mimic_iv")
+        return ctx.values.find([("prescriptions", "drug")], {"furosemide", "heparin porcine", "insulin"})[("prescriptions", "drug")]
+
+    assert lexicon_state(path) == "missing"
+    assert drugs() == {"furosemide": "Furosemide", "heparin porcine": "Heparin (Porcine)"}
+    assert lexicon_state(path) == "ok" and "was missing: written anew" in capsys.readouterr().err
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO prescriptions VALUES (4, 'Insulin')")
+    conn.commit()
+    conn.close()
+    assert lexicon_state(path) == "stale"
+    assert drugs()["insulin"] == "Insulin" and lexicon_state(path) == "ok"
+    assert "was stale (the database changed)" in capsys.readouterr().err
+    # A folder it may not write to: the values come from the database, and nothing is written.
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO prescriptions VALUES (5, 'Vancomycin')")
+    conn.commit()
+    conn.close()
+    monkeypatch.setattr(values_module.os, "access", lambda *a: False)
+    found = DatabaseContext(open_database(path, isolated=False), "mimic_iv").values.find([("prescriptions", "drug")], {"vancomycin"})
+    assert found == {("prescriptions", "drug"): {"vancomycin": "Vancomycin"}} and lexicon_state(path) == "stale"
+    assert capsys.readouterr().err == ""

@@ -26,6 +26,7 @@ from ehrguard.benchmarks.report import jsonable, write_scare_report
 from ehrguard.benchmarks.rundir import RunDir, file_sha256
 from ehrguard.benchmarks.scare import DB_IDS, ScareItem
 from ehrguard.db.engine import open_database
+from ehrguard.db.lexicon import lexicon_state
 from ehrguard.errors import DatabaseNotFoundError, EhrguardError, RunError
 from ehrguard.evaluation.execution_match import execute_answer, execution_match, normalize_gold
 from ehrguard.evaluation.scare_metrics import ScoredItem, compute_metrics
@@ -221,7 +222,9 @@ def run_scare(
     }
     run = RunDir(out)
     done = run.open(identity,
-                    extra={"method_description": method.describe(), "data_paths": [str(p) for p in data_files], "db_dir": str(db_dir)})
+                    extra={"method_description": method.describe(), "data_paths": [str(p) for p in data_files], "db_dir": str(db_dir),
+                           # an accelerator, not an input (the values are read from the database without it): recorded only
+                           "value_lexicons": {db_id: lexicon_state(ctx.path) for db_id, ctx in contexts.items() if ctx.path}})
     if retry_errors:
         done = {k: r for k, r in done.items() if r.get("error") is None}
     todo = [it for it in items if it.key not in done]

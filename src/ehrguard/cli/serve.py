@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 from datetime import datetime
 
 import click
@@ -20,15 +21,16 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 @click.option("--workers", type=int, default=1, show_default=True)
 def serve_command(host: str, port: int, no_auth: bool, workers: int) -> None:
     """Serve the REST API (/v1/verify, /v1/ask, /v1/sql, /v1/databases, /healthz; OpenAPI at /docs) and the web app at /."""
+    if no_auth and host not in LOOPBACK:
+        raise ConfigError(f"--no-auth is only allowed on a loopback address, not {host}: set EHRGUARD_API_TOKENS instead.")
+    _check_port_free(host, port)  # before seconds of loading, not after
+    warming = _start_warm_up()
     import uvicorn
 
     from ehrguard.server import create_app
 
-    if no_auth and host not in LOOPBACK:
-        raise ConfigError(f"--no-auth is only allowed on a loopback address, not {host}: set EHRGUARD_API_TOKENS instead.")
-    _check_port_free(host, port)  # before seconds of loading, not after
     app = create_app(auth=not no_auth)
-    _warm_up()
+    warming.join()
     console.print(f"ehrguard on http://{host}:{port}/ ({'no auth, loopback only' if no_auth else 'bearer tokens required'})")
     uvicorn.run(app, host=host, port=port, workers=workers, log_level="warning")
 
@@ -50,11 +52,25 @@ def _check_port_free(host: str, port: int) -> None:
 @click.option("--model", default=None, help="provider/model for LLM methods and the ask tool.")
 def mcp_command(method: str, model: str | None) -> None:
     """Serve MCP over stdio for agents (Claude Desktop, Cursor, ...): list_databases, get_schema, verify_sql, run_sql, ask."""
+    warming = _start_warm_up(method, quiet=True)  # stdout is the protocol
     from ehrguard.server import build_server
 
     server = build_server(method=method, model=model)
-    _warm_up(quiet=True)  # stdout is the protocol
+    warming.join()
     server.run("stdio")
+
+
+def _start_warm_up(method: str = "offline", *, quiet: bool = False) -> threading.Thread:
+    """Start loading the embedding model, a query worker per built database and then everything a first verification
+    of each needs, in the background: the server's libraries (FastAPI, the MCP SDK; about a second) import meanwhile.
+    The server joins the thread before it answers anything."""
+    from ehrguard.db import built_databases
+    from ehrguard.verify import prefetch
+
+    prefetch(built_databases(), method=method)
+    warming = threading.Thread(target=_warm_up, kwargs={"quiet": quiet}, name="ehrguard-warm-up")
+    warming.start()
+    return warming
 
 
 def _warm_up(quiet: bool = False) -> None:

@@ -37,9 +37,9 @@ def verify_command(db_path: str, question: str, sql: str, method: str, model: st
     Prints the verdict, the message for the user, and every finding of the checks with the
     part of the SQL it points at underlined.
     """
-    from ehrguard.verify.api import prefetch
+    from ehrguard.verify import prefetch
 
-    prefetch(db_path, method=method)
+    prefetch([db_path], method=method)
     exit_without_teardown()
     from ehrguard import answer
     from ehrguard.audit import AuditLog

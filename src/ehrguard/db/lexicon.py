@@ -77,7 +77,8 @@ def phrase_key(text: str) -> int:
 
 
 def lexicon_path(db_path: str | Path) -> Path:
-    p = Path(db_path)
+    """Beside the database file (a symbolic link's target: the lexicon belongs to the file, not to one of its names)."""
+    p = Path(db_path).resolve()
     return p.with_name(p.name + SUFFIX)
 
 

@@ -10,11 +10,13 @@ similarity that rewards both edit closeness and word containment.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import threading
 from collections import defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ehrguard.db.lexicon import Lexicon
@@ -119,12 +121,15 @@ class ValueIndex:
     its columns are read from there, and :meth:`find` looks phrases up in it without loading any column.
     """
 
-    def __init__(self, db: Any) -> None:
+    def __init__(self, db: Any, *, lexicon_columns: list[tuple[str, str]] | None = None) -> None:
+        """``lexicon_columns``: the (table, column) names its lexicon holds; when the lexicon is missing or stale
+        (the database changed) and the database's folder is writable, it is written anew on first use."""
         self.db = db
         self._schema = read_schema(db)
         self._columns: dict[tuple[str, str], _ColumnIndex | None] = {}
         self._lock = threading.Lock()
         self._lexicon: Lexicon | None | bool = False  # False: not opened yet
+        self._lexicon_columns = lexicon_columns or []
 
     def _stored(self) -> Lexicon | None:
         """The database's current lexicon, or None."""
@@ -134,7 +139,31 @@ class ValueIndex:
 
                 path = getattr(self.db, "path", None)
                 self._lexicon = load_lexicon(path) if path is not None else None
+                if self._lexicon is None and path is not None and self._lexicon_columns:
+                    self._lexicon = self._rebuild(Path(path))
             return self._lexicon if isinstance(self._lexicon, Lexicon) else None
+
+    def _rebuild(self, path: Path) -> Lexicon | None:
+        """Write the lexicon beside a database that has none for its current version, when its folder allows."""
+        import sys
+        import time
+
+        from ehrguard.db.lexicon import build_lexicon, lexicon_path, load_lexicon
+        from ehrguard.errors import DatabaseError
+
+        if not os.access(lexicon_path(path).parent, os.W_OK):
+            return None  # read-only: the values are read from the database; `ehrguard doctor` says how to fix it
+        state = "stale (the database changed)" if lexicon_path(path).is_file() else "missing"
+        started = time.perf_counter()
+        try:
+            build_lexicon(self.db, self._lexicon_columns)
+        except (DatabaseError, OSError) as exc:
+            print(f"ehrguard: the value lexicon of {path} is {state} and could not be written ({exc}); the values are "
+                  f"read from the database.", file=sys.stderr)
+            return None
+        print(f"ehrguard: the value lexicon of {path} was {state}: written anew in {time.perf_counter() - started:.1f} s.",
+              file=sys.stderr)
+        return load_lexicon(path)
 
     def _load(self, table: str, column: str) -> _ColumnIndex | None:
         key = (table.lower(), column.lower())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -51,28 +52,28 @@ def verify(question: str, sql: str, *, db: str | Path | Database | DatabaseConte
     return get_method(method, model=model, **options).verify(Case(question, sql, database_context(db, db_id)))
 
 
-def prefetch(db: str | Path | None = None, *, method: str = "offline") -> None:
+def prefetch(databases: Iterable[str | Path] = (), *, method: str = "offline") -> None:
     """Start loading, in the background, what a first verification waits for longest: the embedding model of the
     offline verifier (opened in a thread; onnxruntime does that without holding the interpreter) and a query worker
-    for ``db``. Entry points call it before they import the rest; the verification then finds both ready, or waits
-    for what is left. Never raises: whatever fails here fails again, and is reported, where it is used."""
+    for each of ``databases``. Entry points call it before they import the rest; the verification then finds both
+    ready, or waits for what is left. Never raises: whatever fails here fails again, and is reported, where it is used."""
     import threading
 
+    from ehrguard.db.engine import isolation_default
     from ehrguard.errors import EhrguardError
 
     if method in ("offline", "hybrid"):
         from ehrguard.verify.offline.embedding import load_embedder
 
         threading.Thread(target=load_embedder, name="ehrguard-prefetch-embedder", daemon=True).start()
-    if db is not None:
-        from ehrguard.db.engine import isolation_default
+    if isolation_default():
         from ehrguard.db.worker import start_worker
 
-        try:
-            if isolation_default():
+        for db in databases:
+            try:
                 start_worker(locate_database(db))
-        except (EhrguardError, OSError):
-            pass
+            except (EhrguardError, OSError):
+                pass
 
 
 def warm_up(databases: list[Path]) -> dict[str, float | str]:
@@ -82,17 +83,19 @@ def warm_up(databases: list[Path]) -> dict[str, float | str]:
     Returns the seconds each database took, or the error that kept it from warming (it still serves).
     """
     import time
+    from concurrent.futures import ThreadPoolExecutor
 
     from ehrguard.errors import EhrguardError
 
-    out: dict[str, float | str] = {}
-    for path in databases:
+    def warm(path: Path) -> float | str:
         start = time.perf_counter()
         try:
             # An answerable question with a clean query: it goes through the checks and the search for known forms.
             verify("How many patients were admitted this year?", "SELECT 1", db=path)
         except EhrguardError as exc:
-            out[path.stem] = f"{type(exc).__name__}: {exc}"
-            continue
-        out[path.stem] = round(time.perf_counter() - start, 2)
-    return out
+            return f"{type(exc).__name__}: {exc}"
+        return round(time.perf_counter() - start, 2)
+
+    # One thread per database: one waits on its query worker or its lexicon while another computes.
+    with ThreadPoolExecutor(max(1, min(4, len(databases))), thread_name_prefix="ehrguard-warm-up") as pool:
+        return dict(zip((p.stem for p in databases), pool.map(warm, databases), strict=True))

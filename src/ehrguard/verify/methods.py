@@ -67,7 +67,8 @@ class DatabaseContext:
     def values(self) -> ValueIndex:
         from ehrguard.db.values import ValueIndex
 
-        return ValueIndex(self.db)  # loads each column lazily, thread-safe
+        # loads each column lazily, thread-safe; writes the lexicon of the profile's value columns when it is missing or stale
+        return ValueIndex(self.db, lexicon_columns=[(t, c) for t, c in (q.rsplit(".", 1) for q in self.profile.value_columns)])
 
 
 @dataclass

@@ -35,7 +35,7 @@ import re
 import threading
 import weakref
 from collections import defaultdict
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -379,10 +379,20 @@ class _Lexicon:
         """Values a form's question states in its fixed text ("anion gap"): a paraphrase must state them too."""
         found = self._stated.get(form.masked)
         if found is None:
-            found = self._stated[form.masked] = frozenset(
-                form.masked[a:b] for spans in _values_in(form.masked, self.holders).values() for a, b in spans
-                if " " in form.masked[a:b])  # names of several words; one-word ones are often plain words
+            self.prepare([form])
+            found = self._stated[form.masked]
         return found
+
+    def prepare(self, forms: Iterable[Form]) -> None:
+        """Find the stated values of the forms not seen yet, in one lookup for all of them."""
+        texts = list(dict.fromkeys(f.masked for f in forms if f.masked not in self._stated))
+        if not texts:
+            return
+        held = self.holders({p for t in texts for p in _phrases(t)})
+        for text in texts:
+            self._stated[text] = frozenset(
+                text[a:b] for spans in _values_in(text, lambda _: held).values() for a, b in spans
+                if " " in text[a:b])  # names of several words; one-word ones are often plain words
 
 
 class FormIndex:
@@ -435,7 +445,9 @@ class FormIndex:
                     continue
                 masked_num = DIGITS.sub("<num>", masked).replace(_TIME_WORD, "<time>")
                 words = content_words(masked_num)
-                for form in by_meaning.get(meaning_words(masked_num), ()):
+                forms = by_meaning.get(meaning_words(masked_num), ())
+                lex.prepare(forms)
+                for form in forms:
                     if len(form.number_pattern) != len(numbers) or not form.words:
                         continue
                     if any(v not in form.masked for v in left) or any(v not in q for v in lex.stated(form)):
@@ -456,13 +468,22 @@ class FormIndex:
         return out
 
 
-def _values_in(text: str, holders: Callable[[Collection[str]], Mapping[str, set[str]]]) -> dict[str, list[tuple[int, int]]]:
-    """Every value of a name column the text contains at word boundaries, by column (``holders`` says which
-    columns hold each of a set of phrases)."""
+def _spans(text: str) -> list[tuple[int, int]]:
+    """The stretches of the text that start and end at word boundaries, up to 120 characters long."""
     starts = [m.start() for m in re.finditer(r"(?<![\w])\S", text)]
     ends = sorted(m.end() for m in re.finditer(r"\S(?![\w])", text))
     # a span followed by " - " is part of a longer hierarchical name the data does not hold
-    spans = [(a, b) for a in starts for b in ends if a < b <= a + 120 and not text.startswith(" - ", b)]
+    return [(a, b) for a in starts for b in ends if a < b <= a + 120 and not text.startswith(" - ", b)]
+
+
+def _phrases(text: str) -> set[str]:
+    return {text[a:b] for a, b in _spans(text)}
+
+
+def _values_in(text: str, holders: Callable[[Collection[str]], Mapping[str, set[str]]]) -> dict[str, list[tuple[int, int]]]:
+    """Every value of a name column the text contains at word boundaries, by column (``holders`` says which
+    columns hold each of a set of phrases)."""
+    spans = _spans(text)
     held = holders({text[a:b] for a, b in spans})
     found: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for a, b in spans:
