@@ -80,7 +80,8 @@ def test_resume_skips_finished_items_and_refuses_another_config(sample, db_dir, 
         _run(sample, "abstain_all", db_dir, out, mimic_file)
     log = [json.loads(line)["event"] for line in (out / "run.log").read_text().splitlines()]
     assert log == ["start", "stop", "resume", "stop"]
-    assert json.loads((out / "run.json").read_text())["identity"]["databases"]["mimic_iv"]
+    run = json.loads((out / "run.json").read_text())
+    assert run["identity"]["databases"]["mimic_iv"] and run["value_lexicons"] == {"mimic_iv": "ok"}  # db build wrote it
 
 
 def test_a_torn_last_line_is_dropped_and_the_item_rerun(sample, db_dir, mimic_file, tmp_path):
