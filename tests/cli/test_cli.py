@@ -119,6 +119,33 @@ def test_serve_on_a_busy_port_fails_at_once_in_one_line():
 
 
 @pytest.mark.subprocess
+def test_serve_without_tokens_fails_in_one_line_without_waiting_for_its_warm_up(mimic_iv_db: Path, tmp_path: Path):
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    dbs = tmp_path / "dbs"
+    dbs.mkdir()
+    (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**{k: v for k, v in os.environ.items() if k != "EHRGUARD_API_TOKENS"}, "EHRGUARD_DB_DIR": str(dbs)}
+    proc = subprocess.run([sys.executable, "-m", "ehrguard", "serve", "--port", str(port)], capture_output=True, text=True,
+                          timeout=120, check=False, env=env)
+    assert proc.returncode == 1 and "EHRGUARD_API_TOKENS" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert "ready:" not in proc.stdout  # it ended before the warm-up it had started in the background
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:  # gone meanwhile
+        return ""
+
+
+@pytest.mark.subprocess
 def test_a_one_shot_verify_ends_without_teardown_and_loses_nothing(synthetic_db: Path, tmp_path: Path):
     """``ehrguard verify`` skips the interpreter's teardown (os._exit after the exit handlers): its output and the
     audit record must still be complete, and its query worker gone."""
@@ -127,6 +154,7 @@ def test_a_one_shot_verify_ends_without_teardown_and_loses_nothing(synthetic_db:
     import sqlite3
     import subprocess
     import sys
+    import time
 
     db = tmp_path / "synthetic.sqlite"  # a file of its own: no other test's workers read it
     shutil.copy(synthetic_db, db)
@@ -141,5 +169,21 @@ def test_a_one_shot_verify_ends_without_teardown_and_loses_nothing(synthetic_db:
     with sqlite3.connect(audit) as conn:
         rows = conn.execute("SELECT interface, question, candidate_sql, action FROM decisions").fetchall()
     assert rows == [("cli", question, sql, verdict["action"])]
-    workers = subprocess.run(["pgrep", "-f", f"ehrguard.db.worker {db}"], capture_output=True, text=True, check=False)
-    assert workers.stdout.strip() == "", "a query worker outlived the command"
+    time.sleep(0.5)  # a killed worker takes a moment to go
+    alive = [p for p in Path("/proc").iterdir() if p.name.isdigit() and f"ehrguard.db.worker\0{db}" in _cmdline(p)]
+    assert alive == [], "a query worker outlived the command"
+
+
+@pytest.mark.subprocess
+def test_a_verification_loads_no_server_plotting_or_llm_library(synthetic_db: Path):
+    import subprocess
+    import sys
+
+    code = ("import sys; from ehrguard.cli import cli; from click.testing import CliRunner; "
+            f"r = CliRunner().invoke(cli, ['verify', '--db', {str(synthetic_db)!r}, '-q', 'How many patients are there?', "
+            "'-s', 'SELECT COUNT(*) FROM patients']); assert r.exit_code == 0, r.output; "
+            "print(sorted({m.split('.')[0] for m in sys.modules}))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "'onnxruntime'" in loaded and "'sqlglot'" in loaded  # what it does need, so the list is the real one
+    for heavy in ("fastapi", "starlette", "uvicorn", "mcp", "matplotlib", "llama_cpp", "httpx", "openai"):
+        assert f"'{heavy}'" not in loaded, heavy

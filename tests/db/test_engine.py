@@ -344,3 +344,21 @@ def test_a_missing_or_stale_lexicon_is_written_anew_on_first_use_where_the_folde
     found = DatabaseContext(open_database(path, isolated=False), "mimic_iv").values.find([("prescriptions", "drug")], {"vancomycin"})
     assert found == {("prescriptions", "drug"): {"vancomycin": "Vancomycin"}} and lexicon_state(path) == "stale"
     assert capsys.readouterr().err == ""
+
+
+def test_a_damaged_lexicon_is_set_aside_once_and_the_values_come_from_the_database(sqlite_path: Path, capsys):
+    from ehrguard.db import ValueIndex, build_lexicon
+    from ehrguard.db.lexicon import lexicon_path
+
+    build_lexicon(open_database(sqlite_path, isolated=False), [("t", "b")])
+    expected = ValueIndex(open_database(sqlite_path, isolated=False)).values("t", "b")
+    index = ValueIndex(open_database(sqlite_path, isolated=False))
+    assert index.distinct_count("t", "b") == len(expected)  # opened: its header (meta, columns) reads fine
+    data = bytearray(lexicon_path(sqlite_path).read_bytes())
+    data[4096:] = b"\xff" * (len(data) - 4096)  # every page past the first overwritten
+    lexicon_path(sqlite_path).write_bytes(bytes(data))
+    some = expected[0]
+    assert index.find([("t", "b")], {some}, by="lower") == {("t", "b"): {some.lower().strip(): some}}
+    assert index.values("t", "b") == expected
+    err = capsys.readouterr().err
+    assert err.count("cannot be read") == 1 and "ehrguard db lexicon --db" in err and "Traceback" not in err

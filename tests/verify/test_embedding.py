@@ -59,9 +59,53 @@ def test_what_it_cannot_rewrite_or_write_leaves_the_original_model(tmp_path: Pat
     assert fold(b"", "w.weights") is None  # an empty model: nothing to rewrite
 
 
-def test_copies_from_an_earlier_install_are_removed(tmp_path: Path):
-    stale = tmp_path / f"{SOURCE.stem}-folded1-1-1.onnx"
-    stale.write_text("from another version of the model file")
-    (tmp_path / f"{SOURCE.stem}-folded1-1-1.weights").write_text("its weights")
-    folded = folded_model(SOURCE, tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([folded.name, folded.with_suffix(".weights").name])
+def test_another_install_keeps_its_copy_and_only_old_cut_short_writes_are_cleared(tmp_path: Path):
+    import os
+    import time
+
+    other = tmp_path / f"{SOURCE.stem}-folded1-1-1.onnx"  # the copy of another installed model file
+    other.write_text("another install's copy")
+    old_leftover, new_leftover = tmp_path / f".{SOURCE.stem}-folded1-x.onnx.abc", tmp_path / f".{SOURCE.stem}-folded1-y.onnx.def"
+    for leftover in (old_leftover, new_leftover):
+        leftover.write_text("a write cut short")
+    an_hour_ago = time.time() - 3600
+    os.utime(old_leftover, (an_hour_ago, an_hour_ago))
+    folded = folded_model(SOURCE, tmp_path)  # new_leftover may be another process writing now
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [other.name, new_leftover.name, folded.name, folded.with_suffix(".weights").name])
+
+
+def _tiny_model(*, weight_is_input: bool = False, product_is_output: bool = False) -> bytes:
+    """y = x @ (float(W) * s): the shape of every MiniLM weight, as a model of three nodes."""
+    from ehrguard.verify.offline.onnx_fold import _messages
+
+    m = _messages()
+    w = np.array([[1, -2, 3], [-4, 5, -6]], dtype=np.int8)
+    s = np.array([[0.5, 0.25, 2.0]], dtype=np.float32)
+    graph = m["Graph"](
+        node=[m["Node"](input=["W"], output=["Wf"], op_type="Cast", name="cast", attribute=[m["Attribute"](name="to", i=1)]),
+              m["Node"](input=["Wf", "S"], output=["Ws"], op_type="Mul", name="scale"),
+              m["Node"](input=["x", "Ws"], output=["y"], op_type="MatMul", name="matmul")],
+        initializer=[m["Tensor"](name="W", dims=[2, 3], data_type=3, raw_data=w.tobytes()),
+                     m["Tensor"](name="S", dims=[1, 3], data_type=1, raw_data=s.tobytes())],
+        input=[m["ValueInfo"](name="x")] + ([m["ValueInfo"](name="W")] if weight_is_input else []),
+        output=[m["ValueInfo"](name="y")] + ([m["ValueInfo"](name="Ws")] if product_is_output else []))
+    return bytes(m["Model"](graph=graph).SerializeToString())
+
+
+def test_fold_writes_the_product_onnxruntime_would_and_leaves_what_it_cannot_prove_alone():
+    from ehrguard.verify.offline.onnx_fold import _messages
+
+    folded = fold(_tiny_model(), "w.weights")
+    assert folded is not None
+    model_bytes, side = folded
+    graph = _messages()["Model"].FromString(model_bytes).graph
+    assert [n.op_type for n in graph.node] == ["MatMul"] and [t.name for t in graph.initializer] == ["Ws"]
+    (offset, raw), = side
+    expected = np.array([[1, -2, 3], [-4, 5, -6]], dtype=np.float32) * np.array([[0.5, 0.25, 2.0]], dtype=np.float32)
+    assert offset == 0 and np.array_equal(np.frombuffer(raw, np.float32).reshape(2, 3), expected)
+    entries = {e.key: e.value for e in graph.initializer[0].external_data}
+    assert entries == {"location": "w.weights", "offset": "0", "length": str(expected.nbytes)}
+    # A weight the caller may feed (listed as an input), or a product the graph returns: not provably constant or unused.
+    assert fold(_tiny_model(weight_is_input=True), "w.weights") is None
+    assert fold(_tiny_model(product_is_output=True), "w.weights") is None

@@ -81,8 +81,11 @@ def main() -> None:
         sys.exit(1)
     if FAST_EXIT:
         atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BrokenPipeError:  # the reader went away (`| head`): nothing left to say to it
+            pass
         os._exit(0)
 
 

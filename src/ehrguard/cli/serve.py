@@ -60,17 +60,37 @@ def mcp_command(method: str, model: str | None) -> None:
     server.run("stdio")
 
 
-def _start_warm_up(method: str = "offline", *, quiet: bool = False) -> threading.Thread:
+class _WarmUp:
+    """The warm-up of every built database, in a daemon thread (a start that fails elsewhere exits at once, without
+    waiting for it); :meth:`join` waits for it and raises what it raised."""
+
+    def __init__(self, method: str, quiet: bool) -> None:
+        from ehrguard.db import built_databases
+        from ehrguard.verify import prefetch
+
+        prefetch(built_databases(), method=method)
+        self.error: BaseException | None = None
+        self.quiet = quiet
+        self.thread = threading.Thread(target=self._run, name="ehrguard-warm-up", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            _warm_up(self.quiet)
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread by join()
+            self.error = exc
+
+    def join(self) -> None:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+def _start_warm_up(method: str = "offline", *, quiet: bool = False) -> _WarmUp:
     """Start loading the embedding model, a query worker per built database and then everything a first verification
     of each needs, in the background: the server's libraries (FastAPI, the MCP SDK; about a second) import meanwhile.
-    The server joins the thread before it answers anything."""
-    from ehrguard.db import built_databases
-    from ehrguard.verify import prefetch
-
-    prefetch(built_databases(), method=method)
-    warming = threading.Thread(target=_warm_up, kwargs={"quiet": quiet}, name="ehrguard-warm-up")
-    warming.start()
-    return warming
+    The server joins it before it answers anything."""
+    return _WarmUp(method, quiet)
 
 
 def _warm_up(quiet: bool = False) -> None:

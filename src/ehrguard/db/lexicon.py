@@ -23,10 +23,12 @@ import re
 import sqlite3
 import tempfile
 import threading
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ehrguard.errors import DatabaseError
 from ehrguard.runtime import file_sha256
 
 FORMAT = 3
@@ -87,8 +89,9 @@ def fingerprint(db_path: Path) -> dict[str, Any]:
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": file_sha256(db_path)}
 
 
-def build_lexicon(db: Any, columns: list[tuple[str, str]]) -> Path:
-    """Write the lexicon of ``columns`` (table, column) of the open database ``db`` beside its file, atomically."""
+def build_lexicon(db: Any, columns: list[tuple[str, str]], *, timeout_s: float = 600) -> Path:
+    """Write the lexicon of ``columns`` (table, column) of the open database ``db`` beside its file, atomically
+    (``timeout_s``: for reading each column)."""
     from ehrguard.db.schema import read_schema
 
     schema = read_schema(db)
@@ -106,7 +109,7 @@ def build_lexicon(db: Any, columns: list[tuple[str, str]]) -> Path:
                 if t is None or c is None:
                     continue
                 result = db.execute(f'SELECT DISTINCT CAST("{c.name}" AS TEXT) FROM {t.qualified_name} WHERE "{c.name}" IS NOT NULL',
-                                    max_rows=MAX_DISTINCT, timeout_s=600)
+                                    max_rows=MAX_DISTINCT, timeout_s=timeout_s)
                 found = [] if result.truncated else [r[0] for r in result.rows]
                 cur = conn.execute("INSERT INTO columns (name, distinct_values, complete) VALUES (?, ?, ?)",
                                    (f"{table.lower()}.{column.lower()}", len(found), int(not result.truncated)))
@@ -119,7 +122,7 @@ def build_lexicon(db: Any, columns: list[tuple[str, str]]) -> Path:
             conn.commit()
         finally:
             conn.close()
-        os.chmod(tmp, db.path.stat().st_mode & 0o666 | 0o444)  # readable wherever the database is (mkstemp makes it 0600)
+        os.chmod(tmp, db.path.stat().st_mode & 0o666)  # readable by whoever may read the database (mkstemp makes it 0600)
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -130,8 +133,9 @@ def build_lexicon(db: Any, columns: list[tuple[str, str]]) -> Path:
 class Lexicon:
     """An open, current lexicon file, read-only. Thread-safe (one connection behind a lock; lookups take microseconds)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self._conn = conn
+        self.path = path
         self._lock = threading.Lock()
         self._columns: dict[str, tuple[int, int, bool]] = {
             name: (cid, n, bool(complete)) for cid, name, n, complete in
@@ -152,14 +156,27 @@ class Lexicon:
     def distinct_count(self, name: str) -> int:
         return self._columns[name][1] if self.complete(name) else 0
 
+    def _damaged(self, exc: sqlite3.Error) -> DatabaseError:
+        db = self.path.with_name(self.path.name.removesuffix(SUFFIX))
+        return DatabaseError(f"The value lexicon {self.path} cannot be read ({exc}); the values are read from the database. "
+                             f"Rebuild it: ehrguard db lexicon --db {db}")
+
     def values(self, name: str) -> list[str]:
-        """Every value of a column the lexicon holds, in the order the database returned them."""
-        with self._lock:
+        """Every value of a column the lexicon holds, in the order the database returned them.
+
+        Raises:
+            DatabaseError: the file cannot be read (damaged).
+        """
+        with self._lock, _reading(self):
             return [v for (v,) in self._conn.execute("SELECT value FROM vals WHERE col = ? ORDER BY pos", (self._columns[name][0],))]
 
     def find(self, names: Collection[str], keys: Collection[str], *, by: str) -> dict[str, dict[str, str]]:
         """For each column of ``names`` the lexicon holds: the ``keys`` some of its values have, with the first such
-        value; ``by`` is ``"normal"`` (keys are :func:`normal_form`) or ``"lower"`` (keys are :func:`lower_form`)."""
+        value; ``by`` is ``"normal"`` (keys are :func:`normal_form`) or ``"lower"`` (keys are :func:`lower_form`).
+
+        Raises:
+            DatabaseError: the file cannot be read (damaged).
+        """
         ids = {self._columns[n][0]: n for n in names if n in self._columns}
         out: dict[str, dict[str, str]] = {n: {} for n in ids.values()}
         wanted: dict[int, set[str]] = {}
@@ -170,7 +187,7 @@ class Lexicon:
         column, form = ("normal_key", lambda v: normal_forms((v,))[0]) if by == "normal" else ("lower_key", lower_form)
         hashes = list(wanted)
         rows = []
-        with self._lock:
+        with self._lock, _reading(self):
             for start in range(0, len(hashes), _BATCH):
                 batch = hashes[start : start + _BATCH]
                 # "+col": look rows up by their hash; an index on the column would make SQLite read all of its rows
@@ -182,6 +199,14 @@ class Lexicon:
             if k in wanted[h]:  # the same text, not another one with the same hash
                 out[ids[col]].setdefault(k, value)
         return out
+
+
+@contextmanager
+def _reading(lexicon: Lexicon) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise lexicon._damaged(exc) from exc
 
 
 def load_lexicon(db_path: str | Path) -> Lexicon | None:
@@ -202,7 +227,7 @@ def load_lexicon(db_path: str | Path) -> Lexicon | None:
                    # the modification time vouches for the checksum; a copied or touched file is checked in full
                    and (recorded["mtime_ns"] == st.st_mtime_ns or recorded["sha256"] == file_sha256(db)))
         if current:
-            return Lexicon(conn)
+            return Lexicon(conn, path)
     except (sqlite3.Error, OSError, KeyError, TypeError, ValueError):
         pass
     conn.close()

@@ -21,6 +21,7 @@ from typing import Any
 
 from ehrguard.db.lexicon import Lexicon
 from ehrguard.db.schema import read_schema
+from ehrguard.errors import DatabaseError
 from ehrguard.profiles import PROFILES
 
 # Columns whose values questions name directly (the MIMIC-IV profile's value columns); others are indexed on demand.
@@ -129,11 +130,12 @@ class ValueIndex:
         self._columns: dict[tuple[str, str], _ColumnIndex | None] = {}
         self._lock = threading.Lock()
         self._lexicon: Lexicon | None | bool = False  # False: not opened yet
+        self._lexicon_lock = threading.Lock()
         self._lexicon_columns = lexicon_columns or []
 
     def _stored(self) -> Lexicon | None:
-        """The database's current lexicon, or None."""
-        with self._lock:
+        """The database's current lexicon, or None (writing it first when it is missing or stale, see ``__init__``)."""
+        with self._lexicon_lock:  # not self._lock: columns already loaded stay readable while a lexicon is written
             if self._lexicon is False:
                 from ehrguard.db.lexicon import load_lexicon
 
@@ -143,21 +145,30 @@ class ValueIndex:
                     self._lexicon = self._rebuild(Path(path))
             return self._lexicon if isinstance(self._lexicon, Lexicon) else None
 
+    def _drop_lexicon(self, exc: Exception) -> None:
+        """A lexicon that fails to answer (a damaged file) is set aside, said once: the values come from the database."""
+        import sys
+
+        with self._lexicon_lock:
+            if isinstance(self._lexicon, Lexicon):
+                print(f"ehrguard: {exc}", file=sys.stderr)
+                self._lexicon = None
+
     def _rebuild(self, path: Path) -> Lexicon | None:
         """Write the lexicon beside a database that has none for its current version, when its folder allows."""
+        import sqlite3
         import sys
         import time
 
         from ehrguard.db.lexicon import build_lexicon, lexicon_path, load_lexicon
-        from ehrguard.errors import DatabaseError
 
         if not os.access(lexicon_path(path).parent, os.W_OK):
             return None  # read-only: the values are read from the database; `ehrguard doctor` says how to fix it
         state = "stale (the database changed)" if lexicon_path(path).is_file() else "missing"
         started = time.perf_counter()
         try:
-            build_lexicon(self.db, self._lexicon_columns)
-        except (DatabaseError, OSError) as exc:
+            build_lexicon(self.db, self._lexicon_columns, timeout_s=120)
+        except (DatabaseError, OSError, sqlite3.Error) as exc:
             print(f"ehrguard: the value lexicon of {path} is {state} and could not be written ({exc}); the values are "
                   f"read from the database.", file=sys.stderr)
             return None
@@ -174,8 +185,15 @@ class ValueIndex:
         c = t.column(column) if t else None
         index: _ColumnIndex | None = None
         lexicon, name = self._stored(), f"{key[0]}.{key[1]}"
+        stored: list[str] | None = None
+        if lexicon is not None and lexicon.has(name) and lexicon.complete(name):
+            try:
+                stored = lexicon.values(name)
+            except DatabaseError as exc:
+                self._drop_lexicon(exc)
+                lexicon = None
         if lexicon is not None and lexicon.has(name):  # the database's lexicon holds this column (all of it, or too many)
-            index = _ColumnIndex(lexicon.values(name)) if lexicon.complete(name) else None
+            index = _ColumnIndex(stored) if stored is not None else None
         elif t is not None and c is not None:
             q_table = t.qualified_name
             result = self.db.execute(
@@ -214,7 +232,11 @@ class ValueIndex:
         columns = list(dict.fromkeys(columns))
         lexicon = self._stored()
         names = {f"{t.lower()}.{c.lower()}": (t, c) for t, c in columns}
-        stored = lexicon.find([n for n in names if lexicon.has(n)], keys, by=by) if lexicon is not None else {}
+        try:
+            stored = lexicon.find([n for n in names if lexicon.has(n)], keys, by=by) if lexicon is not None else {}
+        except DatabaseError as exc:
+            self._drop_lexicon(exc)
+            stored = {}
         out: dict[tuple[str, str], dict[str, str]] = {}
         for name, (table, column) in names.items():
             if name in stored:

