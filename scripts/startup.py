@@ -3,10 +3,12 @@
 - ``verify``: one-shot ``ehrguard verify`` on the demo MIMIC-IV against the import floor
   (``python -c "import ehrguard, numpy, onnxruntime, sqlglot, duckdb"``), run in turn, wall time and the
   process's own peak memory (``ru_maxrss``) of each; medians and the ratio pair by pair.
-- ``serve``: ``ehrguard serve`` (the databases of ``$EHRGUARD_DB_DIR``) until ``/healthz`` answers, then
-  the same ``/v1/verify`` request ten times one after another (the first against the others), then the server's
-  peak and current memory and its query workers'.
-- ``mcp``: ``ehrguard mcp`` over stdio until ``initialize`` is answered, then the same ``verify_sql`` call ten times.
+- ``serve``: ``ehrguard serve`` (the databases of ``$EHRGUARD_DB_DIR``) until ``/healthz`` answers; then a probe
+  question first, nine other questions, the probe again; and on a second server the nine first and the probe tenth.
+  The probe's first time on a new server against its first time on one that answered nine requests says what the
+  start leaves cold; against its second time, what its own question's caches save. Then the server's peak and
+  current memory and its query workers'.
+- ``mcp``: ``ehrguard mcp`` over stdio until ``initialize`` is answered, then the probe, nine others, the probe again.
 
 Run: EHRGUARD_DB_DIR=/tmp/dbs python scripts/startup.py verify serve mcp --runs 5
 """
@@ -37,7 +39,14 @@ CASES = [
      "AND label = 'Heart Rate' ORDER BY charttime DESC LIMIT 1"),
     ("How many patients are there?", "SELECT COUNT(*) FROM admissions"),
     ("Is patient 10000032 allergic to penicillin?", "SELECT * FROM prescriptions WHERE subject_id = 10000032 AND drug LIKE '%penicillin%'"),
+    ("When was patient 10000032 first admitted?", "SELECT MIN(admittime) FROM admissions WHERE subject_id = 10000032"),
+    ("How many lab tests did patient 10000032 have?", "SELECT COUNT(*) FROM labevents WHERE subject_id = 10000032"),
+    ("What is the average length of stay in the icu?", "SELECT AVG(los) FROM icustays"),
+    ("List the drugs given to patient 10000032 by mouth.",
+     "SELECT DISTINCT drug FROM prescriptions WHERE subject_id = 10000032 AND route = 'PO'"),
+    ("Which insurance does patient 10000032 have?", "SELECT insurance FROM admissions WHERE subject_id = 10000032"),
 ]
+PROBE = CASES[1]  # the request whose latency is compared
 
 
 def _timed(cmd: list[str]) -> tuple[float, float]:
@@ -57,7 +66,7 @@ def _spread(values: list[float], digits: int = 2) -> str:
 
 
 def measure_verify(runs: int) -> dict[str, Any]:
-    question, sql = CASES[1]
+    question, sql = PROBE
     cmd = [*EHRGUARD, "verify", "--db", "mimic_iv", "-q", question, "-s", sql]
     _timed(cmd), _timed(FLOOR)  # warm-up: the file cache, the folded model
     rows = [(*_timed(cmd), *_timed(FLOOR)) for _ in range(runs)]
@@ -97,8 +106,8 @@ def _post(url: str, body: dict[str, Any]) -> float:
     return time.perf_counter() - start
 
 
-def measure_serve() -> dict[str, Any]:
-    port = _free_port()
+def _serve(port: int, requests: list[tuple[str, str]]) -> tuple[float, list[float], dict[str, Any]]:
+    """Start a server, wait for /healthz, send ``requests`` one after another: (seconds to /healthz, each latency, facts)."""
     start = time.perf_counter()
     server = subprocess.Popen([*EHRGUARD, "serve", "--port", str(port), "--no-auth"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -112,24 +121,33 @@ def measure_serve() -> dict[str, Any]:
             except OSError:
                 time.sleep(0.02)
         ready = time.perf_counter() - start
-        question, sql = CASES[1]
-        times = [_post(f"http://127.0.0.1:{port}/v1/verify", {"db": "mimic_iv", "question": question, "sql": sql}) for _ in range(10)]
-        first_answer = ready + times[0]
+        times = [_post(f"http://127.0.0.1:{port}/v1/verify", {"db": "mimic_iv", "question": q, "sql": s}) for q, s in requests]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/databases", timeout=10) as r:
             databases = [d["name"] for d in json.loads(r.read())["databases"]]
-        server_mem = _memory_kib(server.pid)
-        workers = [_memory_kib(p) for p in _descendants(server.pid)]
+        facts = {"health": health["status"], "databases": databases, "server": _memory_kib(server.pid),
+                 "workers": [_memory_kib(p) for p in _descendants(server.pid)]}
     finally:
         server.terminate()
         server.wait(timeout=30)
-    out = {"ready_s": ready, "first_answer_s": first_answer, "request_s": times, "databases": databases, "health": health["status"],
-           "server_peak_mib": server_mem["VmHWM"] / 1024, "server_now_mib": server_mem["VmRSS"] / 1024,
-           "workers_peak_mib": [w["VmHWM"] / 1024 for w in workers]}
-    print(f"serve: /healthz ({health['status']}) after {ready:.2f} s, databases {', '.join(databases)}; the first /v1/verify answered "
-          f"{first_answer:.2f} s after start; the same request 10 times: 1st {times[0] * 1000:.0f} ms, 10th {times[-1] * 1000:.0f} ms, "
-          f"2nd-10th {_spread([t * 1000 for t in times[1:]], 0)} ms")
-    print(f"server memory after warm-up and 10 requests: peak {out['server_peak_mib']:.0f} MiB, now {out['server_now_mib']:.0f} MiB; "
-          f"{len(workers)} query workers, peak {max(out['workers_peak_mib'], default=0):.0f} MiB each at most")
+    return ready, times, facts
+
+
+def measure_serve() -> dict[str, Any]:
+    others = [c for c in CASES if c != PROBE][:9]
+    # One server answers the probe first (then nine other questions and the probe again); another answers the nine
+    # first and the probe tenth: the probe's own first time, on a server that is no longer new.
+    ready, times, facts = _serve(_free_port(), [PROBE, *others, PROBE])
+    _, later, _ = _serve(_free_port(), [*others, PROBE])
+    out = {"ready_s": ready, "first_answer_s": ready + times[0], "request_s": times, "probe_tenth_s": later[-1], **facts,
+           "server_peak_mib": facts["server"]["VmHWM"] / 1024, "server_now_mib": facts["server"]["VmRSS"] / 1024,
+           "workers_peak_mib": [w["VmHWM"] / 1024 for w in facts["workers"]]}
+    print(f"serve: /healthz ({facts['health']}) after {ready:.2f} s, databases {', '.join(facts['databases'])}; the first /v1/verify "
+          f"answered {ready + times[0]:.2f} s after start")
+    print(f"  the probe as the 1st request: {times[0] * 1000:.0f} ms; as the 10th, after nine other questions, on another server: "
+          f"{later[-1] * 1000:.0f} ms; asked again (its answer's caches warm): {times[-1] * 1000:.0f} ms; the nine others "
+          f"{_spread([t * 1000 for t in times[1:-1]], 0)} ms")
+    print(f"server memory after warm-up and 11 requests: peak {out['server_peak_mib']:.0f} MiB, now {out['server_now_mib']:.0f} MiB; "
+          f"{len(facts['workers'])} query workers, peak {max(out['workers_peak_mib'], default=0):.0f} MiB each at most")
     return out
 
 
@@ -148,7 +166,8 @@ def _rpc(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> dict[str, An
             return dict(reply)
 
 
-def measure_mcp() -> dict[str, Any]:
+def _mcp(requests: list[tuple[str, str]]) -> tuple[float, list[float], float]:
+    """Start ``ehrguard mcp``, initialise, call verify_sql for each request: (seconds to initialize, latencies, peak MiB)."""
     start = time.perf_counter()
     proc = subprocess.Popen([*EHRGUARD, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
@@ -157,8 +176,7 @@ def measure_mcp() -> dict[str, Any]:
         ready = time.perf_counter() - start
         _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         times = []
-        question, sql = CASES[1]
-        for i in range(1, 11):
+        for i, (question, sql) in enumerate(requests, 1):
             t = time.perf_counter()
             reply = _rpc(proc, {"jsonrpc": "2.0", "id": i, "method": "tools/call",
                                 "params": {"name": "verify_sql", "arguments": {"db": "mimic_iv", "question": question, "sql": sql}}})
@@ -169,10 +187,18 @@ def measure_mcp() -> dict[str, Any]:
     finally:
         proc.kill()
         proc.wait(timeout=30)
-    out = {"initialized_s": ready, "first_answer_s": ready + times[0], "call_s": times, "peak_mib": peak}
-    print(f"mcp: initialize answered after {ready:.2f} s; first verify_sql answered {ready + times[0]:.2f} s after start; "
-          f"the same call 10 times: 1st {times[0] * 1000:.0f} ms, 10th {times[-1] * 1000:.0f} ms, 2nd-10th "
-          f"{_spread([t * 1000 for t in times[1:]], 0)} ms; peak {peak:.0f} MiB")
+    return ready, times, peak
+
+
+def measure_mcp() -> dict[str, Any]:
+    others = [c for c in CASES if c != PROBE][:9]
+    ready, times, peak = _mcp([PROBE, *others, PROBE])
+    _, later, _ = _mcp([*others, PROBE])
+    out = {"initialized_s": ready, "first_answer_s": ready + times[0], "call_s": times, "probe_tenth_s": later[-1], "peak_mib": peak}
+    print(f"mcp: initialize answered after {ready:.2f} s; the first verify_sql answered {ready + times[0]:.2f} s after start")
+    print(f"  the probe as the 1st call: {times[0] * 1000:.0f} ms; as the 10th, after nine other questions, in another process: "
+          f"{later[-1] * 1000:.0f} ms; asked again: {times[-1] * 1000:.0f} ms; the nine others "
+          f"{_spread([t * 1000 for t in times[1:-1]], 0)} ms; peak {peak:.0f} MiB")
     return out
 
 

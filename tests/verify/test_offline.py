@@ -143,3 +143,8 @@ def test_warm_up_loads_each_database_once_and_reports_one_that_cannot_be_read(mi
     ready = [ctx.path.resolve() for ctx in runtime().open_contexts() if ctx.path]
     assert mimic_iv_db.resolve() in ready  # the context the first request will use is ready
     assert isinstance(took["broken"], str) and "Error" in took["broken"]
+    # The value check ran once too: a literal the data lacks was looked up, fuzzily, in the profile's first value column.
+    from ehrguard.verify import database_context
+
+    column = database_context(mimic_iv_db).values._columns[("d_labitems", "label")]
+    assert column is not None and column._grams is not None

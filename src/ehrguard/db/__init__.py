@@ -27,7 +27,7 @@ from ehrguard.db.engine import (
     open_database,
 )
 from ehrguard.db.fidelity import FidelityReport, check_fidelity, load_ehrsql_split
-from ehrguard.db.lexicon import build_lexicon, lexicon_state
+from ehrguard.db.lexicon import build_lexicon, lexicon_path, lexicon_state
 from ehrguard.db.schema import Schema, read_schema
 from ehrguard.db.values import Lookup, ValueIndex
 from ehrguard.lazy import lazy_exports
@@ -61,6 +61,7 @@ __all__ = [
     "check_fidelity",
     "check_select_only",
     "download_demo",
+    "lexicon_path",
     "lexicon_state",
     "load_ehrsql_split",
     "locate_database",

@@ -84,8 +84,7 @@ def healthz(request: Request) -> dict[str, Any]:
 def _lexicon_state(cache: dict[tuple[Any, ...], str], path: Path) -> str:
     """A database's lexicon state, worked out again only when the database or its lexicon changed (working it out can
     mean hashing the database file)."""
-    from ehrguard.db import lexicon_state
-    from ehrguard.db.lexicon import lexicon_path
+    from ehrguard.db import lexicon_path, lexicon_state
     from ehrguard.profiles import profile_for_file
 
     def stamp(p: Path) -> tuple[int, int] | None:

@@ -98,6 +98,16 @@ def warm_up(databases: list[Path]) -> dict[str, float | str]:
         try:
             # An answerable question with a clean query: it goes through the checks and the search for known forms.
             verify("How many patients were admitted this year?", "SELECT 1", db=path)
+            # A value the data lacks, in the first of the profile's value columns this database has: the value check's
+            # lookup and the execution of a real table run once (the code paths, whichever column a question reaches).
+            ctx = database_context(path)
+            for qualified in ctx.profile.value_columns:
+                table, column = qualified.rsplit(".", 1)
+                info = ctx.schema.table(table)
+                if info is not None and info.column(column) is not None:
+                    verify(f"How many {table} rows have this {column}?",
+                           f"SELECT COUNT(*) FROM {info.name} WHERE {column} = 'no such value'", db=path)
+                    break
         except EhrguardError as exc:
             return f"{type(exc).__name__}: {exc}"
         return round(time.perf_counter() - start, 2)
