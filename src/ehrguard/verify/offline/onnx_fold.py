@@ -161,7 +161,7 @@ def fold(data: bytes, data_file: str) -> tuple[bytes, list[tuple[int, bytes]]] |
     nodes = [new for n in graph.node if id(n) not in gone for new in replaced.get(id(n), [n])]
     del graph.node[:]
     graph.node.extend(nodes)
-    read = {i for n in graph.node for i in n.input}
+    read = {i for n in graph.node for i in n.input} | {v.name for v in graph.output}
     kept = [t for t in graph.initializer if t.name in read]  # the int8 matrices now folded are read by nothing
     del graph.initializer[:]
     graph.initializer.extend(kept + folded)
