@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -132,20 +133,30 @@ def _serve(port: int, requests: list[tuple[str, str]]) -> tuple[float, list[floa
     return ready, times, facts
 
 
-def measure_serve() -> dict[str, Any]:
+def _probe_runs(run: Callable[[list[tuple[str, str]]], tuple[float, list[float], Any]]) -> tuple[float, list[float], Any, float]:
+    """One new process answers the probe first (then nine other questions and the probe again); another answers the
+    nine first and the probe tenth: the probe's own first time, in a process that is no longer new. Returns the first
+    process's (ready seconds, latencies, facts) and the probe's latency as the other's tenth."""
     others = [c for c in CASES if c != PROBE][:9]
-    # One server answers the probe first (then nine other questions and the probe again); another answers the nine
-    # first and the probe tenth: the probe's own first time, on a server that is no longer new.
-    ready, times, facts = _serve(_free_port(), [PROBE, *others, PROBE])
-    _, later, _ = _serve(_free_port(), [*others, PROBE])
-    out = {"ready_s": ready, "first_answer_s": ready + times[0], "request_s": times, "probe_tenth_s": later[-1], **facts,
+    ready, times, facts = run([PROBE, *others, PROBE])
+    _, later, _ = run([*others, PROBE])
+    return ready, times, facts, later[-1]
+
+
+def _probe_summary(times: list[float], tenth: float, where: str) -> str:
+    return (f"  the probe as the 1st request: {times[0] * 1000:.0f} ms; as the 10th, after nine other questions, {where}: "
+            f"{tenth * 1000:.0f} ms; asked again (its own caches warm): {times[-1] * 1000:.0f} ms; the nine others "
+            f"{_spread([t * 1000 for t in times[1:-1]], 0)} ms")
+
+
+def measure_serve() -> dict[str, Any]:
+    ready, times, facts, tenth = _probe_runs(lambda requests: _serve(_free_port(), requests))
+    out = {"ready_s": ready, "first_answer_s": ready + times[0], "request_s": times, "probe_tenth_s": tenth, **facts,
            "server_peak_mib": facts["server"]["VmHWM"] / 1024, "server_now_mib": facts["server"]["VmRSS"] / 1024,
            "workers_peak_mib": [w["VmHWM"] / 1024 for w in facts["workers"]]}
     print(f"serve: /healthz ({facts['health']}) after {ready:.2f} s, databases {', '.join(facts['databases'])}; the first /v1/verify "
           f"answered {ready + times[0]:.2f} s after start")
-    print(f"  the probe as the 1st request: {times[0] * 1000:.0f} ms; as the 10th, after nine other questions, on another server: "
-          f"{later[-1] * 1000:.0f} ms; asked again (its answer's caches warm): {times[-1] * 1000:.0f} ms; the nine others "
-          f"{_spread([t * 1000 for t in times[1:-1]], 0)} ms")
+    print(_probe_summary(times, tenth, "on another server"))
     print(f"server memory after warm-up and 11 requests: peak {out['server_peak_mib']:.0f} MiB, now {out['server_now_mib']:.0f} MiB; "
           f"{len(facts['workers'])} query workers, peak {max(out['workers_peak_mib'], default=0):.0f} MiB each at most")
     return out
@@ -191,14 +202,11 @@ def _mcp(requests: list[tuple[str, str]]) -> tuple[float, list[float], float]:
 
 
 def measure_mcp() -> dict[str, Any]:
-    others = [c for c in CASES if c != PROBE][:9]
-    ready, times, peak = _mcp([PROBE, *others, PROBE])
-    _, later, _ = _mcp([*others, PROBE])
-    out = {"initialized_s": ready, "first_answer_s": ready + times[0], "call_s": times, "probe_tenth_s": later[-1], "peak_mib": peak}
-    print(f"mcp: initialize answered after {ready:.2f} s; the first verify_sql answered {ready + times[0]:.2f} s after start")
-    print(f"  the probe as the 1st call: {times[0] * 1000:.0f} ms; as the 10th, after nine other questions, in another process: "
-          f"{later[-1] * 1000:.0f} ms; asked again: {times[-1] * 1000:.0f} ms; the nine others "
-          f"{_spread([t * 1000 for t in times[1:-1]], 0)} ms; peak {peak:.0f} MiB")
+    ready, times, peak, tenth = _probe_runs(_mcp)
+    out = {"initialized_s": ready, "first_answer_s": ready + times[0], "call_s": times, "probe_tenth_s": tenth, "peak_mib": peak}
+    print(f"mcp: initialize answered after {ready:.2f} s; the first verify_sql answered {ready + times[0]:.2f} s after start; "
+          f"peak {peak:.0f} MiB")
+    print(_probe_summary(times, tenth, "in another process"))
     return out
 
 

@@ -81,7 +81,7 @@ def _databases() -> list[Check]:
             db = open_database(path, isolated=False)
             detail = f"{db.dialect}, {path.stat().st_size / 2**20:.1f} MiB"
             db.close()
-            lexicon = lexicon_state(path) if profile_for_file(path).value_columns else "not needed"
+            lexicon = lexicon_state(path, profile_for_file(path).value_columns)
             checks.append(Check("databases", path.stem, "ok", f"{detail}, value lexicon {lexicon}",
                                 "" if lexicon in ("ok", "not needed") else
                                 f"ehrguard db lexicon --db {path} (the first check is slower without it)"))

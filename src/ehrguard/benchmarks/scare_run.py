@@ -224,7 +224,7 @@ def run_scare(
     done = run.open(identity,
                     extra={"method_description": method.describe(), "data_paths": [str(p) for p in data_files], "db_dir": str(db_dir),
                            # an accelerator, not an input (the values are read from the database without it): recorded only
-                           "value_lexicons": {db_id: lexicon_state(ctx.path) if ctx.profile.value_columns else "not needed"
+                           "value_lexicons": {db_id: lexicon_state(ctx.path, ctx.profile.value_columns)
                                               for db_id, ctx in contexts.items() if ctx.path}})
     if retry_errors:
         done = {k: r for k, r in done.items() if r.get("error") is None}

@@ -234,8 +234,11 @@ def load_lexicon(db_path: str | Path) -> Lexicon | None:
     return None
 
 
-def lexicon_state(db_path: str | Path) -> str:
-    """``ok``, ``missing`` or ``stale`` (built for another version of the file, or unreadable)."""
+def lexicon_state(db_path: str | Path, value_columns: Collection[str] | None = None) -> str:
+    """``ok``, ``missing`` or ``stale`` (built for another version of the file, or unreadable); ``not needed`` when
+    ``value_columns`` (the database profile's) is given and empty."""
+    if value_columns is not None and not value_columns:
+        return "not needed"
     lexicon = load_lexicon(db_path)
     if lexicon is not None:
         lexicon.close()

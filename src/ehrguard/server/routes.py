@@ -98,7 +98,7 @@ def _lexicon_state(cache: dict[tuple[Any, ...], str], path: Path) -> str:
     if key not in cache:
         if len(cache) > 256:
             cache.clear()
-        cache[key] = lexicon_state(path) if profile_for_file(path).value_columns else "not needed"
+        cache[key] = lexicon_state(path, profile_for_file(path).value_columns)
     return cache[key]
 
 

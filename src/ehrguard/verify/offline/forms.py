@@ -35,7 +35,7 @@ import re
 import threading
 import weakref
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -388,11 +388,22 @@ class _Lexicon:
         texts = list(dict.fromkeys(f.masked for f in forms if f.masked not in self._stated))
         if not texts:
             return
-        held = self.holders({p for t in texts for p in _phrases(t)})
-        for text in texts:
+        for text, found in self.occurrences(texts).items():
             self._stated[text] = frozenset(
-                text[a:b] for spans in _values_in(text, lambda _: held).values() for a, b in spans
+                text[a:b] for spans in found.values() for a, b in spans
                 if " " in text[a:b])  # names of several words; one-word ones are often plain words
+
+    def occurrences(self, texts: list[str]) -> dict[str, dict[str, list[tuple[int, int]]]]:
+        """Every value of a name column each text contains at word boundaries, by column: one lookup for all texts."""
+        spans = {text: _spans(text) for text in texts}
+        held = self.holders({text[a:b] for text, found in spans.items() for a, b in found})
+        out: dict[str, dict[str, list[tuple[int, int]]]] = {}
+        for text, found in spans.items():
+            by_column = out[text] = defaultdict(list)
+            for a, b in found:
+                for column in held.get(text[a:b], ()):
+                    by_column[column].append((a, b))
+        return out
 
 
 class FormIndex:
@@ -429,7 +440,7 @@ class FormIndex:
             a, b = time[1]
             q = q[:a] + _TIME_WORD + q[b:]
         lex = self._lexicon(context)
-        occurrences = _values_in(q, lex.holders)
+        occurrences = lex.occurrences([q])[q]
         pids = [(m.start(), m.end()) for m in PATIENT_ID.finditer(q)]
         readings: list[Reading] = []
         for needs, by_meaning in self._by_needs.items():
@@ -474,22 +485,6 @@ def _spans(text: str) -> list[tuple[int, int]]:
     ends = sorted(m.end() for m in re.finditer(r"\S(?![\w])", text))
     # a span followed by " - " is part of a longer hierarchical name the data does not hold
     return [(a, b) for a in starts for b in ends if a < b <= a + 120 and not text.startswith(" - ", b)]
-
-
-def _phrases(text: str) -> set[str]:
-    return {text[a:b] for a, b in _spans(text)}
-
-
-def _values_in(text: str, holders: Callable[[Collection[str]], Mapping[str, set[str]]]) -> dict[str, list[tuple[int, int]]]:
-    """Every value of a name column the text contains at word boundaries, by column (``holders`` says which
-    columns hold each of a set of phrases)."""
-    spans = _spans(text)
-    held = holders({text[a:b] for a, b in spans})
-    found: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for a, b in spans:
-        for column in held.get(text[a:b], ()):
-            found[column].append((a, b))
-    return found
 
 
 def _placements(q: str, columns: tuple[str, ...], occurrences: dict[str, list[tuple[int, int]]],
