@@ -272,6 +272,28 @@ def test_the_value_lexicon_is_read_instead_of_the_database_and_goes_stale_with_i
     assert "new" in fresh.values("t", "b") and fresh.find([("t", "b")], {"new"}, by="lower") == {("t", "b"): {"new": "new"}}
 
 
+def test_an_open_lexicon_keeps_answering_from_its_file_while_a_new_one_replaces_it(sqlite_path: Path):
+    # The lexicon is read through a memory map; a rebuild replaces the file whole, so the reader's map stays valid.
+    from ehrguard.db import build_lexicon
+    from ehrguard.db.lexicon import lexicon_path, load_lexicon
+
+    build_lexicon(open_database(sqlite_path, isolated=False), [("t", "b")])
+    reader = load_lexicon(sqlite_path)
+    assert reader is not None
+    before = reader.values("t.b")
+    conn = sqlite3.connect(sqlite_path)
+    conn.execute("INSERT INTO t VALUES (99, 'new')")
+    conn.commit()
+    conn.close()
+    old_inode = lexicon_path(sqlite_path).stat().st_ino
+    build_lexicon(open_database(sqlite_path, isolated=False), [("t", "b")])
+    assert lexicon_path(sqlite_path).stat().st_ino != old_inode
+    assert reader.values("t.b") == before and "new" not in before  # the old file, read to the end
+    assert reader.find(["t.b"], {before[0].lower()}, by="lower") == {"t.b": {before[0].lower(): before[0]}}
+    fresh = load_lexicon(sqlite_path)
+    assert fresh is not None and "new" in fresh.values("t.b")
+
+
 def test_prefetch_starts_a_query_worker_in_the_background_and_never_raises(sqlite_path: Path, tmp_path: Path):
     from ehrguard.db import worker
     from ehrguard.verify.api import prefetch

@@ -77,6 +77,12 @@ def test_tools_over_stdio(mimic_iv_db: Path, tmp_path: Path):
         is_error, text = out[name]
         assert is_error and words in text and "\n" not in text.strip(), (name, text)
     assert out["schema_error"] and out["alive"] == {"databases": ["mimic_iv"]}
+    # the server rehearsed a session before it answered (ehrguard.server.rehearsal): the audit log holds only the calls above
+    from ehrguard.audit import AuditLog
+    from ehrguard.server.rehearsal import QUESTION
+
+    questions = [e["question"] for e in AuditLog(tmp_path / "audit.sqlite").entries()]
+    assert questions and QUESTION not in questions
 
 
 def test_a_model_configured_with_the_offline_method_writes_sql_and_the_offline_verifier_checks_it(mimic_iv_db: Path, tmp_path: Path,

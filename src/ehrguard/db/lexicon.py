@@ -35,6 +35,11 @@ FORMAT = 3
 SUFFIX = ".lexicon"
 MAX_DISTINCT = 500_000  # as the value index: a column with more distinct values is free text, not names
 _BATCH = 500  # hashes per lookup query (below SQLite's smallest limit on bound parameters)
+# The lexicon is read through a memory map: its pages come from the operating system's file cache, shared by every
+# connection and process, so a new server's first lookups are as fast as a running one's (through SQLite's own page
+# cache, each connection starts cold: 11 ms more on the first question measured on the demo MIMIC-IV). Safe here as
+# it is not for a database in general: a lexicon is only ever replaced whole (os.replace), never changed in place.
+_MAP_BYTES = 1 << 30
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -217,6 +222,7 @@ def load_lexicon(db_path: str | Path) -> Lexicon | None:
         return None
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        conn.execute(f"PRAGMA mmap_size = {_MAP_BYTES}")
     except sqlite3.Error:
         return None
     try:

@@ -27,7 +27,10 @@ from ehrguard.verify import database_context, method_uses_model
 
 
 class _Server(FastMCP):
-    """FastMCP whose argument errors read as one line: ``run_sql: missing argument 'sql'``."""
+    """FastMCP whose argument errors read as one line: ``run_sql: missing argument 'sql'``; ``audit`` is where its
+    tools' entries go (a rehearsal swaps in a scratch log before the server takes requests)."""
+
+    audit: AuditLog
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Sequence[Any] | dict[str, Any]:
         try:
@@ -57,7 +60,7 @@ def _fail_on_error(reply: Answer) -> Answer:
 def build_server(audit: AuditLog | None = None, method: str = "offline", model: str | None = None) -> FastMCP:
     server = _Server("ehrguard",
                      instructions="EHR databases behind a safety layer: verify_sql before trusting any SQL; run_sql verifies for you.")
-    log = audit or AuditLog()
+    server.audit = audit or AuditLog()
 
     # The configured model writes SQL (ask) and, when the method takes one, serves the verification too: with the
     # offline method it writes SQL only (it used to be handed to the offline verifier, which refuses any model).
@@ -66,7 +69,7 @@ def build_server(audit: AuditLog | None = None, method: str = "offline", model: 
     def checked(db: str, question: str, sql: str | None = None, *, execute: bool = True, max_rows: int = 200) -> Answer:
         # Only the verification is audited, an executed query in an entry of its own (mcp-run).
         return answer(question, db=db, sql=sql, model=model, method=method, verifier_model=verifier_model, names_only=True,
-                      execute=execute, max_rows=max_rows, audit=log, caller="mcp", interface="mcp", audit_errors=False,
+                      execute=execute, max_rows=max_rows, audit=server.audit, caller="mcp", interface="mcp", audit_errors=False,
                       audit_execution="mcp-run")
 
     @server.tool()
