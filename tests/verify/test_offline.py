@@ -148,3 +148,32 @@ def test_warm_up_loads_each_database_once_and_reports_one_that_cannot_be_read(mi
 
     column = database_context(mimic_iv_db).values._columns[("d_labitems", "label")]
     assert column is not None and column._grams is not None
+
+
+@pytest.mark.parametrize("question, vague", [
+    ("How long was the stay of patient 10004235?", ()),  # a duration asked for
+    ("What was the most recent heart rate of patient 10004235?", ()),  # a superlative
+    ("Which drug was the most frequently prescribed in 2100?", ()),
+    ("How old was patient 10004235 at the first admission?", ()),
+    ("How many patients got normal saline in 2100?", ()),  # a name
+    ("Did patient 10004235 get enough fluids?", ("enough",)),  # evaluative: enough for what?
+    ("Which patients had a lot of unusually high potassium values?", ("a lot", "unusually", "high")),
+    ("Was the stay longer than usual?", ("than usual",)),
+])
+def test_vague_expressions_are_the_grammars_classes_outside_fixed_phrases(question, vague):
+    from ehrguard.verify.offline.features import question_cues
+
+    assert question_cues(question).vague == vague
+
+
+def test_kinds_of_record_schemas_often_lack_are_fhirs_and_the_rule_reads_only_the_first_clause():
+    from ehrguard.verify.offline.features import question_cues
+
+    assert question_cues("Is patient 10004235 allergic to penicillin?").missing == ("allergy records",)
+    assert question_cues("What was the blood type of patient 10004235?").missing == ("blood type",)
+    assert question_cues("What is the gender of patient 10004235?").missing == ()
+    # an earlier clause may name what a later pronoun points at
+    assert question_cues("Of the drugs patient 10004235 got, which was the first dose of it?").unresolved == ()
+    assert question_cues("Which was the first dose of it?").unresolved == ("of it",)
+    assert question_cues("List the tests mentioned above.").unresolved == ("mentioned above",)
+    assert question_cues("What was the first drug given on that day when patient 10004235 was admitted?").unresolved == ()

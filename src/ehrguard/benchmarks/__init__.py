@@ -20,7 +20,15 @@ from ehrguard.lazy import by_module, lazy_exports
 
 if TYPE_CHECKING:
     from ehrguard.benchmarks.compare import compare_runs, load_reference, write_comparison
-    from ehrguard.benchmarks.ehrsql import ehrsql_pairs, load_ehrsql_split, load_predictions, score_ehrsql
+    from ehrguard.benchmarks.ehrsql import (
+        ehrsql_decisions,
+        ehrsql_pairs,
+        load_confidences,
+        load_ehrsql_split,
+        load_predictions,
+        score_decisions,
+        score_ehrsql,
+    )
     from ehrguard.benchmarks.fidelity import candidate_fidelity
     from ehrguard.benchmarks.forms import combine, held_out_splits, read_held_out
     from ehrguard.benchmarks.hostile import HostileReport, duckdb_copy, render_markdown, run_hostile
@@ -39,10 +47,12 @@ if TYPE_CHECKING:
         select_items,
         write_run_report,
     )
+    from ehrguard.benchmarks.thresholds import run_records, scare_decisions, threshold_report, write_threshold_report
 
 _LAZY = by_module({
     ".compare": ("compare_runs", "load_reference", "write_comparison"),
-    ".ehrsql": ("ehrsql_pairs", "load_ehrsql_split", "load_predictions", "score_ehrsql"),
+    ".ehrsql": ("ehrsql_decisions", "ehrsql_pairs", "load_confidences", "load_ehrsql_split", "load_predictions", "score_decisions",
+                "score_ehrsql"),
     ".fidelity": ("candidate_fidelity",),
     ".forms": ("combine", "held_out_splits", "read_held_out"),
     ".report": ("MAIN_KEYS", "MAIN_LABELS", "fmt", "jsonable", "write_scare_report"),
@@ -51,6 +61,7 @@ _LAZY = by_module({
     ".safety": ("SafetyCase", "category_metrics", "load_cases", "run_safety", "safety_metrics", "write_safety_report"),
     ".mutations": ("MUTATIONS", "generate_cases", "split_pairs"),
     ".scare": ("ScareItem", "load_scare"),
+    ".thresholds": ("run_records", "scare_decisions", "threshold_report", "write_threshold_report"),
     ".scare_run": ("RunSummary", "method_for_run", "record_llm_usage", "rescore_runs", "run_scare", "score_records", "select_items",
                    "write_run_report"),
 })
@@ -71,12 +82,14 @@ __all__ = [
     "combine",
     "compare_runs",
     "duckdb_copy",
+    "ehrsql_decisions",
     "ehrsql_pairs",
     "file_sha256",
     "fmt",
     "held_out_splits",
     "jsonable",
     "load_cases",
+    "load_confidences",
     "load_ehrsql_split",
     "load_predictions",
     "load_reference",
@@ -86,17 +99,22 @@ __all__ = [
     "record_llm_usage",
     "rescore_runs",
     "render_markdown",
+    "run_records",
     "run_hostile",
     "run_safety",
     "split_pairs",
     "run_scare",
     "safety_metrics",
+    "scare_decisions",
+    "score_decisions",
     "score_ehrsql",
     "score_records",
     "select_items",
+    "threshold_report",
     "write_comparison",
     "write_run_report",
     "write_safety_report",
+    "write_threshold_report",
     "MUTATIONS",
     "category_metrics",
     "generate_cases",

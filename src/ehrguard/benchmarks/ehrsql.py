@@ -19,8 +19,9 @@ from typing import Any
 from ehrguard.db.engine import Database
 from ehrguard.errors import DatasetError
 from ehrguard.evaluation.execution_match import execution_match, is_abstention
-from ehrguard.evaluation.reliability import ItemOutcome, reliability_scores
+from ehrguard.evaluation.reliability import reliability_scores
 from ehrguard.evaluation.stats import percent
+from ehrguard.evaluation.threshold import Decision
 
 
 def load_ehrsql_split(split_dir: str | Path) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
@@ -56,20 +57,71 @@ def ehrsql_pairs(split_dir: str | Path) -> list[tuple[str, str]]:
 
 
 def load_predictions(path: str | Path) -> dict[str, str]:
+    """``{id: sql | "null"}``, or ``{id: {"sql": ..., "confidence": p}}`` (read by :func:`load_confidences`)."""
+    return {qid: sql for qid, (sql, _) in _read_predictions(path).items()}
+
+
+def load_confidences(path: str | Path) -> dict[str, float]:
+    """Each prediction's confidence: as given, or 1.0 for a bare SQL string."""
+    return {qid: confidence for qid, (_, confidence) in _read_predictions(path).items()}
+
+
+def _read_predictions(path: str | Path) -> dict[str, tuple[str, float]]:
     try:
         data = json.loads(Path(path).read_text())
     except OSError as exc:
         raise DatasetError(f"Cannot read predictions {path}: {exc}") from exc
     except json.JSONDecodeError as exc:
         raise DatasetError(f"Predictions {path} are not valid JSON: {exc}") from exc
-    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
-        raise DatasetError(f"Predictions {path} should be a JSON object mapping each id to a SQL string or \"null\".")
-    return data
-
+    shape = (f"Predictions {path} should be a JSON object mapping each id to a SQL string or \"null\", or to "
+             '{"sql": ..., "confidence": 0-1}.')
+    if not isinstance(data, dict):
+        raise DatasetError(shape)
+    out: dict[str, tuple[str, float]] = {}
+    for qid, value in data.items():
+        if isinstance(value, str):
+            out[qid] = (value, 1.0)
+        elif (isinstance(value, dict) and isinstance(value.get("sql"), str)
+              and isinstance(value.get("confidence", 1.0), (int, float)) and not isinstance(value.get("confidence"), bool)):
+            out[qid] = (value["sql"], float(value.get("confidence", 1.0)))
+        else:
+            raise DatasetError(f"{shape} Id {qid!r} has {json.dumps(value)[:80]}.")
+    return out
 
 
 def score_ehrsql(split_dir: str | Path, db: Database, predictions: dict[str, str], *, db_id: str = "mimic_iv") -> dict[str, Any]:
     """RS(0/5/10/N), answerable execution accuracy and abstention precision/recall (percentages).
+
+    Raises:
+        DatasetError: the predictions miss ids of the split (the message gives a few).
+    """
+    questions, _, _ = load_ehrsql_split(split_dir)
+    scores = score_decisions(ehrsql_decisions(split_dir, db, predictions, db_id=db_id))
+    scores["ignored_extra_ids"] = sum(i not in questions for i in predictions)
+    return scores
+
+
+def score_decisions(decisions: list[Decision], threshold: float = 0.0) -> dict[str, Any]:
+    """The scores of :func:`score_ehrsql` for decisions, answers below ``threshold`` withheld."""
+    outcomes = [d.outcome(threshold) for d in decisions]
+    answerable = sum(o.answerable for o in outcomes)
+    abstained = sum(not o.answered for o in outcomes)
+    abstained_right = sum(not o.answered and not o.answerable for o in outcomes)
+    return {
+        **reliability_scores(outcomes),
+        "n": len(outcomes),
+        "answerable": answerable,
+        "unanswerable": len(outcomes) - answerable,
+        "exec_acc_answerable": percent(sum(o.answerable and o.correct for o in outcomes), answerable),
+        "abstention_precision": percent(abstained_right, abstained),
+        "abstention_recall": percent(abstained_right, len(outcomes) - answerable),
+    }
+
+
+def ehrsql_decisions(split_dir: str | Path, db: Database, predictions: dict[str, str], confidences: dict[str, float] | None = None,
+                     *, db_id: str = "mimic_iv") -> list[Decision]:
+    """Each question of the split as a threshold sees it: answerable (by its label), answered, right by execution
+    match, with the prediction's confidence (1.0 when none is given).
 
     Raises:
         DatasetError: the predictions miss ids of the split (the message gives a few).
@@ -81,27 +133,10 @@ def score_ehrsql(split_dir: str | Path, db: Database, predictions: dict[str, str
             f"The predictions miss {len(missing)} of {len(questions)} ids (e.g. {', '.join(missing[:3])}). "
             'Give every id an SQL string, or "null" to abstain.'
         )
-    outcomes = []
-    answerable_correct = answerable = abstained = abstained_right = unanswerable = 0
+    out = []
     for qid in questions:
         gold, pred = labels[qid], predictions[qid]
-        is_answerable = not is_abstention(gold)
-        answered = not is_abstention(pred)
-        correct = answered and is_answerable and execution_match(db, pred, gold, db_id=db_id).match
-        outcomes.append(ItemOutcome(is_answerable, answered, correct))
-        answerable += is_answerable
-        answerable_correct += correct
-        unanswerable += not is_answerable
-        abstained += not answered
-        abstained_right += (not answered) and not is_answerable
-    extra = [i for i in predictions if i not in questions]
-    return {
-        **reliability_scores(outcomes),
-        "n": len(questions),
-        "answerable": answerable,
-        "unanswerable": unanswerable,
-        "exec_acc_answerable": percent(answerable_correct, answerable),
-        "abstention_precision": percent(abstained_right, abstained),
-        "abstention_recall": percent(abstained_right, unanswerable),
-        "ignored_extra_ids": len(extra),
-    }
+        answerable, answered = not is_abstention(gold), not is_abstention(pred)
+        correct = answered and answerable and execution_match(db, pred, gold, db_id=db_id).match
+        out.append(Decision(answerable, answered, correct, (confidences or {}).get(qid, 1.0)))
+    return out

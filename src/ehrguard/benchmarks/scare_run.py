@@ -16,7 +16,7 @@ import json
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -318,6 +318,21 @@ def write_run_report(out: str | Path, metrics: dict[str, Any], items: list[Scare
         (Path(out) / "metrics.json").write_text(json.dumps(jsonable(metrics), indent=2))
 
 
+def union_records(run_dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """The records of several run folders (the folds of a cross-validation), which must not share an item.
+
+    Raises:
+        RunError: an item is in more than one of the runs.
+    """
+    records: dict[str, dict[str, Any]] = {}
+    for d in run_dirs:
+        for r in RunDir(d).records():
+            if r["key"] in records:
+                raise RunError(f"Item {r['key']} is in more than one of the runs; they must not overlap.")
+            records[r["key"]] = r
+    return list(records.values())
+
+
 def rescore_runs(run_dirs: list[str], out: str | None = None) -> tuple[dict[str, Any], dict[str, Path]]:
     """Score run folder(s) from their records alone and rewrite the reports; several runs (the folds of a
     cross-validation) are scored as one, into ``out``.
@@ -330,12 +345,7 @@ def rescore_runs(run_dirs: list[str], out: str | None = None) -> tuple[dict[str,
     """
     if len(run_dirs) > 1 and not out:
         raise RunError("Several run folders are scored together into --out DIR; pass --out.")
-    records: dict[str, dict[str, Any]] = {}
-    for d in run_dirs:
-        for r in RunDir(d).records():
-            if r["key"] in records:
-                raise RunError(f"Item {r['key']} is in more than one of the runs; they must not overlap.")
-            records[r["key"]] = r
+    records = {r["key"]: r for r in union_records(run_dirs)}
     config = RunDir(run_dirs[0]).config()
     if len(run_dirs) > 1:
         config = {**config, "merged_from": list(run_dirs)}

@@ -108,6 +108,44 @@ def report_command(run_dirs: tuple[str, ...], out: str | None, as_json: bool) ->
         console.print(f"Wrote {paths['markdown']} and {paths['html']}")
 
 
+@bench_group.command("threshold")
+@click.option("--fit", "fit_dirs", multiple=True, required=True, type=click.Path(exists=True, file_okay=False),
+              help="Run folder(s) to choose the threshold on (repeat the flag: e.g. three folds of a cross-validation).")
+@click.option("--on", "on_dirs", multiple=True, required=True, type=click.Path(exists=True, file_okay=False),
+              help="Run folder(s) to report it on (the other folds, another database's run).")
+@click.option("--fit-db", default=None, help="Only this database's items of the --fit runs.")
+@click.option("--on-db", default=None, help="Only this database's items of the --on runs.")
+@click.option("--penalty", "penalties", multiple=True, type=float, default=(0.0, 5.0, 10.0), show_default=True,
+              help="The penalty c of a wrong answer in RS(c) (repeatable).")
+@click.option("--out", default=None, type=click.Path(file_okay=False), help="Write threshold.md and threshold.json here.")
+@json_option
+def threshold_command(fit_dirs: tuple[str, ...], on_dirs: tuple[str, ...], fit_db: str | None, on_db: str | None,
+                      penalties: tuple[float, ...], out: str | None, as_json: bool) -> None:
+    """The confidence below which an answer becomes an abstention, chosen to maximise RS(c) on some `bench scare` runs
+    and reported on others."""
+    from ehrguard.benchmarks import fmt, run_records, scare_decisions, threshold_report, write_threshold_report
+
+    fit_records, on_records = run_records(fit_dirs, fit_db), run_records(on_dirs, on_db)
+    shared = {r["key"] for r in fit_records} & {r["key"] for r in on_records}
+    if shared:
+        raise ConfigError(f"{len(shared)} item(s) are in both the --fit and the --on runs; a threshold must be reported on "
+                          "items it was not chosen on: pass other runs or folds, or split them with --fit-db / --on-db.")
+    rows = threshold_report(scare_decisions(fit_records), scare_decisions(on_records), penalties)
+    config = {"fit": ", ".join(fit_dirs) + (f" ({fit_db})" if fit_db else ""), "on": ", ".join(on_dirs) + (f" ({on_db})" if on_db else ""),
+              "n_fit": len(fit_records), "n_on": len(on_records)}
+    if out:
+        console.print(f"Wrote {write_threshold_report(out, rows, config)}")
+    if as_json:
+        echo_json({"config": config, "rows": rows})
+        return
+    t = Table("c", "threshold", "RS fit (in-sample)", "RS all kept", "RS at threshold", "answered %", "RS hindsight",
+              title=f"RS(c): threshold chosen on {config['n_fit']} items, reported on {config['n_on']} others")
+    for r in rows:
+        t.add_row(f"{r['penalty']:g}", f"{r['threshold']:.4f}", fmt(r["fit"]["rs"]), fmt(r["keep_all"]["rs"]), fmt(r["chosen"]["rs"]),
+                  fmt(r["chosen"]["answered"]), fmt(r["hindsight"]["rs"]))
+    console.print(t)
+
+
 @bench_group.command("compare")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--out", default=None, type=click.Path(file_okay=False), help="Write compare.md / compare.html / compare.json here.")
@@ -160,18 +198,46 @@ def fidelity_command(data_files: tuple[str, ...], db_dir: str, as_json: bool) ->
 @click.option("--split", "split_dir", required=True, type=click.Path(exists=True, file_okay=False),
               help="EHRSQL-2024 split folder (data.json, label.json, answer.json).")
 @db_option(help="The database (file, or a name in $EHRGUARD_DB_DIR).")
-@click.option("--predictions", required=True, type=click.Path(exists=True, dir_okay=False), help='JSON {id: sql | "null"}.')
+@click.option("--predictions", required=True, type=click.Path(exists=True, dir_okay=False),
+              help='JSON {id: sql | "null"}, or {id: {"sql": ..., "confidence": 0-1}}.')
+@click.option("--fit-split", default=None, type=click.Path(exists=True, file_okay=False),
+              help="Another split (e.g. train) to choose a confidence threshold on, for each --penalty.")
+@click.option("--fit-predictions", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="The same system's predictions (with confidences) for --fit-split.")
+@click.option("--penalty", "penalties", multiple=True, type=float, default=(0.0, 5.0, 10.0), show_default=True,
+              help="With --fit-split: the penalties c whose RS(c) the threshold maximises (repeatable).")
 @json_option
-def ehrsql_command(split_dir: str, db_path: str, predictions: str, as_json: bool) -> None:
-    """Score a text-to-SQL system's predictions: RS(0/5/10/N), execution accuracy, abstention P/R."""
-    from ehrguard.benchmarks import fmt, jsonable, load_predictions, score_ehrsql
+def ehrsql_command(split_dir: str, db_path: str, predictions: str, fit_split: str | None, fit_predictions: str | None,
+                   penalties: tuple[float, ...], as_json: bool) -> None:
+    """Score a text-to-SQL system's predictions: RS(0/5/10/N), execution accuracy, abstention P/R; with --fit-split,
+    also RS(c) with the confidence threshold chosen on that split."""
+    from ehrguard.benchmarks import (
+        ehrsql_decisions,
+        fmt,
+        jsonable,
+        load_confidences,
+        load_ehrsql_split,
+        load_predictions,
+        score_decisions,
+        threshold_report,
+    )
     from ehrguard.db import locate_database, open_database
 
+    if (fit_split is None) != (fit_predictions is None):
+        raise ConfigError("--fit-split and --fit-predictions go together: the split to choose the threshold on and the "
+                          "system's predictions for it.")
     db = open_database(locate_database(db_path))
     try:
-        scores = score_ehrsql(split_dir, db, load_predictions(predictions))
+        decisions = ehrsql_decisions(split_dir, db, load_predictions(predictions), load_confidences(predictions))
+        fitted = (ehrsql_decisions(fit_split, db, load_predictions(fit_predictions), load_confidences(fit_predictions))
+                  if fit_split and fit_predictions else None)
     finally:
         db.close()
+    scores: dict[str, Any] = score_decisions(decisions)
+    questions, _, _ = load_ehrsql_split(split_dir)
+    scores["ignored_extra_ids"] = sum(i not in questions for i in load_predictions(predictions))
+    if fitted is not None:
+        scores["thresholds"] = threshold_report(fitted, decisions, penalties)
     if as_json:
         echo_json(jsonable(scores))
         return
@@ -180,6 +246,13 @@ def ehrsql_command(split_dir: str, db_path: str, predictions: str, as_json: bool
     t.add_row(*(fmt(scores[k]) for k in ("rs_0", "rs_5", "rs_10", "rs_N", "exec_acc_answerable",
                                          "abstention_precision", "abstention_recall")))
     console.print(t)
+    if fitted is not None:
+        t = Table("c", "threshold (chosen on the fit split)", "RS fit (in-sample)", "RS all kept", "RS at threshold", "answered %",
+                  title=f"RS(c) with a threshold chosen on {fit_split}")
+        for r in scores["thresholds"]:
+            t.add_row(f"{r['penalty']:g}", f"{r['threshold']:.4f}", fmt(r["fit"]["rs"]), fmt(r["keep_all"]["rs"]),
+                      fmt(r["chosen"]["rs"]), fmt(r["chosen"]["answered"]))
+        console.print(t)
 
 
 def _safety_verifier(method: str, model: str | None, operating_point: str, options: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:

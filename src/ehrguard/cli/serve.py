@@ -29,8 +29,7 @@ def serve_command(host: str, port: int, no_auth: bool, workers: int) -> None:
     warming = _start_warm_up()
     import uvicorn
 
-    from ehrguard.server import create_app
-    from ehrguard.server.rehearsal import rehearse_app
+    from ehrguard.server import create_app, rehearse_app
 
     app = create_app(auth=not no_auth)
     warming.join()
@@ -57,8 +56,7 @@ def _check_port_free(host: str, port: int) -> None:
 def mcp_command(method: str, model: str | None) -> None:
     """Serve MCP over stdio for agents (Claude Desktop, Cursor, ...): list_databases, get_schema, verify_sql, run_sql, ask."""
     warming = _start_warm_up(method, quiet=True)  # stdout is the protocol
-    from ehrguard.server import build_server
-    from ehrguard.server.rehearsal import rehearse_mcp
+    from ehrguard.server import build_server, rehearse_mcp
     from ehrguard.verify import method_uses_model
 
     server = build_server(method=method, model=model)

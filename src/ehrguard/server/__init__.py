@@ -2,7 +2,8 @@
 
 The names below are the API (``from ehrguard.server import create_app``). The modules are
 internal: :mod:`.app` wires the application, :mod:`.routes` holds the routes, :mod:`.auth` the
-tokens and rate limit, :mod:`.errors` the one error shape; :mod:`.mcp` is the MCP server.
+tokens and rate limit, :mod:`.errors` the one error shape; :mod:`.mcp` is the MCP server; :mod:`.rehearsal`
+sends a new server's first requests through it before it listens.
 :mod:`.openapi` and :mod:`.loadtest` are scripts (``python -m ehrguard.server.openapi``).
 
 Every name is imported on first use (PEP 562): the application loads fastapi and the MCP
@@ -20,15 +21,17 @@ if TYPE_CHECKING:
     from ehrguard.server.app import create_app
     from ehrguard.server.errors import ERRORS, ApiError, status_and_code
     from ehrguard.server.mcp import build_server
+    from ehrguard.server.rehearsal import rehearse_app, rehearse_mcp
 
 _LAZY = by_module({
     ".app": ("create_app",),
     ".errors": ("ERRORS", "ApiError", "status_and_code"),
     ".mcp": ("build_server",),
+    ".rehearsal": ("rehearse_app", "rehearse_mcp"),
 })
 
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 
-__all__ = ["ERRORS", "ApiError", "build_server", "create_app", "status_and_code"]
+__all__ = ["ERRORS", "ApiError", "build_server", "create_app", "rehearse_app", "rehearse_mcp", "status_and_code"]

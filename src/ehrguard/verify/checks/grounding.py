@@ -15,62 +15,24 @@ record). General English and EHR knowledge; nothing here was taken from a benchm
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found
+from ehrguard.verify.offline.lexicon import RECORD_KINDS, RecordKind, cue
 from ehrguard.verify.verdict import Finding
-
-
-@dataclass(frozen=True)
-class RecordKind:
-    name: str  # as the reason names it: "These records hold no {name}."
-    cue: re.Pattern[str]  # how a question names it
-    schema: tuple[str, ...]  # what a table or column holding it would be called (substrings)
-
-
-def _cue(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE)
-
-
-RECORD_KINDS = (
-    RecordKind("allergy records", _cue(r"\ballerg(?:y|ies|ic)\b|\banaphyla\w*"), ("allerg",)),
-    RecordKind("immunization records", _cue(r"\bvaccin\w*|\bimmuni[sz]ations?\b|\bflu shots?\b|\bbooster shots?\b"),
-               ("vaccin", "immuniz")),
-    RecordKind("family history", _cue(r"\bfamily (?:medical )?history\b|\bhereditary\b|\brun(?:s)? in (?:the|his|her|their) family\b"),
-               ("family",)),
-    RecordKind("contact details", _cue(r"\b(?:home|mailing|street|postal) address(?:es)?\b|\baddress(?:es)? of\b|'s address\b"
-                                       r"|\b(?:phone|telephone|mobile) numbers?\b"
-                                       r"|\be-?mail\b|\bzip codes?\b|\bpostal codes?\b|\bnext of kin\b|\bemergency contacts?\b"),
-               ("address", "phone", "email", "zip", "contact")),
-    RecordKind("records of who treated the patient", _cue(
-        r"\b(?:name|names|identity) of (?:the |his |her |their )?(?:\w+ )?(?:doctor|physician|nurse|surgeon|attending|clinician|"
-        r"provider|pharmacist|therapist)s?\b|\b(?:doctor|physician|nurse|surgeon|attending|clinician)'?s? names?\b"
-        r"|\bwho (?:was|were|is) (?:the |his |her |their )?(?:\w+ )?(?:doctor|physician|nurse|surgeon|attending|clinician|provider)\b"
-        r"|\bwhich (?:doctor|physician|nurse|surgeon|clinician|provider)s?\b"),
-               ("caregiver", "provider", "physician", "practitioner", "staff", "nurse")),
-    RecordKind("appointments", _cue(r"\bappointments?\b|\bfollow-?up (?:visit|appointment)s?\b"), ("appointment", "schedule")),
-    RecordKind("occupation, education or income", _cue(r"\boccupations?\b|\bemploy(?:ment|er)\b|\bemployed as\b|\bprofession\b|\bjob\b"
-                                                        r"|\beducation(?:al)? (?:level|background)\b|\bincome\b|\bsalary\b"),
-               ("occupation", "employ", "education", "income")),
-    RecordKind("room or bed numbers", _cue(r"\b(?:room|bed) (?:numbers?|no\.?)\b|\bwhich (?:room|bed)\b"), ("room", "bed")),
-    RecordKind("blood type", _cue(r"\bblood (?:type|group)s?\b|\babo (?:type|group)\b"), ("blood_type", "bloodtype", "abo")),
-)
 
 # After the records end: the database's "now" is the last moment anything was recorded.
 # "Will you show me ..." is a request, not the future.
-_FUTURE = _cue(r"(?<!\bi )(?<!\bwe )\bwill (?!you\b|u\b)(?:\w+ ){0,3}?(?:be|get|need|have|require|develop|return|die|"
-               r"survive|come|go|stay|receive|undergo|recover|improve|leave)\b|\bgoing to (?:be|get|need|have|die|develop|return)\b"
-               r"|\btomorrow\b|\bnext (?:week|month|year)\b|\bupcoming\b"
-               r"|\bin the (?:near )?future\b|\bfrom now on\b")
+_FUTURE = cue(r"(?<!\bi )(?<!\bwe )\bwill (?!you\b|u\b)(?:\w+ ){0,3}?(?:be|get|need|have|require|develop|return|die|"
+              r"survive|come|go|stay|receive|undergo|recover|improve|leave)\b|\bgoing to (?:be|get|need|have|die|develop|return)\b"
+              r"|\btomorrow\b|\bnext (?:week|month|year)\b|\bupcoming\b"
+              r"|\bin the (?:near )?future\b|\bfrom now on\b")
 # Advice and judgement: what should be done, whether a treatment worked, how the patient is doing.
-_ADVICE = _cue(r"\bshould (?:i|we|you|he|she|they|the (?:patient|doctor|team|nurse))\b|\bought (?:i|we|he|she) to\b|\bought to\b"
-               r"|\bis it (?:safe|ok|okay|advisable|wise|appropriate|reasonable|necessary) to\b"
-               r"|\b(?:would|do|can|could) you (?:recommend|suggest|advise)\b|\bwhat (?:do|would) you (?:recommend|suggest|advise)\b"
-               r"|\bdid (?:the|this|that|his|her|their) (?:\w+ ){0,3}(?:work|help)\b|\bwas (?:the|this|that|his|her) (?:\w+ ){0,3}"
-               r"(?:effective|successful|worth it|the right (?:choice|decision|call|thing|treatment))\b"
-               r"|\bhow is (?:the )?patient(?: \d+)? doing\b|\bprognosis\b"
-               r"|\bbest (?:treatment|course of action|option)\b")
+_ADVICE = cue(r"\bshould (?:i|we|you|he|she|they|the (?:patient|doctor|team|nurse))\b|\bought (?:i|we|he|she) to\b|\bought to\b"
+              r"|\bis it (?:safe|ok|okay|advisable|wise|appropriate|reasonable|necessary) to\b"
+              r"|\b(?:would|do|can|could) you (?:recommend|suggest|advise)\b|\bwhat (?:do|would) you (?:recommend|suggest|advise)\b"
+              r"|\bdid (?:the|this|that|his|her|their) (?:\w+ ){0,3}(?:work|help)\b|\bwas (?:the|this|that|his|her) (?:\w+ ){0,3}"
+              r"(?:effective|successful|worth it|the right (?:choice|decision|call|thing|treatment))\b"
+              r"|\bhow is (?:the )?patient(?: \d+)? doing\b|\bprognosis\b"
+              r"|\bbest (?:treatment|course of action|option)\b")
 
 
 def _held(ctx: SqlContext, kind: RecordKind) -> bool:

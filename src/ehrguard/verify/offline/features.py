@@ -9,9 +9,10 @@ import numpy as np
 
 from ehrguard.verify.offline.lexicon import (
     INFEASIBLE_CUES,
-    MISSING_ATTRIBUTES,
+    NOT_VAGUE,
     OUT_OF_SCOPE_CUES,
     PREPOSITION,
+    RECORD_KINDS,
     REFERENCE_WORDS,
     SMALL_TALK_CUES,
     TIME_NOUNS,
@@ -66,11 +67,25 @@ def _lexicon_pattern(phrases: tuple[str, ...]) -> re.Pattern[str]:
 
 _PATTERNS = {name: _lexicon_pattern(words) for name, words in (
     ("vague", VAGUE_WORDS), ("out_of_scope", OUT_OF_SCOPE_CUES), ("small_talk", SMALL_TALK_CUES),
-    ("infeasible", INFEASIBLE_CUES), ("missing", MISSING_ATTRIBUTES))}
+    ("infeasible", INFEASIBLE_CUES))}
+_NOT_VAGUE = _lexicon_pattern(NOT_VAGUE)
+_SUPERLATIVE = re.compile(r"(?<![a-z])(?:most|least) [a-z]+")  # "the most frequent": the end of a scale, not a vague degree
 
 
 def _phrase_hits(text: str, lexicon: str) -> list[str]:
     return list(dict.fromkeys(m.group(0) for m in _PATTERNS[lexicon].finditer(text)))
+
+
+def _vague_hits(text: str) -> list[str]:
+    """The vague expressions, outside the fixed phrases that contain such a word and state no vagueness ("how long")."""
+    masked = _SUPERLATIVE.sub(lambda m: "#" * len(m.group(0)), _NOT_VAGUE.sub(lambda m: "#" * len(m.group(0)), text))
+    return _phrase_hits(masked, "vague")
+
+
+def _record_kinds_asked(text: str) -> list[str]:
+    """The kinds of record the question asks for that EHR schemas often lack (HL7 FHIR's kinds; the grounding check
+    then asks this database's schema)."""
+    return [kind.name for kind in RECORD_KINDS if kind.cue.search(text)]
 
 
 @dataclass(frozen=True)
@@ -106,8 +121,10 @@ FEATURE_NAMES = ("length", "very_short", "short", "patient_id", "vague", "refere
 
 
 def _unresolved(text: str) -> tuple[str, ...]:
-    """The phrases that point back at nothing, without the preposition that ended them ("for this")."""
-    found = (_TRAILING.sub("", m.group(0).strip(" ?.!,")) for p in _UNRESOLVED for m in p.finditer(text))
+    """The phrases that point back at nothing, without the preposition that ended them ("for this"). Only in the
+    question's first clause: after a comma or semicolon, an earlier clause may name what they point at."""
+    first = re.split(r"[,;]", text, maxsplit=1)[0]
+    found = (_TRAILING.sub("", m.group(0).strip(" ?.!,")) for p in _UNRESOLVED for m in p.finditer(first))
     return tuple(dict.fromkeys(sorted(found, key=len, reverse=True)))
 
 
@@ -127,12 +144,12 @@ def question_cues(question: str) -> QuestionCues:
     return QuestionCues(
         words=len(words),
         patient_id=has_id,
-        vague=tuple(_phrase_hits(text, "vague")),
+        vague=tuple(_vague_hits(text)),
         references=tuple(refs),
         out_of_scope=tuple(_phrase_hits(text, "out_of_scope")),
         small_talk=tuple(_phrase_hits(text, "small_talk")),
         infeasible=tuple(_phrase_hits(text, "infeasible")),
-        missing=tuple(_phrase_hits(text, "missing")),
+        missing=tuple(_record_kinds_asked(text)),
         numbers=len(_NUMBER.findall(text)),
         unresolved=_unresolved(text),
     )

@@ -1,75 +1,163 @@
-"""Word lists the question analysis uses. General clinical/English knowledge, not benchmark items.
+"""The word classes the question analysis looks for, written from general English grammar, not from benchmark items.
 
-Each list is small on purpose: the learned classifier does most of the work, and these
-lists give it (and the reader of a verdict) features that are easy to trace.
+Each class is a category of descriptive linguistics, listed from that category (no SCARE or EHRSQL question was
+read to write them; ``scripts/question_generalisation.py`` measures them on the SCARE dev split, which they never
+saw, and on one database's questions after training on the other's):
+
+- vague expressions: vague quantifiers (*many*, *a few*), relative gradable adjectives and adverbs whose standard
+  comes from context (*high*, *long*, *frequent*, *recently*), evaluative and normative adjectives (*enough*,
+  *severe*, *abnormal*, *stable*), approximators (*roughly*) and comparisons with an unstated norm (*than usual*);
+- references that need an antecedent: demonstratives, third-person pronouns, references to earlier discourse
+  (*aforementioned*, *the latter*) and temporal anaphora (*then*, *at that time*);
+- requests outside retrieval: building or applying a model, forecasting, charts, causal claims, advice;
+- phatic talk: greetings, thanks, leave-taking, questions about the assistant, everyday topics;
+- questions a record of past care cannot answer: the future, schedules, hospital operations and policy.
+
+The learned classifier weighs them with everything else; the lists only give it (and the reader of a verdict)
+features that are easy to trace. The kinds of records that EHR schemas often lack are HL7 FHIR's resource kinds
+(:data:`RECORD_KINDS`; the grounding check asks each database's schema whether it holds them).
 """
 
 from __future__ import annotations
 
-# Qualifiers with no agreed threshold: a query needs a number or a definition for them.
-VAGUE_WORDS = (
-    "significant", "significantly", "sufficient", "sufficiently", "enough", "long", "longer than usual", "short",
-    "usual", "unusual", "unusually", "more than usual", "less than usual", "higher than usual", "lower than usual",
-    "critical", "critically", "relatively", "relatively high", "relatively low", "comparable", "similar",
-    "high-risk", "high risk", "low-risk", "recent", "recently", "lately", "elevated", "abnormal", "abnormally",
-    "severe", "serious", "excessive", "excessively", "substantial", "considerable", "notable", "noticeable",
-    "a lot", "lots of", "a few", "several", "frequent visits", "prolonged", "extended", "brief",
-    "typical", "atypical", "concerning", "worrying", "worrisome", "alarming", "too high", "too low",
-)  # not "many" ("how many"), nor words that occur inside diagnosis names ("major", "mild", "moderate", ...)
+import re
+from dataclasses import dataclass
 
-# Words that point back to something the question never named.
+# Vague quantifiers: an amount with no number.
+QUANTIFIERS = ("many", "much", "few", "a few", "several", "numerous", "a lot", "lots", "plenty", "a handful", "countless",
+                "a great deal", "a good number", "a large number", "a small number", "a couple of", "a bunch")
+# Relative gradable adjectives and adverbs: "high" for what, "long" compared with what?
+RELATIVE = ("high", "low", "large", "small", "big", "tiny", "huge", "long", "short", "lengthy", "brief", "prolonged", "heavy",
+             "light", "fast", "slow", "rapid", "rapidly", "quick", "quickly", "sudden", "suddenly", "frequent", "frequently",
+             "infrequent", "often", "rarely", "seldom", "rare", "common", "uncommon", "early", "late", "recent", "recently",
+             "lately", "old", "young", "older", "younger", "elderly", "extended", "considerable", "considerably", "marked",
+             "markedly", "slightly", "mildly", "moderately", "extremely", "very", "quite", "fairly", "relatively",
+             "somewhat", "highly", "increased", "decreased", "reduced", "raised", "elevated", "depressed", "spiked", "dropped")
+# Evaluative and normative adjectives: good or bad by whose measure, enough for what?
+EVALUATIVE = ("good", "bad", "poor", "better", "worse", "unwell", "sick", "sicker", "healthy", "normal", "abnormal",
+              "abnormally", "typical", "atypical", "usual", "unusual", "unusually", "standard",
+               "expected", "unexpected", "unexpectedly", "enough", "adequate", "adequately", "inadequate", "sufficient",
+               "sufficiently", "insufficient", "excessive", "excessively", "too much", "too many", "too high", "too low",
+               "too long", "significant", "significantly", "substantial", "substantially", "serious", "seriously", "severe",
+               "severely", "mild", "moderate", "critical", "critically", "dangerous", "dangerously", "risky", "high-risk",
+               "low-risk", "concerning", "worrying", "worrisome", "alarming", "troubling", "problematic", "acceptable",
+               "unacceptable", "appropriate", "inappropriate", "reasonable", "stable", "unstable", "improving", "worsening",
+               "deteriorating", "controlled", "uncontrolled", "complicated", "complex", "difficult", "successful", "effective",
+               "ineffective", "optimal", "suboptimal", "notable", "noteworthy", "interesting", "important", "relevant",
+               "similar", "comparable", "strange", "odd", "weird", "irregular", "erratic", "borderline")
+# Approximators and comparisons with a norm the question does not state.
+APPROXIMATE = ("roughly", "approximately", "about as", "more or less", "or so", "give or take", "nearly", "almost", "close to",
+                "than usual", "than normal", "than expected", "than typical", "than before", "than others", "than most",
+                "than the norm", "above normal", "below normal", "out of range", "off the charts", "within limits")
+VAGUE_WORDS = QUANTIFIERS + RELATIVE + EVALUATIVE + APPROXIMATE
+# Fixed phrases in which a word above states no vagueness: a bound, a duration or an amount asked for, a name.
+# (A superlative, "the most frequent", is not vague either: features.py reads "most"/"least" + a word as one.)
+NOT_VAGUE = ("at most", "at least", "how long", "how much", "how many", "how often",
+             "as long as", "as many as", "as much as", "as often as", "no longer", "long-term", "short-term", "in short",
+             "how old", "years old", "normal saline", "standard deviation", "low molecular weight", "high dose", "high-dose",
+             "low dose", "low-dose")
+
+# Words that refer to something named elsewhere; the demonstratives are read with the noun they determine.
 REFERENCE_WORDS = ("this", "that", "these", "those", "it", "its", "they", "them", "their", "theirs", "he", "she", "him",
-                   "his", "her", "hers", "then", "such", "the same one", "said", "aforementioned", "above", "former", "latter")
-
-# A pronoun standing alone ("... associated with that?", "patients who underwent this in 2100") or a moment
-# named only by pointing back ("since then", "at that time"): the question never says what it refers to.
-PREPOSITION = r"(?:in|on|at|during|for|with|from|to|since|after|before|by|of|and|or)"
+                   "his", "her", "hers", "itself", "themselves", "himself", "herself")
+# A preposition ends the phrase it starts: "the dose for this", "given before that".
+PREPOSITION = r"(?:in|on|at|during|for|with|from|to|since|after|before|by|of|and|or|about|than|until|like|within|without)"
+# Phrases that point back at an antecedent outside the question: references to earlier discourse ("the aforementioned
+# test", "the latter", "as I said"), temporal anaphora ("since then", "at that time") and a demonstrative or pronoun as
+# the object of a preposition that ends the question ("given after that?"). Only where no earlier clause of the
+# question can hold the antecedent (features.py reads them before any comma). "The same" is not among them: within
+# one question it points back at something the question names ("on the same day as the diagnosis").
 UNRESOLVED_REFERENCES = (
-    rf"\b(?:this|these|those)\s+(?:{PREPOSITION}\b|[?.!,]|$)",
-    (rf"\b(?:with|for|about|to|of|from|after|before|underwent|undergo|received|receive|had|have|given|take|took|taken)\s+"
-     rf"(?:this|that|these|those|it|them)\s*(?:{PREPOSITION}\b|[?.!,]|$)"),
-    r"\b(?:since|until|till|before|after|from)\s+then\b",
-    r"\b(?:that|this)\s+(?:day|time|moment|date|period|point|visit|stay|admission|encounter)\b",
-    r"\b(?:at|during|in|within|by)\s+that\s+(?:time|day|moment|period)\b",
+    r"\b(?:the )?(?:aforementioned|above-?mentioned|afore-?said|previously mentioned|mentioned (?:above|earlier|before))\b"
+    r"(?: \w+)?",
+    r"\bthe (?:former|latter)\b",
+    r"\b(?:the )?(?:one|ones) (?:above|before|mentioned|i mentioned|we discussed|we talked about|from before)\b",
+    r"\b(?:as|like) (?:i|we) (?:said|mentioned|discussed)\b",
+    r"\b(?:since|until|till|by|before|after|from|of) then\b",
+    r"\bat that (?:time|point|moment)\b",
+    # The distal demonstrative with a time or an episode points back ("since that day"); the proximal one anchors to
+    # the present ("this year"), which the database's clock resolves. A relative clause after it says which one.
+    r"\b(?:that|those) (?:day|days|week|weeks|month|months|year|years|time|times|morning|evening|night|moment|visit|visits|"
+    r"stay|stays|admission|admissions|episode|event|occasion)\b(?! (?:when|where|that|which|in which|on which|of)\b)",
+    # A demonstrative standing alone as a pronoun (before a preposition or at the end), and any such pronoun as the
+    # object of a preposition that ends the question ("given after that?").
+    rf"\b(?:\w+ )(?:this|these|those)(?= {PREPOSITION}\b|\s*[?.!]*\s*$)",
+    rf"\b{PREPOSITION} (?:this|that|these|those|it|them)\s*[?.!]*\s*$",
 )
+# Nouns after a demonstrative that name a time ("this year"), which the database's clock resolves.
+TIME_NOUNS = ("year", "month", "week", "day", "time", "hour", "morning", "afternoon", "evening", "night", "quarter", "decade",
+              "century", "weekend", "semester", "season", "spring", "summer", "autumn", "fall", "winter", "minute", "shift")
 
-# After "this"/"that"/"last"/"next", these nouns are anchored in time, not references.
-TIME_NOUNS = ("year", "month", "week", "day", "time", "hour", "morning", "evening", "night", "quarter", "semester", "decade")
-
-# Tasks beyond a single SQL query.
+# Requests that retrieval cannot fulfil: building or applying a model, forecasting, charts, causal claims, advice.
 OUT_OF_SCOPE_CUES = (
-    "predict", "prediction", "predictive", "forecast", "train", "training", "machine learning", "deep learning",
-    "neural network", "model to", "a model", "classifier", "classify", "cluster", "clustering", "segment", "generate",
-    "synthesize", "synthetic", "simulate", "simulation", "regression", "random forest", "xgboost", "gradient boosting",
-    "transformer", "lstm", "gan", "feature importance", "key features", "shap", "optimize", "recommend", "causal",
-    "image", "images", "x-ray", "ct scan images", "mri images", "visualize", "plot", "chart of", "dashboard",
-    "translate", "summarize", "write a", "draft", "explain why", "hypothesis", "survival analysis", "cox",
+    "predict", "predicts", "predicting", "prediction", "predictions", "predictive", "forecast", "forecasts", "forecasting",
+    "machine learning", "deep learning", "neural network", "neural net", "random forest", "decision tree", "gradient boosting",
+    "logistic regression model", "regression model", "classifier", "classification model", "language model", "transformer",
+    "train a", "train an", "fine-tune", "fine tune", "build a model", "develop a model", "fit a model", "create a model",
+    "cluster", "clusters", "clustering", "segmentation", "simulate", "simulation", "optimize", "optimise",
+    "optimization", "dashboard", "visualize", "visualise", "visualization", "plot", "histogram", "scatter plot", "bar chart",
+    "pie chart", "heatmap", "draw a", "causal", "causes", "caused by", "effect of", "impact of", "why did", "why does", "why is",
+    "explain why", "recommend", "recommendation", "recommendations", "suggest", "advise", "advice", "should i", "should we",
+    "what should", "best treatment", "treatment plan", "diagnose", "write a", "draft a", "compose", "summarize the notes",
+    "translate", "synthetic data", "generate data", "survival analysis", "risk model", "algorithm", "image", "images",
 )
-
-# Conversation with no database content.
+# Phatic talk: greetings, thanks, leave-taking, the assistant itself, everyday topics.
 SMALL_TALK_CUES = (
-    "how are you", "good morning", "good night", "thank you", "thanks", "weather", "weekend", "coffee", "lunch",
-    "cafeteria", "parking", "favorite", "favourite", "joke", "movie", "music", "song", "sports", "game", "holiday",
-    "vacation", "traffic", "tired", "busy today", "do you think", "do you ever", "did you know", "are you",
-    "can you believe", "i can't believe", "i can’t believe", "shift", "nights or days", "birthday", "pizza", "hobby",
+    "hello", "hi", "hey", "good morning", "good afternoon", "good evening", "good night", "how are you", "how's it going",
+    "how is it going", "what's up", "nice to meet you", "thank you", "thanks", "much appreciated", "bye", "goodbye",
+    "see you", "take care", "have a nice day", "who are you", "what is your name", "what's your name", "are you a robot",
+    "are you human", "do you like", "do you love", "your favorite", "your favourite", "tell me a joke", "a joke", "funny",
+    "weather", "rain", "sunny", "weekend", "vacation", "holiday", "holidays", "birthday", "coffee", "tea", "lunch", "dinner",
+    "breakfast", "movie", "movies", "music", "song", "sports", "football", "soccer", "basketball", "baseball", "game last night",
+    "tired", "bored", "boring", "stressed", "hobby", "hobbies",
 )
-
-# What an EHR of this kind does not hold: administrative, personal, operational or future facts.
+# What a record of past care does not hold: the future, schedules, hospital operations and policy, prices.
 INFEASIBLE_CUES = (
-    "reimburse", "reimbursement", "insurance claim", "visiting hours", "schedule", "scheduled", "appointment",
-    "outpatient", "rounds", "dr.", "doctor", "physician's name", "nurse's name", "operating rooms", "quarantine",
-    "isolation", "precaution", "precautions", "protocol", "guideline", "side effect", "side effects", "will patient",
-    "will the", "next visit", "next hospital visit", "tomorrow", "next week", "covid", "travel", "overseas",
-    "family history", "disinfect", "policy", "cost of parking", "phone", "address", "email",
+    "tomorrow", "next week", "next month", "next year", "next time", "in the future", "upcoming", "will be", "going to",
+    "expected to", "likely to", "schedule", "scheduled", "appointment", "appointments", "visiting hours", "visiting time",
+    "opening hours", "open today", "policy", "policies", "guideline", "guidelines", "protocol", "how do i",
+    "how to", "on call", "on duty", "on shift", "staffing", "roster", "parking", "cafeteria", "canteen", "gift shop",
+    "available beds", "bed availability", "waiting list", "waiting time", "wait time", "price of", "prices", "reimbursement",
+    "insurance cover", "covered by insurance", "side effects", "side effect", "contraindication", "contraindications",
+    "interaction between", "interactions", "dosage guideline", "recommended dose", "normal range", "reference range",
 )
 
-# Attributes a question may ask for that the EHRSQL-style schemas have no column for.
-MISSING_ATTRIBUTES = (
-    "address", "home address", "phone number", "telephone", "email", "zip code", "blood type", "blood group",
-    "occupation", "job", "employer", "education", "income", "religion", "nationality", "social security",
-    "emergency contact", "next of kin", "height in feet", "shoe size", "eye color", "hair color", "smoking status",
-    "alcohol use", "diet", "dietary", "room number", "bed number", "floor", "transfer mode", "mode of transfer",
-    "approved", "approval", "department", "attending", "nurse", "doctor's name", "physician", "surgeon", "referral",
-    "infection flag", "isolation status", "discharge summary", "note", "notes", "source room", "destination room",
-    "vaccination", "vaccine", "pain score", "satisfaction", "primary care",
+
+# The kinds of record an EHR interchange model names (HL7 FHIR: AllergyIntolerance, Immunization, FamilyMemberHistory,
+# Patient.telecom/address, Practitioner, Appointment, ...) that EHR schemas often lack: how a question names each, and
+# what a table or column holding it would be called. Read by the question features and by the grounding check.
+@dataclass(frozen=True)
+class RecordKind:
+    name: str  # as the reason names it: "These records hold no {name}."
+    cue: re.Pattern[str]  # how a question names it
+    schema: tuple[str, ...]  # what a table or column holding it would be called (substrings)
+
+
+def cue(pattern: str) -> re.Pattern[str]:
+    """A case-blind pattern of how questions name something."""
+    return re.compile(pattern, re.IGNORECASE)
+
+
+RECORD_KINDS = (
+    RecordKind("allergy records", cue(r"\ballerg(?:y|ies|ic)\b|\banaphyla\w*"), ("allerg",)),
+    RecordKind("immunization records", cue(r"\bvaccin\w*|\bimmuni[sz]ations?\b|\bflu shots?\b|\bbooster shots?\b"),
+               ("vaccin", "immuniz")),
+    RecordKind("family history", cue(r"\bfamily (?:medical )?history\b|\bhereditary\b|\brun(?:s)? in (?:the|his|her|their) family\b"),
+               ("family",)),
+    RecordKind("contact details", cue(r"\b(?:home|mailing|street|postal) address(?:es)?\b|\baddress(?:es)? of\b|'s address\b"
+                                       r"|\b(?:phone|telephone|mobile) numbers?\b"
+                                       r"|\be-?mail\b|\bzip codes?\b|\bpostal codes?\b|\bnext of kin\b|\bemergency contacts?\b"),
+               ("address", "phone", "email", "zip", "contact")),
+    RecordKind("records of who treated the patient", cue(
+        r"\b(?:name|names|identity) of (?:the |his |her |their )?(?:\w+ )?(?:doctor|physician|nurse|surgeon|attending|clinician|"
+        r"provider|pharmacist|therapist)s?\b|\b(?:doctor|physician|nurse|surgeon|attending|clinician)'?s? names?\b"
+        r"|\bwho (?:was|were|is) (?:the |his |her |their )?(?:\w+ )?(?:doctor|physician|nurse|surgeon|attending|clinician|provider)\b"
+        r"|\bwhich (?:doctor|physician|nurse|surgeon|clinician|provider)s?\b"),
+               ("caregiver", "provider", "physician", "practitioner", "staff", "nurse")),
+    RecordKind("appointments", cue(r"\bappointments?\b|\bfollow-?up (?:visit|appointment)s?\b"), ("appointment", "schedule")),
+    RecordKind("occupation, education or income", cue(r"\boccupations?\b|\bemploy(?:ment|er)\b|\bemployed as\b|\bprofession\b|\bjob\b"
+                                                        r"|\beducation(?:al)? (?:level|background)\b|\bincome\b|\bsalary\b"),
+               ("occupation", "employ", "education", "income")),
+    RecordKind("room or bed numbers", cue(r"\b(?:room|bed) (?:numbers?|no\.?)\b|\bwhich (?:room|bed)\b"), ("room", "bed")),
+    RecordKind("blood type", cue(r"\bblood (?:type|group)s?\b|\babo (?:type|group)\b"), ("blood_type", "bloodtype", "abo")),
 )

@@ -4,10 +4,9 @@ Sources, all ones we may train on:
 
 * EHRSQL-2024 MIMIC-IV train: answerable questions, and its unanswerable ones (mostly
   hospital-operations and administrative questions, labelled ``infeasible-faq`` here);
-* questions we generate from our own templates (:func:`generated_questions`): vague words
-  and unresolved references injected into EHRSQL answerable questions, keyword-only
-  questions, small talk, out-of-scope analytics tasks, attributes no schema column holds,
-  hospital FAQs;
+* questions we generate from our own templates (:func:`generated_questions`): vague words (from the
+  lexicon's word classes) and unresolved references injected into EHRSQL answerable questions, keyword-only
+  questions, small talk, out-of-scope requests, attributes EHR schemas often lack (HL7 FHIR's);
 * optionally the SCARE dev split (question + subtype only).
 
 Evaluation on SCARE dev is by grouped cross-validation: each fold's questions are never
@@ -30,77 +29,127 @@ from ehrguard.labels import ANSWERABLE_TYPES
 from ehrguard.verify.offline.classifier import CLASSES, QuestionModel, featurize, train_softmax
 from ehrguard.verify.offline.embedding import Embedder
 from ehrguard.verify.offline.features import mask_values
+from ehrguard.verify.offline.lexicon import EVALUATIVE, RELATIVE
 
-_VAGUE = ("significant", "sufficient", "long", "usual", "more than usual", "longer than usual", "enough", "critical",
-          "relatively high", "unusually", "comparable", "similar", "recent", "abnormal", "high-risk", "elevated", "severe",
-          "prolonged", "excessive", "substantial", "frequent", "brief", "typical", "concerning", "large", "mild")
+# The vague adjectives of the lexicon that fit the templates below ("patients with {word} stays").
+_VAGUE = tuple(w for w in RELATIVE + EVALUATIVE if " " not in w and not w.endswith("ly") and w not in ("often", "very", "quite"))
 
-_CONCEPTS = ("lab results", "labs", "diet", "bmi", "cholesterol", "temperature", "heart rate", "blood pressure", "vitals",
-             "allergies", "medications", "meds", "prescriptions", "diagnosis", "diagnoses", "procedures", "discharge",
-             "admission", "icu", "glucose", "potassium", "sodium", "creatinine", "hemoglobin", "weight", "height", "oxygen",
-             "respiratory rate", "urine output", "intake", "output", "cost", "insurance", "microbiology", "culture",
-             "history", "results", "status", "stay", "transfer", "ward", "age", "gender", "imaging", "sepsis", "infection",
-             "pain", "fluids", "antibiotics", "insulin", "heparin", "platelets", "wbc", "lactate", "troponin", "ventilation")
+# Keyword-only questions: kinds of record and the common panels of general medicine (vital signs, the basic metabolic
+# panel, the complete blood count, liver and coagulation tests), not names taken from a benchmark.
+_CONCEPTS = ("labs", "lab results", "lab values", "vitals", "vital signs", "medications", "meds", "drugs", "prescriptions",
+             "diagnoses", "diagnosis", "procedures", "allergies", "history", "notes", "results", "status", "events", "orders",
+             "imaging", "cultures", "microbiology", "inputs", "outputs", "fluids", "intake", "urine output", "weight", "height",
+             "bmi", "age", "admission", "discharge", "transfer", "icu", "stay", "ward", "insurance", "cost", "blood pressure",
+             "heart rate", "pulse", "temperature", "respiratory rate", "oxygen saturation", "spo2", "pain", "sodium", "potassium",
+             "chloride", "bicarbonate", "bun", "creatinine", "glucose", "calcium", "magnesium", "phosphate", "hemoglobin",
+             "hematocrit", "white blood cells", "wbc", "platelets", "inr", "ptt", "bilirubin", "alt", "ast", "albumin", "lactate",
+             "troponin", "antibiotics", "insulin", "anticoagulants", "sedation", "ventilation", "dialysis", "infection")
 
+# Phatic talk, by kind: greeting, thanks, leave-taking, the assistant itself, feelings, everyday topics.
 _SMALL_TALK = (
-    "How was your {day}?", "Do you like {thing}?", "What's your favorite {thing}?", "Is it going to {weather} today?",
-    "Did you catch the game last night?", "I'm so tired after this {shift} shift.", "Any plans for the {holiday}?",
-    "Can you recommend a good {thing} place near the hospital?", "Do you ever get bored at work?",
-    "How do you stay calm on a busy {shift} shift?", "Tell me a joke about {thing}.", "Who do you think will win the {sport} final?",
-    "Is the {place} open this late?", "What do you think about the new {place}?", "Have you been on {holiday} recently?",
-    "Thanks for your help today!", "Good morning, how are you?", "Do you prefer tea or coffee?", "What music do you listen to on {day}s?",
-    "Why is the {place} always so crowded?", "Isn't the {weather} weather lovely today?", "Do you think I should take a {holiday} break?",
+    # greetings, thanks, leave-taking
+    "Hello there!", "Hi, how are you today?", "Good {daypart}!", "Hey, how's your {day} going?", "Good {daypart}, how are things?",
+    "Thanks a lot for the help.", "Thank you, that was useful.", "Cheers, you're a lifesaver.", "Bye for now.", "See you {when}.",
+    "Have a good {day}!", "Sorry to bother you again.", "Nice talking to you.",
+    # the assistant itself
+    "Who made you?", "Are you a person or a program?", "What's your name?", "Do you have feelings?", "How old are you?",
+    "Do you ever sleep?", "Where do you live?", "Do you get tired of questions?", "What do you do for fun?",
+    # feelings and work life
+    "I'm exhausted after this {shift} shift.", "I'm bored.", "What a {day} it has been.", "I could really use a {drink}.",
+    "Do you think I work too much?", "My feet hurt after this {shift} shift.", "Can we just chat for a minute?",
+    # everyday topics: food, weather, sports, entertainment, holidays, family
+    "What should I have for {meal}?", "Any good {thing} recommendations?", "Did you see the {sport} game?",
+    "Who's going to win the {sport} final?", "What's the weather like {when}?", "Is it going to {weather} on my way home?",
+    "Happy {holiday}!", "Where are you going on {holiday}?", "Tell me something funny.", "Do you like {thing}?",
+    "How was your {day}?", "What's your favorite {thing}?", "My kids want a puppy, any advice?", "Is the {drink} here any good?",
+    "Can you recommend a {thing} for the weekend?", "What's the best {meal} place nearby?", "Do you play any sports?",
+    "I just got back from {holiday}.", "It's so {weather_adj} today.", "What time is it where you are?", "Tell me a fun fact.",
+    # the same, at work: colleagues, the break room, the commute
+    "Is there any {drink} left in the break room?", "Did you hear who got promoted in the {unit}?", "The {unit} is so quiet today.",
+    "My colleague keeps stealing my {meal}.", "Traffic was terrible this morning.", "Do you know a good place to park near the hospital?",
+    "Are you coming to the {holiday} party?", "Which team do you support in the {sport} league?",
+    "Can you believe this {weather_adj} weather?",
+    "I haven't slept since my {shift} shift.", "Do you think robots will replace nurses?", "What's your opinion on {thing}s?",
+    "Guess what happened in the {unit} today.", "How do you stay so calm?", "Tell me about yourself.", "Are you having a good {day}?",
 )
 _SLOTS = {
-    "day": ("weekend", "monday", "day", "night", "friday"), "thing": ("coffee", "pizza", "movies", "music", "books", "sushi", "jazz"),
-    "weather": ("rain", "snow", "sunny", "cold"), "shift": ("night", "day", "double", "weekend"),
-    "holiday": ("holidays", "vacation", "long weekend", "summer"), "sport": ("football", "basketball", "baseball", "tennis"),
-    "place": ("cafeteria", "parking lot", "gym", "break room", "coffee shop"),
+    "daypart": ("morning", "afternoon", "evening"), "day": ("day", "week", "weekend", "monday", "night"),
+    "when": ("tomorrow", "later", "tonight", "this weekend"), "shift": ("night", "late", "double", "weekend"),
+    "drink": ("coffee", "tea", "break"), "meal": ("lunch", "dinner", "breakfast"),
+    "thing": ("movie", "book", "podcast", "music", "restaurant", "series"), "sport": ("football", "basketball", "hockey", "tennis"),
+    "weather": ("rain", "snow", "storm"), "holiday": ("holiday", "vacation", "new year", "summer break"),
+    "weather_adj": ("hot", "cold", "windy", "humid", "gloomy"),
 }
-_OOS_VERBS = ("Train", "Build", "Develop", "Fit", "Create", "Design", "Can you train", "Could you build", "Please develop")
-_OOS_MODELS = ("a deep learning model", "a random forest", "a neural network", "an LSTM", "a transformer model",
-               "a logistic regression model", "a gradient boosting model", "a clustering algorithm", "a GAN", "a classifier")
-_OOS_TASKS = ("to predict {outcome}", "that predicts {outcome}", "to forecast {outcome}", "to classify chest x-ray images",
-              "to generate synthetic patient records", "to cluster patients by {feature}", "to segment ct images", "to detect sepsis early",
-              "to recommend the best treatment for each patient")
-_OOS_OTHER = ("What are the key features influencing {outcome}?", "Perform a survival analysis of {outcome} with a cox model.",
-              "Forecast the number of admissions next {period}.", "Predict whether patient {pid} will be readmitted.",
-              "Generate a synthetic dataset of {feature} for research.", "Cluster the patients based on {feature}.",
-              "Visualize the trend of {feature} over time in a dashboard.", "Summarize the radiology images of patient {pid}.",
-              "Which patients are likely to develop {outcome} next year?", "Estimate the causal effect of {feature} on {outcome}.",
-              "Optimize the staffing schedule using {feature}.", "Write a report explaining why {outcome} increased.")
-_OUTCOMES = ("mortality", "readmission within 30 days", "length of stay", "sepsis onset", "acute kidney injury", "icu transfer",
-             "medication refills", "in-hospital death", "ventilator weaning")
-_FEATURES = ("lab trajectories", "vital signs", "diagnoses", "medication history", "demographics", "admission patterns")
+# Requests beyond retrieval, by kind: a model to build or apply, a forecast, a chart, a causal or explanatory claim,
+# advice, writing, images, general medical knowledge.
+_OOS_VERBS = ("Train", "Build", "Develop", "Fit", "Design", "Can you build", "Please train", "I want you to build")
+_OOS_MODELS = ("a model", "a machine learning model", "a neural network", "a classifier", "a regression model", "a risk score",
+               "a decision tree", "an ensemble model", "a deep learning pipeline")
+_OOS_TASKS = ("to predict {outcome}", "that forecasts {outcome}", "to estimate each patient's risk of {outcome}",
+              "to group patients by {feature}", "to flag {outcome} early", "to choose the treatment for {outcome}")
+_OOS_OTHER = ("Forecast {outcome} for the next {period}.", "What will drive {outcome} next {period}?",
+              "Plot {feature} against {outcome}.", "Draw a chart of {feature} over time.", "Make a dashboard of {feature}.",
+              "Why does {feature} lead to {outcome}?", "Does {feature} cause {outcome}?", "Explain the mechanism behind {outcome}.",
+              "What is the best way to prevent {outcome}?", "Recommend a treatment plan to avoid {outcome}.",
+              "Write a discharge letter for patient {pid}.", "Draft an email to the family of patient {pid}.",
+              "Summarize the clinical notes of patient {pid}.", "Read the chest x-ray of patient {pid}.",
+              "What does the ct scan of patient {pid} show?", "What are the symptoms of {outcome}?",
+              "Run a survival analysis of {outcome}.", "Simulate {outcome} under a new policy.",
+              "Which factors best explain {outcome}?", "Rank the patients by their risk of {outcome}.",
+              "Estimate how much {feature} changes the odds of {outcome}.", "Compare two treatments for {outcome} in a trial design.",
+              "Is {feature} a good predictor of {outcome}?", "How accurate would a model of {outcome} be?",
+              "Identify hidden subgroups of patients from {feature}.", "Detect anomalies in {feature} automatically.",
+              "Translate the discharge instructions of patient {pid} into spanish.", "Create a care plan for patient {pid}.",
+              "What dose of {drug} should patient {pid} get?", "Should patient {pid} be moved out of the icu?",
+              "Generate a synthetic cohort that looks like these patients.", "Write python code to analyse {feature}.",
+              "Build a report on {outcome} with charts for the board.", "What would have happened if patient {pid} got {drug}?",
+              "Give me a differential diagnosis for patient {pid}.", "Interpret the ecg of patient {pid}.",
+              "Explain to me what {outcome} is.", "What are the guidelines for treating {outcome}?",
+              "How does {drug} work?", "What is the normal range of {feature}?", "Which is better for {outcome}, {drug} or {drug2}?",
+              "Teach me how to read {feature}.", "What research exists on {feature} and {outcome}?",
+              "Calculate the sample size for a study of {outcome}.", "Group the icu stays into phenotypes.")
+_DRUGS = ("heparin", "insulin", "vancomycin", "furosemide", "morphine", "warfarin", "propofol")
+_OUTCOMES = ("death", "readmission", "transfer to the icu", "sepsis", "kidney injury", "delirium", "a fall", "bleeding",
+             "respiratory failure")
+_FEATURES = ("age", "lab values", "vital signs", "comorbidities", "medications", "the care unit", "time of admission")
+# "The X of patient N" for what an EHR schema often lacks (HL7 FHIR's Patient, Encounter and Observation elements
+# outside the usual research schemas) and, answerable, for what they hold.
 _MISSING_FORMS = ("What is the {attr} of patient {pid}?", "What was patient {pid}'s {attr}?",
                   "Tell me the {attr} of patient {pid} on the last hospital visit.",
                   "What {attr} was recorded for patient {pid} during the first icu stay?", "Show the {attr} for patient {pid}.",
-                  "Which {attr} did patient {pid} have in their first hospital encounter?")
-_MISSING_ATTRS = ("home address", "phone number", "email address", "blood type", "occupation", "religion", "emergency contact",
-                  "room number", "bed number", "attending physician", "mode of transfer", "transfer approval time", "dietary restriction",
-                  "smoking status", "vaccination status", "pain score", "primary care doctor", "referring department", "infection flag",
-                  "source room", "nurse in charge", "education level", "income", "discharge summary")
-# Attributes the schemas do hold, asked in the same forms: they keep "the X of patient N" from meaning "missing".
+                  "Which {attr} did patient {pid} have in their first hospital encounter?",
+                  "How many patients have their {attr} recorded?", "List the {attr} of every patient admitted in {year}.",
+                  "Count the patients by {attr}.", "Was the {attr} of patient {pid} ever updated?")
+_EVENT_FORMS = ("What was the {attr} of the last {event} of patient {pid}?", "Who was the {attr} for patient {pid}'s {event}?",
+                "Show the {attr} of each {event} in {year}.", "What {attr} was used for the first {event} of patient {pid}?")
+_MISSING_ATTRS = ("home address", "phone number", "email address", "emergency contact", "next of kin", "primary care physician",
+                  "general practitioner", "attending physician's name", "nurse's name", "photo", "blood group", "blood type",
+                  "smoking status", "alcohol use", "occupation", "employer", "education level", "income", "religion",
+                  "vaccination history", "allergy list", "family history", "room number", "bed number", "diet preference",
+                  "special arrangements", "preferred pharmacy", "advance directive", "organ donor status", "birth weight",
+                  "preferred name", "nationality", "country of birth", "housing status", "living situation", "number of children")
+# Elements of FHIR's MedicationRequest, Procedure, Observation and Specimen that research schemas seldom keep.
+_EVENT_ATTRS = ("prescribing doctor", "reason", "indication", "brand name", "manufacturer", "lot number", "performing surgeon",
+                "anesthesia type", "body site", "laterality", "device used", "method", "person who collected the sample",
+                "ordering clinician", "approval time", "billing code status", "pharmacist who checked it", "room it took place in")
+_EVENTS = ("prescription", "procedure", "lab test", "blood culture", "surgery", "transfusion", "infusion", "vital sign measurement")
+# What a record of past care cannot say, by kind: the future, schedules, staffing and facilities, policy, prices,
+# general drug knowledge. (EHRSQL-2024's own unanswerable questions are the other half of this class.)
+_INFEASIBLE = ("When will patient {pid} be discharged?", "Will patient {pid} need another {event}?",
+               "Is patient {pid} going to be transferred {when}?", "What time is patient {pid}'s next {event}?",
+               "Who is on call in the {unit} {when}?", "How many nurses work the night shift in the {unit}?",
+               "Are there free beds in the {unit} right now?", "What are the visiting hours of the {unit}?",
+               "Where is the {unit}?", "Is the pharmacy open {when}?", "What is the hospital's policy on {topic}?",
+               "How do I request {topic} for a patient?", "How much does a {event} cost at this hospital?",
+               "Does insurance cover a {event}?", "What are the side effects of {drug}?", "Can {drug} be given with {drug2}?",
+               "What is the adult dose of {drug}?", "How long is the waiting list for a {event}?",
+               "Which doctor will see patient {pid} {when}?", "When is the next staff meeting of the {unit}?")
+_UNITS = ("icu", "emergency department", "cardiology ward", "surgical ward", "maternity unit", "oncology unit")
+_TOPICS = ("visitors", "isolation", "interpreters", "parking permits", "overtime", "home care", "organ donation")
 _PRESENT_ATTRS = ("gender", "age", "date of birth", "marital status", "insurance", "language", "race", "ethnicity", "admission type",
                   "admission location", "discharge location", "hospital admission time", "hospital discharge time", "admission weight",
                   "admission height", "first care unit", "last care unit", "discharge weight", "hospital discharge status",
                   "date of death", "unit admission time", "length of stay")
-_FAQ = ("What are the visiting hours of the {unit}?", "When are Dr. {name}'s rounds today?",
-        "Is Dr. {name} available for outpatient appointments tomorrow?", "What is the reimbursement standard for {drug}?",
-        "What precautions should I take after {proc}?", "What are the side effects of {drug}?",
-        "When will patient {pid} be discharged?", "Will patient {pid} need another {proc}?",
-        "What was the result of patient {pid}'s last covid-19 test?", "When does the isolation of patient {pid} end?",
-        "How many operating rooms are available now?", "What is the hospital policy on {topic}?",
-        "Does patient {pid} have a family history of {dx}?", "Has patient {pid} travelled overseas recently?",
-        "Who is the nurse on duty in the {unit}?", "How do I disinfect a room after {topic}?", "What is the protocol for {proc}?",
-        "When is the next visit of patient {pid} to the {unit}?")
-_NAMES = ("smith", "johnson", "lee", "garcia", "patel", "nguyen", "martinez", "kim")
-_DRUGS = ("ciprofloxacin", "heparin", "insulin", "aspirin", "vancomycin", "warfarin", "morphine")
-_PROCS = ("a colonoscopy", "cardiac catheterization", "a lumbar puncture", "an mri", "hip replacement")
-_UNITS = ("icu", "cardiology ward", "emergency department", "maternity ward", "oncology unit")
-_TOPICS = ("visitors", "masks", "quarantine", "overtime", "parking")
-_DX = ("diabetes", "heart disease", "cancer", "hypertension")
-
 _PID = re.compile(r"\bpatient (\d{3}-\d{3,7}|\d{4,9})('s)?")
 _REFS = (("this patient", "this patient's"), ("that patient", "that patient's"), ("the patient", "the patient's"),
          ("them", "their"), ("him", "his"), ("her", "her"))
@@ -109,8 +158,9 @@ _REFS = (("this patient", "this patient's"), ("that patient", "that patient's"),
 def _fill(rng: random.Random, template: str) -> str:
     values = {k: rng.choice(v) for k, v in _SLOTS.items()}
     values.update(outcome=rng.choice(_OUTCOMES), feature=rng.choice(_FEATURES), pid=str(rng.randint(10000000, 10099999)),
-                  period=rng.choice(("month", "year", "quarter")), name=rng.choice(_NAMES).title(), drug=rng.choice(_DRUGS),
-                  proc=rng.choice(_PROCS), unit=rng.choice(_UNITS), topic=rng.choice(_TOPICS), dx=rng.choice(_DX), attr="{attr}")
+                  period=rng.choice(("month", "year", "quarter")), drug=rng.choice(_DRUGS), year=str(rng.randint(2100, 2105)),
+                  event=rng.choice(_EVENTS), unit=rng.choice(_UNITS), topic=rng.choice(_TOPICS), drug2=rng.choice(_DRUGS),
+                  when=rng.choice(_SLOTS["when"]), attr="{attr}")
     return template.format(**values)
 
 
@@ -158,7 +208,9 @@ def _vague_question(rng: random.Random) -> str:
 
 
 def generated_questions(answerable: list[tuple[str, str]], seed: int = 0, per_class: int = 600) -> list[tuple[str, str]]:
-    """Our own training questions: ``per_class`` for each of the seven non-answerable classes, and about
+    """Our own training questions: ``per_class`` for each of six non-answerable classes, about ``per_class / 2`` for
+    the seventh (questions about the future and hospital operations: EHRSQL-2024's own unanswerable questions are its
+    other half), and about
     ``per_class / 2`` answerable ones asking for attributes the schemas hold, in the missing-column forms.
 
     ``answerable`` holds (question, gold SQL) pairs; questions derived from one are masked with its SQL.
@@ -177,8 +229,13 @@ def generated_questions(answerable: list[tuple[str, str]], seed: int = 0, per_cl
         else:
             oos = _fill(rng, rng.choice(_OOS_OTHER))
         out.append((oos, "out-of-scope"))
-        out.append((_fill(rng, rng.choice(_MISSING_FORMS)).format(attr=rng.choice(_MISSING_ATTRS)), "missing-column"))
-        out.append((_fill(rng, rng.choice(_FAQ)), "infeasible-faq"))
+        if rng.random() < 0.6:
+            missing = _fill(rng, rng.choice(_MISSING_FORMS)).format(attr=rng.choice(_MISSING_ATTRS))
+        else:
+            missing = _fill(rng, rng.choice(_EVENT_FORMS)).format(attr=rng.choice(_EVENT_ATTRS))
+        out.append((missing, "missing-column"))
+        if rng.random() < 0.5:
+            out.append((_fill(rng, rng.choice(_INFEASIBLE)), "infeasible-faq"))
         if rng.random() < 0.5:
             out.append((_fill(rng, rng.choice(_MISSING_FORMS)).format(attr=rng.choice(_PRESENT_ATTRS)), "answerable"))
     return out
