@@ -67,6 +67,14 @@ def test_bench_scare_cli_writes_reports_and_rejects_bad_input(shared_data, mimic
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["n"] == 25
     assert (tmp_path / "run" / "report.html").exists()
+    # a stratified sample has every category, so PR and CR are numbers, and run.json says how the items were chosen
+    r = CliRunner().invoke(cli, ["bench", "scare", "--data", data, "--db-dir", str(tmp_path), "--method", "preserve_all",
+                                 "--out", str(tmp_path / "sampled"), "--sample", "24", "--seed", "1", "--json"])
+    assert r.exit_code == 0, r.output
+    sampled = json.loads(r.stdout)
+    assert sampled["n"] == 24 and sampled["pr"] == 100.0 and sampled["cr"] == 0.0
+    assert json.loads((tmp_path / "sampled" / "run.json").read_text())["selection"] == {
+        "fold": None, "sample": 24, "seed": 1, "limit": None, "items": 24}
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"db_id": "mimic_iv"}]))
     r = CliRunner().invoke(cli, ["bench", "scare", "--data", str(bad), "--db-dir", str(tmp_path), "--method", "preserve_all",

@@ -41,7 +41,8 @@ def test_main_metrics_worked_example():
     assert m["errors"] == ["11"]
     assert m["confusion"]["unanswerable"] == {"answer": 0, "ambiguous": 0, "unanswerable": 1, "error": 1}
     assert m["confusion"]["answerable_correct"]["ambiguous"] == 1
-    assert m["by_subtype"]["vague-question"] == {"n": 1, "recall": 100.0, "label_precision": 100.0, "labelled": 1}
+    assert m["by_subtype"]["vague-question"] == {"n": 1, "recall": 100.0, "subtype_recall": 100.0, "label_precision": 100.0,
+                                                 "labelled": 1}
     assert m["by_subtype"]["out-of-scope"]["recall"] == 0.0
     assert m["by_difficulty"]["easy"]["pr"] == 50.0 and m["by_difficulty"]["easy"]["cr"] == 100.0
     assert m["counts"] == {"answerable_correct": 4, "answerable_incorrect": 2, "ambiguous": 3, "unanswerable": 2}
@@ -110,3 +111,27 @@ def test_loader_reads_the_dev_split(shared_data: Path):
     items = load_scare([shared_data / "scare" / "mimic_iv_dev.json", shared_data / "scare" / "eicu_dev.json"])
     assert len(items) == 1399  # the shared dev split holds 699 MIMIC-IV + 700 eICU items
     assert {i.sampled_category for i in items} == {"answerable_correct", "answerable_incorrect", "ambiguous", "unanswerable"}
+
+
+def test_the_subtype_table_counts_the_subtype_a_method_named_beside_its_label():
+    def labelled(i, type_, output, subtype):
+        return ScoredItem(id=str(i), db_id="mimic_iv", type=type_, candidate_correct=False, output=output, subtype=subtype)
+
+    items = [
+        labelled(1, "vague-word", "ambiguous", "vague-word"),  # right category, right subtype
+        labelled(2, "vague-word", "ambiguous", "ambiguous-reference"),  # right category, another subtype
+        labelled(3, "vague-word", "unanswerable", "out-of-scope"),  # wrong category
+        labelled(4, "ambiguous-reference", "ambiguous", "ambiguous-reference"),
+        labelled(5, "small-talk", "small-talk", None),  # a method whose output is the subtype label itself
+        labelled(6, "out-of-scope", "SELECT 1", "out-of-scope"),  # answered: a subtype beside an answer names nothing
+        item(7, "easy", output="ambiguous"),  # an answerable item labelled ambiguous, with no subtype
+        ScoredItem(id="8", db_id="mimic_iv", type="vague-word", candidate_correct=False, output=None, error="boom", subtype="vague-word"),
+    ]
+    table = compute_metrics(items)["by_subtype"]
+    assert table["vague-word"] == {"n": 4, "recall": 50.0, "subtype_recall": 25.0, "label_precision": 100.0, "labelled": 1}
+    assert table["ambiguous-reference"]["labelled"] == 2 and table["ambiguous-reference"]["label_precision"] == 50.0
+    assert table["ambiguous-reference"]["subtype_recall"] == 100.0
+    assert table["small-talk"]["labelled"] == 1 and table["small-talk"]["label_precision"] == 100.0
+    # item 6 answered; item 3 (a vague-word question) was the one named out-of-scope
+    assert table["out-of-scope"] == {"n": 1, "recall": 0.0, "subtype_recall": 0.0, "label_precision": 0.0, "labelled": 1}
+    assert math.isnan(table["missing-column"]["label_precision"]) and table["missing-column"]["labelled"] == 0

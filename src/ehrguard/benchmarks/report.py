@@ -161,8 +161,10 @@ def scare_markdown(metrics: dict[str, Any], config: dict[str, Any], errors: list
         "",
         "## Ambiguous and unanswerable subtypes",
         "",
-        md_table(["subtype", "n", "recall", "times emitted as a label", "label precision"],
-                 [[s, m["n"], m["recall"], m["labelled"], m["label_precision"]] for s, m in metrics["by_subtype"].items()]),
+        md_table(["subtype", "n", "recall (right category)", "recall (this subtype named)", "times named as the subtype",
+                  "precision of the name"],
+                 [[s, m["n"], m["recall"], m.get("subtype_recall", math.nan), m["labelled"], m["label_precision"]]
+                  for s, m in metrics["by_subtype"].items()]),
         "",
         "## Confusion: true category x action",
         "",

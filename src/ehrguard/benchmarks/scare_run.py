@@ -143,6 +143,7 @@ def scored_item(record: dict[str, Any]) -> ScoredItem:
         final_exec_acc=bool(record.get("final_exec_acc")),
         generator=record["generator_name"],
         error=record.get("error"),
+        subtype=record.get("subtype"),
     )
 
 
@@ -194,6 +195,7 @@ def run_scare(
     concurrency: int = 1,
     retry_errors: bool = False,
     on_progress: Callable[[int, int], None] | None = None,
+    selection: dict[str, Any] | None = None,
 ) -> RunSummary:
     """Verify ``items`` with ``method``, resumably, and score the whole run.
 
@@ -206,6 +208,7 @@ def run_scare(
         concurrency: items verified at the same time (threads).
         retry_errors: on resume, run again the items that ended in an error.
         on_progress: called with (finished, total) after each item.
+        selection: how ``items`` were chosen (fold, sample and seed, limit), recorded in ``run.json``.
 
     Raises:
         RunError: ``out`` holds a run with another configuration.
@@ -223,6 +226,7 @@ def run_scare(
     run = RunDir(out)
     done = run.open(identity,
                     extra={"method_description": method.describe(), "data_paths": [str(p) for p in data_files], "db_dir": str(db_dir),
+                           "selection": {**(selection or {}), "items": len(items)},
                            # an accelerator, not an input (the values are read from the database without it): recorded only
                            "value_lexicons": {db_id: lexicon_state(ctx.path, ctx.profile.value_columns)
                                               for db_id, ctx in contexts.items() if ctx.path}})
@@ -268,21 +272,50 @@ def run_scare(
     return RunSummary(Path(out), len(items), len(items) - len(todo), len(todo), errors, wall, metrics)
 
 
-def select_items(items: list[ScareItem], *, fold: str | None = None, limit: int | None = None) -> list[ScareItem]:
+def select_items(items: list[ScareItem], *, fold: str | None = None, sample: int | None = None, seed: int = 0,
+                 limit: int | None = None) -> list[ScareItem]:
     """The items of fold ``"I/K"`` (questions grouped, as ``ehrguard train question-model --exclude-fold``
-    leaves them out), then the first ``limit`` of those.
+    leaves them out); then a seeded sample of ``sample`` of those, stratified by database and category; then the
+    first ``limit`` (in file order: the SCARE files are sorted by category, so the first items are all of one kind).
 
     Raises:
-        ConfigError: ``fold`` is not I/K with 0 <= I < K.
+        ConfigError: ``fold`` is not I/K with 0 <= I < K, or ``sample`` / ``limit`` is not positive.
     """
+    from ehrguard.errors import ConfigError
+
+    for name, n in (("--sample", sample), ("--limit", limit)):
+        if n is not None and n < 1:
+            raise ConfigError(f"{name} takes a number of items of at least 1, not {n}.")
     if fold:
         from ehrguard.verify.offline.training import fold_of, parse_fold
 
         i, k = parse_fold(fold)
         items = [it for it in items if fold_of(it.question, k) == i]
+    if sample is not None:
+        items = stratified_sample(items, sample, seed)
     if limit is not None:
         items = items[:limit]
     return items
+
+
+def stratified_sample(items: list[ScareItem], n: int, seed: int = 0) -> list[ScareItem]:
+    """``n`` items drawn without replacement, each (database, category) stratum in proportion to its size (largest
+    remainders first), seeded; returned in the files' order. All items when ``n`` is not smaller."""
+    import random
+
+    if n >= len(items):
+        return list(items)
+    strata: dict[tuple[str, str], list[int]] = {}
+    for index, it in enumerate(items):
+        strata.setdefault((it.db_id, it.sampled_category), []).append(index)
+    keys = sorted(strata)
+    quotas = {key: n * len(strata[key]) / len(items) for key in keys}
+    counts = {key: int(quotas[key]) for key in keys}
+    for key in sorted(keys, key=lambda k: (-(quotas[k] - counts[k]), k))[: n - sum(counts.values())]:
+        counts[key] += 1
+    rng = random.Random(seed)
+    chosen = sorted(i for key in keys for i in rng.sample(strata[key], counts[key]))
+    return [items[i] for i in chosen]
 
 
 def method_for_run(name: str, out: str | Path, *, model: str | None = None, options: dict[str, Any] | None = None) -> Method:

@@ -53,7 +53,11 @@ def _print_main(metrics: dict[str, Any]) -> None:
 @click.option("--model", default=None, help="Model for LLM methods, as provider/model.")
 @click.option("--option", "method_options", multiple=True, metavar="KEY=VALUE", help="A method option (repeatable).")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Run folder; rerun with the same folder to resume.")
-@click.option("--limit", type=int, default=None, help="Only the first N items (after loading all files).")
+@click.option("--limit", type=int, default=None,
+              help="Only the first N items, in file order (the SCARE files are sorted by category: use --sample for a mix).")
+@click.option("--sample", type=int, default=None,
+              help="A seeded sample of N items, stratified by database and category (after --fold, before --limit).")
+@click.option("--seed", type=int, default=0, show_default=True, help="The seed of --sample.")
 @click.option("--concurrency", type=int, default=1, show_default=True, help="Items verified at the same time.")
 @click.option("--fold", default=None, metavar="I/K",
               help="Only the items of fold I of K (questions grouped; see `ehrguard train question-model --exclude-fold`).")
@@ -61,8 +65,8 @@ def _print_main(metrics: dict[str, Any]) -> None:
 @click.option("--no-report", is_flag=True, help="Skip report.md / report.html (metrics.json is still written).")
 @json_option
 def scare_command(data_files: tuple[str, ...], db_dir: str, method: str, model: str | None, method_options: tuple[str, ...],
-                  out: str, limit: int | None, concurrency: int, fold: str | None, retry_errors: bool,
-                  no_report: bool, as_json: bool) -> None:
+                  out: str, limit: int | None, sample: int | None, seed: int, concurrency: int, fold: str | None,
+                  retry_errors: bool, no_report: bool, as_json: bool) -> None:
     """Run a verification method over SCARE items and score it exactly as SCARE does.
 
     Each finished item is appended to OUT/predictions.jsonl at once, so an interrupted run
@@ -70,14 +74,15 @@ def scare_command(data_files: tuple[str, ...], db_dir: str, method: str, model: 
     """
     from ehrguard.benchmarks import jsonable, load_scare, method_for_run, record_llm_usage, run_scare, select_items, write_run_report
 
-    items = select_items(load_scare(list(data_files)), fold=fold, limit=limit)
+    items = select_items(load_scare(list(data_files)), fold=fold, sample=sample, seed=seed, limit=limit)
     options = _parse_options(method_options)
     verifier = method_for_run(method, out, model=model, options=options)
     with _progress() as progress:
         task = progress.add_task(f"{method}", total=len(items))
         summary = run_scare(items, verifier, db_dir=db_dir, out=out, data_files=list(data_files), model=model, options=options,
                             concurrency=concurrency, retry_errors=retry_errors,
-                            on_progress=lambda done, total: progress.update(task, completed=done))
+                            on_progress=lambda done, total: progress.update(task, completed=done),
+                            selection={"fold": fold, "sample": sample, "seed": seed if sample else None, "limit": limit})
     for name, u in (record_llm_usage(summary.metrics, verifier) or {}).items():
         cost = "" if u["estimated_cost_usd"] is None else f", ~${u['estimated_cost_usd']:.4f}"
         console.print(f"{name}: {u['calls']} calls ({u['cache_hits']} cached, {u['errors']} failed), "

@@ -40,6 +40,18 @@ class ScoredItem:
     final_exec_acc: bool = False  # answerable items: final output matches the gold by execution
     generator: str = ""
     error: str | None = None
+    subtype: str | None = None  # the subtype the method named with an ambiguous/unanswerable label, if any
+
+    @property
+    def emitted_subtype(self) -> str | None:
+        """The subtype this item was labelled with: the method's ``subtype`` alongside an abstention, or an output that
+        is itself a subtype label ("vague-word"); None for an answer or an error."""
+        if self.action in ("answer", "error"):
+            return None
+        output = (self.output or "").strip().lower()
+        if output in AMBIGUOUS_TYPES + UNANSWERABLE_TYPES:
+            return output
+        return self.subtype.strip().lower() if self.subtype else None
 
     @property
     def category(self) -> str:
@@ -93,8 +105,10 @@ def compute_metrics(scored: Iterable[ScoredItem]) -> dict[str, Any]:
     """All SCARE metrics (percentages) plus the granular breakdowns.
 
     Keys: ``pr``, ``cov_correct``, ``cr``, ``cov_incorrect``, ``amb_p``, ``amb_r``, ``amb_f1``,
-    ``unans_p``, ``unans_r``, ``unans_f1``, ``n``, ``counts``; ``by_subtype`` (recall of each
-    ambiguous/unanswerable subtype, and precision of each subtype label the method emitted);
+    ``unans_p``, ``unans_r``, ``unans_f1``, ``n``, ``counts``; ``by_subtype`` (for each ambiguous/unanswerable
+    subtype: ``recall``, the share of its items given the right category; ``subtype_recall``, the share labelled
+    with that very subtype; ``labelled``, how many items the method labelled with it; ``label_precision``, how many
+    of those were of that subtype);
     ``by_difficulty`` (PR/CR per easy/medium/hard); ``by_db`` and ``by_generator`` (the main
     metrics per group); ``confusion`` (true category x action, with ``error`` as an action);
     ``errors`` (ids of the items the method failed on).
@@ -109,10 +123,11 @@ def compute_metrics(scored: Iterable[ScoredItem]) -> dict[str, Any]:
     for st in AMBIGUOUS_TYPES + UNANSWERABLE_TYPES:
         group = [it for it in items if it.type == st]
         expected = "ambiguous" if st in AMBIGUOUS_TYPES else "unanswerable"
-        emitted = [it for it in items if it.action != "error" and (it.output or "").strip().lower() == st]
+        emitted = [it for it in items if it.emitted_subtype == st]
         by_subtype[st] = {
             "n": len(group),
             "recall": percent(sum(1 for it in group if it.action == expected), len(group)),
+            "subtype_recall": percent(sum(1 for it in group if it.emitted_subtype == st), len(group)),
             "label_precision": percent(sum(1 for it in emitted if it.type == st), len(emitted)),
             "labelled": len(emitted),
         }
