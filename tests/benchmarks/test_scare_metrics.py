@@ -135,3 +135,27 @@ def test_the_subtype_table_counts_the_subtype_a_method_named_beside_its_label():
     # item 6 answered; item 3 (a vague-word question) was the one named out-of-scope
     assert table["out-of-scope"] == {"n": 1, "recall": 0.0, "subtype_recall": 0.0, "label_precision": 0.0, "labelled": 1}
     assert math.isnan(table["missing-column"]["label_precision"]) and table["missing-column"]["labelled"] == 0
+
+
+def test_bootstrap_intervals_resample_whole_questions_and_hold_the_estimate():
+    from ehrguard.evaluation.scare_metrics import bootstrap_intervals, question_of
+
+    assert question_of(ScoredItem("mimic_iv:codes:q1", "mimic_iv", "easy", True, "SELECT 1")) == "mimic_iv:q1"
+    # 30 questions with two candidates each, from two generators; a third of the questions' candidates are broken
+    items = [ScoredItem(f"mimic_iv:{gen}:q{i}", "mimic_iv", "easy", True, "SELECT 1", final_exec_acc=i % 3 != 0)
+             for i in range(30) for gen in ("a", "b")]
+    items += [item(100 + i, "vague-word", output="ambiguous" if i % 2 else "SELECT 1") for i in range(20)]
+    m = compute_metrics(items)
+    ci = bootstrap_intervals(items, resamples=300, seed=1)
+    assert ci["pr"][0] < m["pr"] < ci["pr"][1] and ci["amb_r"][0] < m["amb_r"] < ci["amb_r"][1]
+    assert ci == bootstrap_intervals(items, resamples=300, seed=1)  # seeded
+    # a question's candidates move together: with identical outcomes per question the interval is that of 30
+    # questions, not of 60 independent items (narrower); the same outcomes as 60 questions give a narrower one
+    single = [ScoredItem(f"mimic_iv:a:q{i}", "mimic_iv", "easy", True, "SELECT 1", final_exec_acc=(i // 2) % 3 != 0)
+              for i in range(60)]
+    grouped_width = ci["pr"][1] - ci["pr"][0]
+    single_ci = bootstrap_intervals(single, resamples=300, seed=1)["pr"]
+    assert single_ci[1] - single_ci[0] < grouped_width
+    # nothing answerable: PR is undefined, and so is its interval; an outcome without variance has none
+    assert all(math.isnan(b) for b in bootstrap_intervals(items[60:], resamples=50)["pr"])
+    assert bootstrap_intervals([item(1, "easy", correct=True, acc=True)], resamples=50)["pr"] == [100.0, 100.0]

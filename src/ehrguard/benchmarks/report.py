@@ -143,7 +143,11 @@ def scare_markdown(metrics: dict[str, Any], config: dict[str, Any], errors: list
         "",
         "## Main metrics (%)",
         "",
-        md_table([MAIN_LABELS[k] for k in MAIN_KEYS], [[metrics[k] for k in MAIN_KEYS]]),
+        md_table([""] + [MAIN_LABELS[k] for k in MAIN_KEYS], [["value"] + [metrics[k] for k in MAIN_KEYS]]
+                 + ([["95% interval"] + [_interval(metrics["intervals"].get(k)) for k in MAIN_KEYS]] if "intervals" in metrics else [])),
+        "",
+        "The 95% intervals are percentile bootstrap intervals over 1,000 resamples of whole questions (the candidates of "
+        "one question are resampled together).",
         "",
         "## By database",
         "",
@@ -212,6 +216,12 @@ body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0
 table{border-collapse:collapse;margin:0.5rem 0 1.5rem}td,th{border:1px solid #ccc;padding:0.25rem 0.6rem;text-align:right}
 td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}figure{display:inline-block;margin:0.5rem}
 </style>"""
+
+
+def _interval(bounds: list[float] | None) -> str:
+    if not bounds or any(math.isnan(b) for b in bounds):
+        return "n/a"
+    return f"{bounds[0]:.1f}-{bounds[1]:.1f}"
 
 
 def write_scare_report(run_dir: str | Path, metrics: dict[str, Any], config: dict[str, Any],

@@ -29,7 +29,7 @@ from ehrguard.db.engine import open_database
 from ehrguard.db.lexicon import lexicon_state
 from ehrguard.errors import DatabaseNotFoundError, EhrguardError, RunError
 from ehrguard.evaluation.execution_match import execute_answer, execution_match, normalize_gold
-from ehrguard.evaluation.scare_metrics import ScoredItem, compute_metrics
+from ehrguard.evaluation.scare_metrics import ScoredItem, bootstrap_intervals, compute_metrics
 from ehrguard.evaluation.stats import percentile
 from ehrguard.profiles import PROFILES
 from ehrguard.verify.methods import Case, DatabaseContext, Method
@@ -149,7 +149,9 @@ def scored_item(record: dict[str, Any]) -> ScoredItem:
 
 def score_records(records: list[dict[str, Any]]) -> dict[str, Any]:
     """SCARE metrics for a list of prediction records, plus latency and LLM usage summaries."""
-    metrics = compute_metrics(scored_item(r) for r in records)
+    scored = [scored_item(r) for r in records]
+    metrics = compute_metrics(scored)
+    metrics["intervals"] = bootstrap_intervals(scored)  # 95%, whole questions resampled
     latencies = sorted(r.get("latency_s", 0.0) for r in records)
     metrics["latency_ms"] = _percentiles([1000 * x for x in latencies])
     metrics["llm_calls"] = sum(r.get("llm_calls", 0) or 0 for r in records)

@@ -101,6 +101,55 @@ def _main(items: list[ScoredItem]) -> dict[str, Any]:
     return out
 
 
+INTERVAL_KEYS = ("pr", "cov_correct", "cr", "cov_incorrect", "amb_p", "amb_r", "amb_f1", "unans_p", "unans_r", "unans_f1")
+
+
+def question_of(item: ScoredItem) -> str:
+    """The question an item asks: SCARE pairs one question with candidates from several generators
+    (``db:generator:id`` keys share ``db`` and ``id``)."""
+    parts = item.id.split(":")
+    return f"{parts[0]}:{parts[-1]}" if len(parts) >= 3 else item.id
+
+
+def bootstrap_intervals(scored: Iterable[ScoredItem], *, resamples: int = 1000, seed: int = 0,
+                        level: float = 0.95) -> dict[str, list[float]]:
+    """A percentile bootstrap interval for each main metric, resampling whole questions with replacement (the
+    candidates of one question are not independent). ``[nan, nan]`` where a resample leaves a metric undefined
+    more often than not.
+
+    Examples:
+        >>> items = [ScoredItem(str(i), "mimic_iv", "easy", True, "SELECT 1", final_exec_acc=i % 4 != 0) for i in range(40)]
+        >>> lo, hi = bootstrap_intervals(items, resamples=200)["pr"]
+        >>> lo < 75.0 < hi
+        True
+    """
+    import random
+
+    groups: dict[str, list[ScoredItem]] = defaultdict(list)
+    for it in scored:
+        groups[question_of(it)].append(it)
+    keys = sorted(groups)
+    if not keys:
+        return {k: [math.nan, math.nan] for k in INTERVAL_KEYS}
+    rng = random.Random(seed)
+    draws: dict[str, list[float]] = {k: [] for k in INTERVAL_KEYS}
+    for _ in range(resamples):
+        sample = [it for _ in keys for it in groups[keys[rng.randrange(len(keys))]]]
+        main = _main(sample)
+        for k in INTERVAL_KEYS:
+            if not math.isnan(main[k]):
+                draws[k].append(main[k])
+    out = {}
+    tail = (1 - level) / 2
+    for k, values in draws.items():
+        if len(values) * 2 < resamples:
+            out[k] = [math.nan, math.nan]
+            continue
+        values.sort()
+        out[k] = [round(values[int(tail * (len(values) - 1))], 1), round(values[int(round((1 - tail) * (len(values) - 1)))], 1)]
+    return out
+
+
 def compute_metrics(scored: Iterable[ScoredItem]) -> dict[str, Any]:
     """All SCARE metrics (percentages) plus the granular breakdowns.
 
