@@ -17,7 +17,7 @@ from ehrguard.benchmarks.report import write_scare_report
 from ehrguard.benchmarks.rundir import RunDir
 from ehrguard.benchmarks.scare import load_scare
 from ehrguard.benchmarks.scare_run import run_scare, score_records
-from ehrguard.errors import DatabaseNotFoundError, RunError
+from ehrguard.errors import DatabaseNotFoundError, DatasetError, RunError
 from ehrguard.verify.methods import get_method
 from ehrguard.verify.verdict import Verdict
 
@@ -166,8 +166,26 @@ def test_reports_contain_the_figures_and_compare_puts_runs_side_by_side(sample, 
         assert "| PR |" in md and "## Confusion" in md and "vague-word" in md
         assert json.loads(paths["metrics"].read_text())["amb_p"] is None or method == "oracle"  # NaN becomes null
     comparison = compare_runs([tmp_path / "preserve_all", tmp_path / "oracle"])
-    assert [r["name"] for r in comparison["runs"]] == ["preserve_all", "oracle"]
+    assert [r["name"] for r in comparison["runs"]] == ["preserve_all — preserve_all", "oracle — oracle"]
     paths = write_comparison(comparison, tmp_path / "cmp")
     md = paths["markdown"].read_text()
-    assert "| preserve_all | 80 |" in md and "GPT-5-mini" in md
+    assert "| preserve_all — preserve_all | 80 |" in md and "GPT-5-mini" in md
     assert "data:image/png;base64," in paths["html"].read_text()
+    # the same items, paired: the oracle is right wherever keeping the candidate is, and on every other item too
+    (pair,) = comparison["paired"]
+    by = pair["by"]
+    assert by["all"]["n"] == 80 and by["all"]["a_only"] == 0 and by["all"]["b_only"] > 0 and by["all"]["p"] < 0.05
+    assert by["answerable_correct"]["a_only"] == by["answerable_correct"]["b_only"] == 0 and by["answerable_correct"]["p"] == 1.0
+    assert "## Paired tests (the same items)" in md and "McNemar" in md
+    named = compare_runs([tmp_path / "preserve_all", tmp_path / "oracle"], names=["keep", "gold"])
+    assert [r["name"] for r in named["runs"]] == ["keep", "gold"] and named["paired"][0]["b"] == "gold"
+    with pytest.raises(DatasetError, match="1 --name for 2 runs"):
+        compare_runs([tmp_path / "preserve_all", tmp_path / "oracle"], names=["keep"])
+
+
+def test_mcnemar_matches_the_binomial_test_by_hand():
+    from ehrguard.evaluation.scare_metrics import mcnemar_p
+
+    # 9 discordant pairs split 8:1 -> two-sided 2 * P(X <= 1), X ~ Bin(9, 0.5) = 2 * 10 / 512
+    assert mcnemar_p(8, 1) == pytest.approx(20 / 512) and mcnemar_p(1, 8) == mcnemar_p(8, 1)
+    assert mcnemar_p(0, 0) == 1.0 and mcnemar_p(5, 5) == 1.0

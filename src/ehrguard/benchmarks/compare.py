@@ -14,8 +14,9 @@ from typing import Any
 
 from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, figure_png, jsonable, markdown_to_html, md_table, pyplot
 from ehrguard.benchmarks.rundir import RunDir
-from ehrguard.benchmarks.scare_run import score_records
+from ehrguard.benchmarks.scare_run import score_records, scored_item
 from ehrguard.errors import DatasetError
+from ehrguard.evaluation.scare_metrics import paired_comparison
 
 # SCARE (Lee, Chay, Choi, ML4H 2025): the best LLM method's classification F1 on the full test
 # split, GPT-5-mini. Only the values we have from the paper are filled; None = not reported here.
@@ -35,28 +36,52 @@ def load_reference(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def run_row(run_dir: str | Path) -> dict[str, Any]:
+def run_row(run_dir: str | Path, name: str | None = None) -> dict[str, Any]:
+    """One run's row; without ``name`` it is labelled by its method, model and options, and its folder."""
     rd = RunDir(run_dir)
     ident = rd.config()["identity"]
     records = rd.records()
     metrics = score_records(records)
-    name = ident["method"] + (f" ({ident['model']})" if ident.get("model") else "")
+    if name is None:
+        options = ", ".join(f"{k}={v}" for k, v in sorted((ident.get("options") or {}).items()))
+        name = (ident["method"] + (f" ({ident['model']})" if ident.get("model") else "") + (f" [{options}]" if options else "")
+                + f" — {Path(run_dir).name}")
     return {"name": name, "run_dir": str(run_dir), "n": len(records), "p50_ms": metrics["latency_ms"]["p50"],
             **{k: metrics[k] for k in MAIN_KEYS}}
 
 
-def compare_runs(run_dirs: list[str | Path], reference: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    rows = [run_row(d) for d in run_dirs]
-    return {"runs": rows, "reference": reference if reference is not None else REFERENCE_ROWS}
+def compare_runs(run_dirs: list[str | Path], reference: list[dict[str, Any]] | None = None,
+                 names: list[str] | None = None) -> dict[str, Any]:
+    """The runs' main metrics side by side, and each run after the first paired with the first on the items both hold
+    (:func:`ehrguard.evaluation.scare_metrics.paired_comparison`: exact McNemar tests per category).
+
+    Raises:
+        DatasetError: ``names`` does not give one name per run.
+    """
+    if names and len(names) != len(run_dirs):
+        raise DatasetError(f"{len(names)} --name for {len(run_dirs)} runs: give one name per run, in the same order, or none.")
+    rows = [run_row(d, names[i] if names else None) for i, d in enumerate(run_dirs)]
+    scored = [[scored_item(r) for r in RunDir(d).records()] for d in run_dirs]
+    paired = [{"a": rows[0]["name"], "b": row["name"], "a_dir": rows[0]["run_dir"], "b_dir": row["run_dir"],
+               "by": paired_comparison(scored[0], items)} for row, items in zip(rows[1:], scored[1:], strict=True)]
+    return {"runs": rows, "paired": paired, "reference": reference if reference is not None else REFERENCE_ROWS}
 
 
 def comparison_markdown(comparison: dict[str, Any]) -> str:
     header = ["run", "n", "p50 ms"] + [MAIN_LABELS[k] for k in MAIN_KEYS]
     rows = [[r["name"], r["n"], r["p50_ms"]] + [r[k] for k in MAIN_KEYS] for r in comparison["runs"]]
     rows += [[r["name"], "", ""] + [r.get(k) if r.get(k) is not None else "" for k in MAIN_KEYS] for r in comparison["reference"]]
-    return "\n".join(["# Comparison of runs", "", md_table(header, rows), "",
-                      "Reference rows are published numbers (full test split, the authors' databases), for orientation.", "",
-                      "![compare.png](figures/compare.png)", ""])
+    lines = ["# Comparison of runs", "", md_table(header, rows), "",
+             "Reference rows are published numbers (full test split, the authors' databases), for orientation.", ""]
+    if comparison.get("paired"):
+        lines += ["## Paired tests (the same items)", "",
+                  "For each run against the first: on the items both hold, how many only one of the two got right "
+                  "(answered with SQL matching the gold, or labelled ambiguous / unanswerable as it is), and the exact "
+                  "McNemar p-value of that difference. A p-value above 0.05 does not show a difference.", "",
+                  md_table(["A", "B", "category", "items", "only A right", "only B right", "p"],
+                           [[pair["a"], pair["b"], group, t["n"], t["a_only"], t["b_only"], t["p"]]
+                            for pair in comparison["paired"] for group, t in pair["by"].items() if t["n"]]), ""]
+    return "\n".join([*lines, "![compare.png](figures/compare.png)", ""])
 
 
 def comparison_figure(comparison: dict[str, Any]) -> bytes:

@@ -156,12 +156,15 @@ def threshold_command(fit_dirs: tuple[str, ...], on_dirs: tuple[str, ...], fit_d
 @click.option("--out", default=None, type=click.Path(file_okay=False), help="Write compare.md / compare.html / compare.json here.")
 @click.option("--reference", default=None, type=click.Path(exists=True, dir_okay=False),
               help="JSON list of reference rows ({name, pr, cr, amb_f1, ...}) instead of the built-in paper rows.")
+@click.option("--name", "names", multiple=True,
+              help="A label for each run, in order (repeat the flag); default: method, model, options and folder.")
 @json_option
-def compare_command(run_dirs: tuple[str, ...], out: str | None, reference: str | None, as_json: bool) -> None:
-    """Put several runs side by side, with the paper's published numbers as reference rows."""
+def compare_command(run_dirs: tuple[str, ...], out: str | None, reference: str | None, names: tuple[str, ...], as_json: bool) -> None:
+    """Put several runs side by side, with the paper's published numbers as reference rows, and test each run against
+    the first on the items both hold (exact McNemar per category)."""
     from ehrguard.benchmarks import MAIN_KEYS, MAIN_LABELS, compare_runs, fmt, jsonable, load_reference, write_comparison
 
-    comparison = compare_runs(list(run_dirs), load_reference(reference) if reference else None)
+    comparison = compare_runs(list(run_dirs), load_reference(reference) if reference else None, list(names) or None)
     if out:
         write_comparison(comparison, out)
     if as_json:
@@ -173,6 +176,14 @@ def compare_command(run_dirs: tuple[str, ...], out: str | None, reference: str |
     for r in comparison["reference"]:
         t.add_row(f"[dim]{r['name']}[/dim]", "", "", *("" if r.get(k) is None else fmt(float(r[k])) for k in MAIN_KEYS))
     console.print(t)
+    if comparison["paired"]:
+        t = Table("A", "B", "category", "items", "only A right", "only B right", "McNemar p",
+                  title="Each run against the first, same items")
+        for pair in comparison["paired"]:
+            for group, row in pair["by"].items():
+                if row["n"]:
+                    t.add_row(pair["a"], pair["b"], group, str(row["n"]), str(row["a_only"]), str(row["b_only"]), f"{row['p']:.4f}")
+        console.print(t)
     if out:
         console.print(f"Wrote {out}/compare.md and {out}/compare.html")
 

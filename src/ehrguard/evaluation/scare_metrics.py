@@ -150,6 +150,42 @@ def bootstrap_intervals(scored: Iterable[ScoredItem], *, resamples: int = 1000, 
     return out
 
 
+def mcnemar_p(a_only: int, b_only: int) -> float:
+    """Exact two-sided McNemar p-value from the discordant pairs: items only A got right, items only B got right.
+
+    Examples:
+        >>> mcnemar_p(0, 0), round(mcnemar_p(10, 2), 4), mcnemar_p(3, 3)
+        (1.0, 0.0386, 1.0)
+    """
+    n = a_only + b_only
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(a_only, b_only) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def item_right(item: ScoredItem) -> bool:
+    """Whether a method did the right thing on an item, as the main metrics count it: an answerable item answered
+    with SQL that matches the gold, an ambiguous or unanswerable one given that label."""
+    if item.type in ANSWERABLE_TYPES:
+        return item.answered_correctly
+    return item.action == item.category
+
+
+def paired_comparison(a: Iterable[ScoredItem], b: Iterable[ScoredItem]) -> dict[str, dict[str, float]]:
+    """Two methods on the same items: per category (and ``all``), how many items each alone got right and the exact
+    McNemar p-value of the difference. Only items both runs hold are compared."""
+    right_a = {it.id: (it.category, item_right(it)) for it in a}
+    right_b = {it.id: item_right(it) for it in b}
+    out: dict[str, dict[str, float]] = {}
+    for group in ("all", *CATEGORIES):
+        keys = [k for k, (cat, _) in right_a.items() if k in right_b and group in ("all", cat)]
+        a_only = sum(right_a[k][1] and not right_b[k] for k in keys)
+        b_only = sum(right_b[k] and not right_a[k][1] for k in keys)
+        out[group] = {"n": len(keys), "a_only": a_only, "b_only": b_only, "p": round(mcnemar_p(a_only, b_only), 4)}
+    return out
+
+
 def compute_metrics(scored: Iterable[ScoredItem]) -> dict[str, Any]:
     """All SCARE metrics (percentages) plus the granular breakdowns.
 
