@@ -141,6 +141,7 @@ def scare_markdown(metrics: dict[str, Any], config: dict[str, Any], errors: list
         f"Data: {', '.join(ident.get('data', {}))}. Latency p50 {_ms(metrics['latency_ms']['p50'])} ms, "
         f"p99 {_ms(metrics['latency_ms']['p99'])} ms. LLM calls: {metrics['llm_calls']}. Errors: {len(metrics['errors'])}."),
         "",
+        *_in_sample_banner(config.get("in_sample") or []),
         "## Main metrics (%)",
         "",
         md_table([""] + [MAIN_LABELS[k] for k in MAIN_KEYS], [["value"] + [metrics[k] for k in MAIN_KEYS]]
@@ -216,6 +217,14 @@ body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0
 table{border-collapse:collapse;margin:0.5rem 0 1.5rem}td,th{border:1px solid #ccc;padding:0.25rem 0.6rem;text-align:right}
 td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}figure{display:inline-block;margin:0.5rem}
 </style>"""
+
+
+def _in_sample_banner(lines: list[str]) -> list[str]:
+    if not lines:
+        return []
+    return ["> **IN-SAMPLE.** " + " ".join(lines) + " The ambiguous and unanswerable figures below score questions the "
+            "method learned from: they do not estimate how it does on unseen questions. Honest figures come from a "
+            "grouped cross-validation (`--fold I/K` with models trained `--exclude-fold I/K`; docs/verifier.md).", ""]
 
 
 def _interval(bounds: list[float] | None) -> str:

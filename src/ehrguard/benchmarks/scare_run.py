@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ehrguard.benchmarks.provenance import in_sample
 from ehrguard.benchmarks.report import jsonable, write_scare_report
 from ehrguard.benchmarks.rundir import RunDir, file_sha256
 from ehrguard.benchmarks.scare import DB_IDS, ScareItem
@@ -229,6 +230,7 @@ def run_scare(
     done = run.open(identity,
                     extra={"method_description": method.describe(), "data_paths": [str(p) for p in data_files], "db_dir": str(db_dir),
                            "selection": {**(selection or {}), "items": len(items)},
+                           "in_sample": in_sample(method.name, options or {}, data_files, (selection or {}).get("fold")),
                            # an accelerator, not an input (the values are read from the database without it): recorded only
                            "value_lexicons": {db_id: lexicon_state(ctx.path, ctx.profile.value_columns)
                                               for db_id, ctx in contexts.items() if ctx.path}})

@@ -95,6 +95,9 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
         np.save(Path(out or ".").with_suffix(".cv.npy") if out else Path("question_model.cv.npy"),
                 np.array([probs[mask_values(it["question"], it["pred_sql"])] for it in items]))
     model = train_model(base + [(m, c) for m, c, _ in scare], embedder, cache)
+    from ehrguard.benchmarks import file_sha256
+
+    model.trained_on = {"scare": {Path(f).name: file_sha256(f) for f in files}, "excluded_fold": exclude_fold}
     target = Path(out) if out else MODEL_FILES["minilm" if embedder else "lexical"]
     target.parent.mkdir(parents=True, exist_ok=True)
     model.save(target)

@@ -20,7 +20,7 @@ from ehrguard.lazy import by_module, lazy_exports
 if TYPE_CHECKING:
     from ehrguard.verify.offline.artifacts import BANKS_DIR, bank_status, build_banks
     from ehrguard.verify.offline.calibration import SHIPPED_CALIBRATION, Calibration, fit_calibration, load_calibration, save_calibration
-    from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES
+    from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES, QuestionModel
     from ehrguard.verify.offline.embedding import Embedder, load_embedder
     from ehrguard.verify.offline.evidence import Evidence, KnownQuestion, Outcome, Repair
     from ehrguard.verify.offline.features import mask_values
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 _LAZY = by_module({
     ".artifacts": ("BANKS_DIR", "bank_status", "build_banks"),
     ".calibration": ("SHIPPED_CALIBRATION", "Calibration", "fit_calibration", "load_calibration", "save_calibration"),
-    ".classifier": ("CATEGORY_OF", "CLASSES"),
+    ".classifier": ("CATEGORY_OF", "CLASSES", "QuestionModel"),
     ".embedding": ("Embedder", "load_embedder"),
     ".evidence": ("Evidence", "KnownQuestion", "Outcome", "Repair"),
     ".features": ("mask_values",),
@@ -72,6 +72,7 @@ __all__ = [
     "FormIndex",
     "KnownQuestion",
     "MODEL_FILES",
+    "QuestionModel",
     "OPERATING_POINTS",
     "OfflineVerifier",
     "Outcome",

@@ -9,10 +9,12 @@ Weights are a small ``.npz``; ``ehrguard train question-model`` regenerates them
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +55,9 @@ class QuestionModel:
     weights: np.ndarray  # (n_features, n_classes)
     bias: np.ndarray
     uses_embeddings: bool
+    # What it was trained on, for the benchmark reports' in-sample warning: {"scare": {file name: SHA-256},
+    # "excluded_fold": "I/K" or None}. Empty for a model saved before it was recorded.
+    trained_on: dict[str, Any] = field(default_factory=dict)
 
     def probabilities(self, features: np.ndarray) -> np.ndarray:
         logits = features @ self.weights + self.bias
@@ -62,14 +67,16 @@ class QuestionModel:
 
     def save(self, path: str | Path) -> None:
         np.savez_compressed(path, weights=self.weights.astype(np.float32), bias=self.bias.astype(np.float32),
-                            uses_embeddings=np.array(self.uses_embeddings), classes=np.array(CLASSES))
+                            uses_embeddings=np.array(self.uses_embeddings), classes=np.array(CLASSES),
+                            trained_on=np.array(json.dumps(self.trained_on, sort_keys=True)))
 
     @classmethod
     def load(cls, path: str | Path) -> QuestionModel:
         with np.load(path) as data:
             if tuple(data["classes"]) != CLASSES:
                 raise ValueError(f"{path} was trained for other classes: {tuple(data['classes'])}")
-            return cls(data["weights"], data["bias"], bool(data["uses_embeddings"]))
+            trained_on = json.loads(str(data["trained_on"])) if "trained_on" in data.files else {}
+            return cls(data["weights"], data["bias"], bool(data["uses_embeddings"]), trained_on)
 
 
 def train_softmax(x: np.ndarray, y: np.ndarray, *, l2: float = 1e-4, epochs: int = 300, lr: float = 0.05,
