@@ -61,3 +61,8 @@ def test_the_shipped_models_make_a_dev_run_in_sample_and_its_report_says_so(shar
     assert r.exit_code == 0, r.output
     assert json.loads((tmp_path / "keep" / "run.json").read_text())["in_sample"] == []
     assert "IN-SAMPLE" not in (tmp_path / "keep" / "report.md").read_text()
+    from ehrguard.benchmarks.compare import compare_runs
+
+    rows = compare_runs([tmp_path / "run", tmp_path / "keep"], names=["offline, shipped models", "keep"])["runs"]
+    assert rows[0]["name"] == "offline, shipped models (IN-SAMPLE)" and rows[0]["in_sample"] and rows[1]["name"] == "keep"
+

@@ -39,15 +39,18 @@ def load_reference(path: str | Path) -> list[dict[str, Any]]:
 def run_row(run_dir: str | Path, name: str | None = None) -> dict[str, Any]:
     """One run's row; without ``name`` it is labelled by its method, model and options, and its folder."""
     rd = RunDir(run_dir)
-    ident = rd.config()["identity"]
+    config = rd.config()
+    ident = config["identity"]
     records = rd.records()
     metrics = score_records(records)
     if name is None:
         options = ", ".join(f"{k}={v}" for k, v in sorted((ident.get("options") or {}).items()))
         name = (ident["method"] + (f" ({ident['model']})" if ident.get("model") else "") + (f" [{options}]" if options else "")
                 + f" — {Path(run_dir).name}")
+    if config.get("in_sample"):
+        name += " (IN-SAMPLE)"  # its models were trained on these questions: run.json says which
     return {"name": name, "run_dir": str(run_dir), "n": len(records), "p50_ms": metrics["latency_ms"]["p50"],
-            **{k: metrics[k] for k in MAIN_KEYS}}
+            "in_sample": bool(config.get("in_sample")), **{k: metrics[k] for k in MAIN_KEYS}}
 
 
 def compare_runs(run_dirs: list[str | Path], reference: list[dict[str, Any]] | None = None,
