@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     from ehrguard.benchmarks.ehrsql import (
         ehrsql_decisions,
         ehrsql_pairs,
-        load_confidences,
         load_ehrsql_split,
         load_predictions,
+        read_predictions,
         score_decisions,
         score_ehrsql,
     )
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 _LAZY = by_module({
     ".compare": ("compare_runs", "load_reference", "write_comparison"),
-    ".ehrsql": ("ehrsql_decisions", "ehrsql_pairs", "load_confidences", "load_ehrsql_split", "load_predictions", "score_decisions",
+    ".ehrsql": ("ehrsql_decisions", "ehrsql_pairs", "load_ehrsql_split", "load_predictions", "read_predictions", "score_decisions",
                 "score_ehrsql"),
     ".fidelity": ("candidate_fidelity",),
     ".forms": ("combine", "held_out_splits", "read_held_out"),
@@ -89,13 +89,13 @@ __all__ = [
     "held_out_splits",
     "jsonable",
     "load_cases",
-    "load_confidences",
     "load_ehrsql_split",
     "load_predictions",
     "load_reference",
     "load_scare",
     "method_for_run",
     "read_held_out",
+    "read_predictions",
     "record_llm_usage",
     "rescore_runs",
     "render_markdown",

@@ -36,13 +36,14 @@ def load_reference(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def run_row(run_dir: str | Path, name: str | None = None) -> dict[str, Any]:
-    """One run's row; without ``name`` it is labelled by its method, model and options, and its folder."""
+def run_row(run_dir: str | Path, name: str | None = None, records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One run's row (``records``: the run's, when they are already read); without ``name`` it is labelled by its
+    method, model and options, and its folder."""
     rd = RunDir(run_dir)
     config = rd.config()
     ident = config["identity"]
-    records = rd.records()
-    metrics = score_records(records)
+    records = rd.records() if records is None else records
+    metrics = score_records(records, intervals=False)  # the table shows the values only
     if name is None:
         options = ", ".join(f"{k}={v}" for k, v in sorted((ident.get("options") or {}).items()))
         name = (ident["method"] + (f" ({ident['model']})" if ident.get("model") else "") + (f" [{options}]" if options else "")
@@ -63,8 +64,9 @@ def compare_runs(run_dirs: list[str | Path], reference: list[dict[str, Any]] | N
     """
     if names and len(names) != len(run_dirs):
         raise DatasetError(f"{len(names)} --name for {len(run_dirs)} runs: give one name per run, in the same order, or none.")
-    rows = [run_row(d, names[i] if names else None) for i, d in enumerate(run_dirs)]
-    scored = [[scored_item(r) for r in RunDir(d).records()] for d in run_dirs]
+    records = [RunDir(d).records() for d in run_dirs]
+    rows = [run_row(d, names[i] if names else None, records[i]) for i, d in enumerate(run_dirs)]
+    scored = [[scored_item(r) for r in run] for run in records]
     paired = [{"a": rows[0]["name"], "b": row["name"], "a_dir": rows[0]["run_dir"], "b_dir": row["run_dir"],
                "by": paired_comparison(scored[0], items)} for row, items in zip(rows[1:], scored[1:], strict=True)]
     return {"runs": rows, "paired": paired, "reference": reference if reference is not None else REFERENCE_ROWS}

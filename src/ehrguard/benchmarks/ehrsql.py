@@ -57,16 +57,17 @@ def ehrsql_pairs(split_dir: str | Path) -> list[tuple[str, str]]:
 
 
 def load_predictions(path: str | Path) -> dict[str, str]:
-    """``{id: sql | "null"}``, or ``{id: {"sql": ..., "confidence": p}}`` (read by :func:`load_confidences`)."""
-    return {qid: sql for qid, (sql, _) in _read_predictions(path).items()}
+    """``{id: sql | "null"}`` (the SQL of :func:`read_predictions`)."""
+    return read_predictions(path)[0]
 
 
-def load_confidences(path: str | Path) -> dict[str, float]:
-    """Each prediction's confidence: as given, or 1.0 for a bare SQL string."""
-    return {qid: confidence for qid, (_, confidence) in _read_predictions(path).items()}
+def read_predictions(path: str | Path) -> tuple[dict[str, str], dict[str, float]]:
+    """A predictions file, ``{id: sql | "null"}`` or ``{id: {"sql": ..., "confidence": p}}``: the SQL of each id, and
+    its confidence (1.0 for a bare SQL string).
 
-
-def _read_predictions(path: str | Path) -> dict[str, tuple[str, float]]:
+    Raises:
+        DatasetError: the file cannot be read or has another shape (the message says which id).
+    """
     try:
         data = json.loads(Path(path).read_text())
     except OSError as exc:
@@ -77,16 +78,17 @@ def _read_predictions(path: str | Path) -> dict[str, tuple[str, float]]:
              '{"sql": ..., "confidence": 0-1}.')
     if not isinstance(data, dict):
         raise DatasetError(shape)
-    out: dict[str, tuple[str, float]] = {}
+    sqls: dict[str, str] = {}
+    confidences: dict[str, float] = {}
     for qid, value in data.items():
         if isinstance(value, str):
-            out[qid] = (value, 1.0)
+            sqls[qid], confidences[qid] = value, 1.0
         elif (isinstance(value, dict) and isinstance(value.get("sql"), str)
               and isinstance(value.get("confidence", 1.0), (int, float)) and not isinstance(value.get("confidence"), bool)):
-            out[qid] = (value["sql"], float(value.get("confidence", 1.0)))
+            sqls[qid], confidences[qid] = value["sql"], float(value.get("confidence", 1.0))
         else:
             raise DatasetError(f"{shape} Id {qid!r} has {json.dumps(value)[:80]}.")
-    return out
+    return sqls, confidences
 
 
 def score_ehrsql(split_dir: str | Path, db: Database, predictions: dict[str, str], *, db_id: str = "mimic_iv") -> dict[str, Any]:
@@ -95,15 +97,13 @@ def score_ehrsql(split_dir: str | Path, db: Database, predictions: dict[str, str
     Raises:
         DatasetError: the predictions miss ids of the split (the message gives a few).
     """
-    questions, _, _ = load_ehrsql_split(split_dir)
-    scores = score_decisions(ehrsql_decisions(split_dir, db, predictions, db_id=db_id))
-    scores["ignored_extra_ids"] = sum(i not in questions for i in predictions)
-    return scores
+    return score_decisions(ehrsql_decisions(split_dir, db, predictions, db_id=db_id), predicted=len(predictions))
 
 
-def score_decisions(decisions: list[Decision], threshold: float = 0.0) -> dict[str, Any]:
-    """The scores of :func:`score_ehrsql` for decisions, answers below ``threshold`` withheld."""
-    outcomes = [d.outcome(threshold) for d in decisions]
+def score_decisions(decisions: list[Decision], *, predicted: int) -> dict[str, Any]:
+    """The scores of :func:`score_ehrsql` for the decisions of :func:`ehrsql_decisions` (one per question of the
+    split) made from ``predicted`` predictions: the ids beyond the split's are counted as ignored."""
+    outcomes = [d.outcome(0.0) for d in decisions]
     answerable = sum(o.answerable for o in outcomes)
     abstained = sum(not o.answered for o in outcomes)
     abstained_right = sum(not o.answered and not o.answerable for o in outcomes)
@@ -115,6 +115,7 @@ def score_decisions(decisions: list[Decision], threshold: float = 0.0) -> dict[s
         "exec_acc_answerable": percent(sum(o.answerable and o.correct for o in outcomes), answerable),
         "abstention_precision": percent(abstained_right, abstained),
         "abstention_recall": percent(abstained_right, len(outcomes) - answerable),
+        "ignored_extra_ids": predicted - len(decisions),  # every id of the split has a prediction (or it is refused)
     }
 
 

@@ -15,10 +15,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ehrguard.evaluation.scare_metrics import ACTIONS, CATEGORIES
+from ehrguard.evaluation.scare_metrics import ACTIONS, CATEGORIES, MAIN_KEYS
 from ehrguard.labels import AMBIGUOUS_SUBTYPES
 
-MAIN_KEYS = ("pr", "cov_correct", "cr", "cov_incorrect", "amb_p", "amb_r", "amb_f1", "unans_p", "unans_r", "unans_f1")
 MAIN_LABELS = {
     "pr": "PR", "cov_correct": "Cov(correct)", "cr": "CR", "cov_incorrect": "Cov(incorrect)",
     "amb_p": "Amb P", "amb_r": "Amb R", "amb_f1": "Amb F1", "unans_p": "Unans P", "unans_r": "Unans R", "unans_f1": "Unans F1",

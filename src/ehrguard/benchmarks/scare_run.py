@@ -148,11 +148,13 @@ def scored_item(record: dict[str, Any]) -> ScoredItem:
     )
 
 
-def score_records(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """SCARE metrics for a list of prediction records, plus latency and LLM usage summaries."""
+def score_records(records: list[dict[str, Any]], *, intervals: bool = True) -> dict[str, Any]:
+    """SCARE metrics for a list of prediction records, plus latency and LLM usage summaries, and (``intervals``) the
+    95% bootstrap interval of each main metric, whole questions resampled."""
     scored = [scored_item(r) for r in records]
     metrics = compute_metrics(scored)
-    metrics["intervals"] = bootstrap_intervals(scored)  # 95%, whole questions resampled
+    if intervals:
+        metrics["intervals"] = bootstrap_intervals(scored)
     latencies = sorted(r.get("latency_s", 0.0) for r in records)
     metrics["latency_ms"] = _percentiles([1000 * x for x in latencies])
     metrics["llm_calls"] = sum(r.get("llm_calls", 0) or 0 for r in records)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ehrguard.benchmarks.scare_run import union_records
+from ehrguard.benchmarks.scare_run import scored_item, union_records
 from ehrguard.errors import RunError
 from ehrguard.evaluation.threshold import Decision, Threshold, apply, choose
 from ehrguard.labels import ANSWERABLE_TYPES
@@ -32,13 +32,12 @@ def run_records(run_dirs: Sequence[str | Path], db_id: str | None = None) -> lis
 
 
 def scare_decisions(records: Sequence[dict[str, Any]]) -> list[Decision]:
-    """Each record as a threshold sees it."""
+    """Each record as a threshold sees it, read as the SCARE metrics read it (:func:`scored_item`)."""
     out = []
     for r in records:
-        error = r.get("error") is not None or r.get("action") not in ("preserve", "correct", "ambiguous", "unanswerable")
-        answered = r.get("action") in ("preserve", "correct")
-        out.append(Decision(answerable=r["type"] in ANSWERABLE_TYPES, answered=answered, correct=bool(r.get("final_exec_acc")),
-                            confidence=float(r.get("confidence") or 0.0), error=error))
+        item = scored_item(r)
+        out.append(Decision(answerable=item.type in ANSWERABLE_TYPES, answered=item.action == "answer",
+                            correct=item.final_exec_acc, confidence=float(r.get("confidence") or 0.0), error=item.action == "error"))
     return out
 
 

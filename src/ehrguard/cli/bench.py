@@ -227,16 +227,7 @@ def ehrsql_command(split_dir: str, db_path: str, predictions: str, fit_split: st
                    penalties: tuple[float, ...], as_json: bool) -> None:
     """Score a text-to-SQL system's predictions: RS(0/5/10/N), execution accuracy, abstention P/R; with --fit-split,
     also RS(c) with the confidence threshold chosen on that split."""
-    from ehrguard.benchmarks import (
-        ehrsql_decisions,
-        fmt,
-        jsonable,
-        load_confidences,
-        load_ehrsql_split,
-        load_predictions,
-        score_decisions,
-        threshold_report,
-    )
+    from ehrguard.benchmarks import ehrsql_decisions, fmt, jsonable, read_predictions, score_decisions, threshold_report
     from ehrguard.db import locate_database, open_database
 
     if (fit_split is None) != (fit_predictions is None):
@@ -244,14 +235,12 @@ def ehrsql_command(split_dir: str, db_path: str, predictions: str, fit_split: st
                           "system's predictions for it.")
     db = open_database(locate_database(db_path))
     try:
-        decisions = ehrsql_decisions(split_dir, db, load_predictions(predictions), load_confidences(predictions))
-        fitted = (ehrsql_decisions(fit_split, db, load_predictions(fit_predictions), load_confidences(fit_predictions))
-                  if fit_split and fit_predictions else None)
+        sqls, confidences = read_predictions(predictions)
+        decisions = ehrsql_decisions(split_dir, db, sqls, confidences)
+        fitted = ehrsql_decisions(fit_split, db, *read_predictions(fit_predictions)) if fit_split and fit_predictions else None
     finally:
         db.close()
-    scores: dict[str, Any] = score_decisions(decisions)
-    questions, _, _ = load_ehrsql_split(split_dir)
-    scores["ignored_extra_ids"] = sum(i not in questions for i in load_predictions(predictions))
+    scores: dict[str, Any] = score_decisions(decisions, predicted=len(sqls))
     if fitted is not None:
         scores["thresholds"] = threshold_report(fitted, decisions, penalties)
     if as_json:

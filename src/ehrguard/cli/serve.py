@@ -26,7 +26,7 @@ def serve_command(host: str, port: int, no_auth: bool, workers: int) -> None:
     if no_auth and host not in LOOPBACK:
         raise ConfigError(f"--no-auth is only allowed on a loopback address, not {host}: set EHRGUARD_API_TOKENS instead.")
     _check_port_free(host, port)  # before seconds of loading, not after
-    warming = _start_warm_up()
+    warming = _WarmUp()
     import uvicorn
 
     from ehrguard.server import create_app, rehearse_app
@@ -55,7 +55,7 @@ def _check_port_free(host: str, port: int) -> None:
 @click.option("--model", default=None, help="provider/model for LLM methods and the ask tool.")
 def mcp_command(method: str, model: str | None) -> None:
     """Serve MCP over stdio for agents (Claude Desktop, Cursor, ...): list_databases, get_schema, verify_sql, run_sql, ask."""
-    warming = _start_warm_up(method, quiet=True)  # stdout is the protocol
+    warming = _WarmUp(method, quiet=True)  # stdout is the protocol
     from ehrguard.server import build_server, rehearse_mcp
     from ehrguard.verify import method_uses_model
 
@@ -67,10 +67,12 @@ def mcp_command(method: str, model: str | None) -> None:
 
 
 class _WarmUp:
-    """The warm-up of every built database, in a daemon thread (a start that fails elsewhere exits at once, without
-    waiting for it); :meth:`join` waits for it and raises what it raised."""
+    """Load the embedding model, a query worker per built database and then everything a first verification of each
+    needs, in the background, while the server's libraries (FastAPI, the MCP SDK; about a second) import. In a daemon
+    thread: a start that fails elsewhere exits at once, without waiting for it. The server calls :meth:`join`, which
+    waits for it and raises what it raised, before it answers anything."""
 
-    def __init__(self, method: str, quiet: bool) -> None:
+    def __init__(self, method: str = "offline", *, quiet: bool = False) -> None:
         from ehrguard.db import built_databases
         from ehrguard.verify import prefetch
 
@@ -90,13 +92,6 @@ class _WarmUp:
         self.thread.join()
         if self.error is not None:
             raise self.error
-
-
-def _start_warm_up(method: str = "offline", *, quiet: bool = False) -> _WarmUp:
-    """Start loading the embedding model, a query worker per built database and then everything a first verification
-    of each needs, in the background: the server's libraries (FastAPI, the MCP SDK; about a second) import meanwhile.
-    The server joins it before it answers anything."""
-    return _WarmUp(method, quiet)
 
 
 def _warm_up(quiet: bool = False) -> None:

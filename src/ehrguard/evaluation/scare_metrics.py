@@ -26,6 +26,8 @@ from ehrguard.labels import UNANSWERABLE_REPORT_ORDER as UNANSWERABLE_TYPES
 
 # What the method did with an item, as the confusion matrix counts it (not a verdict's actions).
 ACTIONS = ("answer", "ambiguous", "unanswerable", "error")
+# The headline metrics, in the order the reports give them.
+MAIN_KEYS = ("pr", "cov_correct", "cr", "cov_incorrect", "amb_p", "amb_r", "amb_f1", "unans_p", "unans_r", "unans_f1")
 
 
 @dataclass(frozen=True)
@@ -101,9 +103,6 @@ def _main(items: list[ScoredItem]) -> dict[str, Any]:
     return out
 
 
-INTERVAL_KEYS = ("pr", "cov_correct", "cr", "cov_incorrect", "amb_p", "amb_r", "amb_f1", "unans_p", "unans_r", "unans_f1")
-
-
 def question_of(item: ScoredItem) -> str:
     """The question an item asks: SCARE pairs one question with candidates from several generators
     (``db:generator:id`` keys share ``db`` and ``id``)."""
@@ -130,13 +129,13 @@ def bootstrap_intervals(scored: Iterable[ScoredItem], *, resamples: int = 1000, 
         groups[question_of(it)].append(it)
     keys = sorted(groups)
     if not keys:
-        return {k: [math.nan, math.nan] for k in INTERVAL_KEYS}
+        return {k: [math.nan, math.nan] for k in MAIN_KEYS}
     rng = random.Random(seed)
-    draws: dict[str, list[float]] = {k: [] for k in INTERVAL_KEYS}
+    draws: dict[str, list[float]] = {k: [] for k in MAIN_KEYS}
     for _ in range(resamples):
         sample = [it for _ in keys for it in groups[keys[rng.randrange(len(keys))]]]
         main = _main(sample)
-        for k in INTERVAL_KEYS:
+        for k in MAIN_KEYS:
             if not math.isnan(main[k]):
                 draws[k].append(main[k])
     out = {}

@@ -86,13 +86,13 @@ def _lexicon_state(cache: dict[tuple[Any, ...], str], path: Path) -> str:
     mean hashing the database file)."""
     from ehrguard.db import lexicon_path, lexicon_state
     from ehrguard.profiles import profile_for_file
+    from ehrguard.runtime import file_key
 
-    def stamp(p: Path) -> tuple[int, int] | None:
+    def stamp(p: Path) -> tuple[str, int, int] | None:
         try:
-            st = p.stat()
+            return file_key(p)
         except OSError:
             return None
-        return st.st_size, st.st_mtime_ns
 
     key = (str(path), stamp(path), stamp(lexicon_path(path)))
     if key not in cache:
