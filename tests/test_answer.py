@@ -79,7 +79,7 @@ def test_one_audit_entry_per_verification_with_the_fields_of_a_verdict(mimic_iv_
         "caller": "abc", "interface": "api", "db": str(mimic_iv_db), "question": GENDER, "candidate_sql": GENDER_SQL,
         "action": "preserve", "subtype": None, "message": a.verdict.message, "findings": "[]", "executed_sql": None,
         "row_count": None, "llm_exchanges": "[]", "result_values": None, "error": None, "status": "verified",
-        "reason": a.verdict.reason}
+        "reason": a.verdict.reason, "receipt": json.dumps(a.receipt, ensure_ascii=False)}
     assert entries[0]["action"] == "ambiguous" and entries[0]["subtype"] == b.verdict.subtype
 
 
@@ -155,9 +155,11 @@ def test_network_callers_name_databases_never_paths(mimic_iv_db, tmp_path, monke
 def test_the_serialisers(mimic_iv_db):
     a = answer(GENDER, db=mimic_iv_db, sql=GENDER_SQL)
     full = a.verdict_dict()
-    assert full == {**a.verdict.to_dict(), "usage": {"llm_calls": 0, "tokens": {"prompt": 0, "completion": 0}}, "audit_id": None}
-    assert list(full)[-2:] == ["usage", "audit_id"]
+    assert a.receipt is not None and a.receipt["verdict"]["action"] == "preserve"
+    assert full == {**a.verdict.to_dict(), "usage": {"llm_calls": 0, "tokens": {"prompt": 0, "completion": 0}}, "audit_id": None,
+                    "receipt": a.receipt}
+    assert list(full)[-3:] == ["usage", "audit_id", "receipt"]
     assert a.verdict_summary() == {"action": "preserve", "sql": GENDER_SQL, "subtype": None, "message": a.verdict.message,
-                                   "status": "verified", "reason": a.verdict.reason, "findings": []}
+                                   "status": "verified", "reason": a.verdict.reason, "findings": [], "receipt": a.receipt}
     assert a.to_dict() == {"generated_sql": None, "verdict": full, "result": a.result_dict()}
     assert Answer("q").to_dict() == {"generated_sql": None, "verdict": None, "result": None}

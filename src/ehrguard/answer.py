@@ -5,6 +5,7 @@
       -> verification  (:func:`ehrguard.verify`: preserve, correct, ambiguous or unanswerable)
       -> execution     (the verdict's SQL, read-only and row-capped, only for preserve / correct)
       -> audit entry   (:class:`ehrguard.audit.AuditLog`, one row per verification)
+      -> receipt       (:mod:`ehrguard.receipt`: the decision, signed, stored in its audit entry)
 
 The REST API (``/v1/verify``, ``/v1/ask``, so the web app too), the MCP tools and ``ehrguard verify``
 call :func:`answer` and only map the :class:`Answer` to their response shapes.
@@ -25,6 +26,7 @@ from ehrguard.audit import AuditLog
 from ehrguard.db import Result, named_database
 from ehrguard.db.engine import Database
 from ehrguard.errors import ConfigError, EhrguardError, LLMError
+from ehrguard.receipt import make_receipt
 from ehrguard.verify import Verdict, database_context, verify
 from ehrguard.verify.methods import DatabaseContext
 
@@ -45,6 +47,7 @@ class Answer:
         verdict: the verifier's decision on the candidate SQL (given or generated).
         result: the rows of the verdict's SQL, when it was preserved or corrected and executed.
         audit_id: the id of the verification's audit entry, when an audit log was given.
+        receipt: the signed record of the decision (:mod:`ehrguard.receipt`), for every answer with a verdict.
         error: what stopped the pipeline; the steps after it did not run.
     """
 
@@ -53,6 +56,7 @@ class Answer:
     verdict: Verdict | None = None
     result: Result | None = None
     audit_id: int | None = None
+    receipt: dict[str, Any] | None = None
     error: EhrguardError | None = None
 
     @property
@@ -72,6 +76,7 @@ class Answer:
         out = verdict.to_dict()
         out["usage"] = {"llm_calls": verdict.llm_calls, "tokens": verdict.tokens}
         out["audit_id"] = self.audit_id
+        out["receipt"] = self.receipt
         return out
 
     def verdict_summary(self) -> dict[str, Any]:
@@ -79,7 +84,8 @@ class Answer:
         verdict = self.require_verdict()
         return {"action": verdict.action, "sql": verdict.sql, "subtype": verdict.subtype, "message": verdict.message,
                 "status": verdict.status, "reason": verdict.reason,
-                "findings": [{"check": f.check, "severity": f.severity, "message": f.message} for f in verdict.findings]}
+                "findings": [{"check": f.check, "severity": f.severity, "message": f.message} for f in verdict.findings],
+                "receipt": self.receipt}
 
     def result_dict(self) -> dict[str, Any] | None:
         """The executed rows (``columns``, ``rows``, ``truncated``), or None when nothing ran."""
@@ -162,14 +168,22 @@ def answer(question: str, *, db: str | Path | Database | DatabaseContext, sql: s
         log.unverified(sql, exc, started)
         return Answer(question, generation, error=exc)
     done = Answer(question, generation, verdict, audit_id=log.verified(sql, verdict, started))
+    database = database_context(target, db_id).db
     if execute and verdict.action in EXECUTED_ACTIONS:
         assert verdict.sql is not None  # a preserve / correct verdict always carries its SQL
         try:
-            done.result = database_context(target, db_id).db.execute(verdict.sql, max_rows=max_rows)
+            done.result = database.execute(verdict.sql, max_rows=max_rows)
         except EhrguardError as exc:
             done.error = exc
         else:
             log.executed(sql, verdict, done.result)
+    try:
+        done.receipt = make_receipt(done, candidate_sql=sql, database=database, db_id=db_id, method=method, interface=interface,
+                                    options=options)
+    except EhrguardError as exc:  # the deployment's receipt key cannot be read
+        done.error = done.error or exc
+    else:
+        log.receipt(done)
     return done
 
 
@@ -195,6 +209,10 @@ class _Entries:
         if self.log is not None and self.errors:
             self.log.record(caller=self.caller, interface=self.interface, db=self.db, question=self.question, candidate_sql=sql,
                             error=f"{type(exc).__name__}: {exc}", duration_ms=1000 * (time.perf_counter() - started))
+
+    def receipt(self, done: Answer) -> None:
+        if self.log is not None and done.audit_id is not None and done.receipt is not None:
+            self.log.attach_receipt(done.audit_id, done.receipt)
 
     def executed(self, sql: str, verdict: Verdict, result: Result) -> None:
         if self.log is not None and self.execution is not None:

@@ -44,9 +44,11 @@ MIGRATIONS = [
     # The trust status of the answer (verified / unverified / abstained) and why, as the person was told.
     "ALTER TABLE decisions ADD COLUMN status TEXT",
     "ALTER TABLE decisions ADD COLUMN reason TEXT",
+    # The answer's receipt (ehrguard.receipt), as the person could export it.
+    "ALTER TABLE decisions ADD COLUMN receipt TEXT",
 ]
 FIELDS = ("time", "caller", "interface", "db", "question", "candidate_sql", "action", "subtype", "message", "findings",
-          "executed_sql", "row_count", "duration_ms", "llm_exchanges", "result_values", "error", "status", "reason")
+          "executed_sql", "row_count", "duration_ms", "llm_exchanges", "result_values", "error", "status", "reason", "receipt")
 
 
 class AuditLog:
@@ -77,7 +79,7 @@ class AuditLog:
         entry.setdefault("time", time.time())
         if not self.store_values:
             entry.pop("result_values", None)
-        for key in ("findings", "llm_exchanges", "result_values"):
+        for key in ("findings", "llm_exchanges", "result_values", "receipt"):
             if key in entry and not isinstance(entry[key], str) and entry[key] is not None:
                 entry[key] = json.dumps(entry[key], default=str)
         cols = [k for k in FIELDS if k in entry]
@@ -94,6 +96,17 @@ class AuditLog:
                            subtype=verdict.subtype, message=verdict.message, findings=[f.__dict__ for f in verdict.findings],
                            duration_ms=round(1000 * (time.perf_counter() - started), 3), llm_exchanges=[ex.call_id for ex in verdict.trace],
                            status=verdict.status, reason=verdict.reason)
+
+    def attach_receipt(self, entry_id: int, receipt: dict[str, Any]) -> None:
+        """Store an answer's receipt in its entry (written once the answer is complete: after its query ran)."""
+        with self._lock:
+            self._conn.execute("UPDATE decisions SET receipt = ? WHERE id = ?", (json.dumps(receipt, ensure_ascii=False), entry_id))
+
+    def receipt(self, entry_id: int) -> dict[str, Any] | None:
+        """The receipt stored with an entry, or None (no such entry, or it has none: an error, a raw SQL run)."""
+        with self._lock:
+            row = self._conn.execute("SELECT receipt FROM decisions WHERE id = ?", (entry_id,)).fetchone()
+        return json.loads(row[0]) if row and row[0] else None
 
     def entries(self, since: float | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         sql = f"SELECT {', '.join(('id',) + FIELDS)} FROM decisions" + (" WHERE time >= ?" if since else "") + " ORDER BY id DESC"

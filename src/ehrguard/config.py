@@ -284,6 +284,9 @@ SETTINGS: dict[str, Setting] = {
         Setting("audit_retention_days", "365", "audit entries older than this many days are deleted; 0 keeps everything",
                 kind="float", minimum=0, maximum=36_500, unit="days"),
         Setting("audit_store_values", "off", "`on`: also store result rows in the audit log (they can hold patient data)", kind="switch"),
+        Setting("receipt_key", "", "the secret that signs answer receipts (HMAC-SHA256); empty: receipts carry a digest but no "
+                "signature", secret=True),
+        Setting("receipt_key_file", "", "a file holding the receipt key (used when `receipt_key` is empty)", kind="path"),
         Setting("api_tokens", "", "comma-separated bearer tokens the REST API accepts; never logged", secret=True),
         Setting("api_rate_limit", "120", "REST API requests per minute per token",
                 kind="int", minimum=1, maximum=100_000, unit="requests per minute"),

@@ -24,7 +24,7 @@ def test_tools_over_stdio(mimic_iv_db: Path, tmp_path: Path):
     dbs.mkdir()
     (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
     env = {**os.environ, "EHRGUARD_DB_DIR": str(dbs), "EHRGUARD_AUDIT_PATH": str(tmp_path / "audit.sqlite"),
-           "EHRGUARD_CALIBRATION": "off"}
+           "EHRGUARD_CALIBRATION": "off", "EHRGUARD_RECEIPT_KEY": "mcp-test-key"}
     params = StdioServerParameters(command=sys.executable, args=["-m", "ehrguard", "mcp"], env=env)
 
     async def session() -> dict:
@@ -66,6 +66,12 @@ def test_tools_over_stdio(mimic_iv_db: Path, tmp_path: Path):
     assert out["refused"]["executed"] is False and out["refused"]["verdict"]["action"] == "unanswerable" and out["refused"]["reason"]
     assert out["verify"]["action"] == "ambiguous" and out["verify"]["status"] == "abstained"
     assert out["fixed"]["verdict"]["status"] == "verified"
+    # each decision carries its signed receipt, with the fingerprint of the rows the agent got
+    from ehrguard.receipt import check_receipt, result_fingerprint
+
+    receipt = out["fixed"]["verdict"]["receipt"]
+    assert receipt["interface"] == "mcp" and check_receipt(receipt, b"mcp-test-key").ok
+    assert receipt["result"]["fingerprint"] == result_fingerprint(out["fixed"]["columns"], out["fixed"]["rows"])
     # an answer the verifier cannot vouch for is not run unless the caller says so
     assert out["unverified"]["executed"] is False and "There is no patient 99999999" in out["unverified"]["reason"]
     assert "allow_unverified" in out["unverified"]["reason"] and out["unverified"]["verdict"]["status"] == "unverified"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ehrguard.receipt import check_receipt
 from tests.helpers import free_port, wait_until_serving
 
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
@@ -29,7 +31,8 @@ def server(mimic_iv_db: Path, shared_data: Path, tmp_path_factory):
     (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
     port = free_port()
     env = {**os.environ, "EHRGUARD_DB_DIR": str(dbs), "EHRGUARD_AUDIT_PATH": str(tmp_path_factory.mktemp("audit") / "audit.sqlite"),
-           "EHRGUARD_DATA_DIR": str(shared_data), "EHRGUARD_TEMPLATE_BANK": "on"}
+           "EHRGUARD_DATA_DIR": str(shared_data), "EHRGUARD_TEMPLATE_BANK": "on",
+           "EHRGUARD_RECEIPT_KEY": "webapp-test-key"}
     log = tmp_path_factory.mktemp("log") / "serve.log"
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "ehrguard", "serve", "--port", str(port), "--no-auth"], env=env,
@@ -70,6 +73,12 @@ def test_each_verdict_card(server):
             if action == "preserve":
                 page.wait_for_selector(".card table td")
                 assert page.locator(".card table td").first.inner_text().lower() in ("f", "m")
+                # the decision's signed receipt downloads as a file that `ehrguard audit verify-receipt` accepts
+                with page.expect_download() as download:
+                    page.click("#receipt")
+                receipt = json.loads(Path(download.value.path()).read_text())
+                assert receipt["question"] == question and receipt["result"]["row_count"] == 1
+                assert check_receipt(receipt, b"webapp-test-key").ok
             if action == "correct":
                 inserted = " ".join(page.locator(".diff ins").all_inner_texts())
                 assert "gender" in inserted and "patients" in inserted  # local repair or the template bank: both fix these two
@@ -91,7 +100,6 @@ def test_each_verdict_card(server):
         page.click("#check")
         card = page.wait_for_selector(".card[data-status='unverified']", timeout=15000)
         assert "Not verified" in card.inner_text() and "There is no patient 99999999" in page.locator(".card .reason").inner_text()
-        # The rows arrive from a second request after the card: wait for them rather than race them on a loaded machine.
         page.wait_for_selector(".card details.unchecked", state="attached", timeout=15000)
         assert page.locator(".card details.unchecked").count() == 1 and not page.locator(".card details.unchecked table").is_visible()
         assert page.locator(".card.unverified").count() == 1

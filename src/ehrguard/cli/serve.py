@@ -139,4 +139,57 @@ def export_command(since: str | None, fmt: str) -> None:
     sys.stdout.write(AuditLog().export(fmt, since=start))
 
 
+@audit_group.command("receipt")
+@click.argument("entry_id", type=int)
+@click.option("--out", "out", type=click.Path(dir_okay=False), default=None, help="Write it to this file (default: stdout).")
+def receipt_command(entry_id: int, out: str | None) -> None:
+    """Export the receipt of one decision (its audit entry's id, as /v1/verify returns it in audit_id)."""
+    import json
+    from pathlib import Path
+
+    from ehrguard.audit import AuditLog
+
+    receipt = AuditLog().receipt(entry_id)
+    if receipt is None:
+        raise ConfigError(f"Audit entry {entry_id} has no receipt (no such entry, or it records an error or a raw SQL run): "
+                          "list entries with `ehrguard audit export`.")
+    text = json.dumps(receipt, indent=2, ensure_ascii=False) + "\n"
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+@audit_group.command("verify-receipt")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--key-file", default=None, type=click.Path(dir_okay=False),
+              help="The signing key (default: the receipt_key / receipt_key_file settings).")
+@click.option("--db", "db_path", default=None, help="Also check the answer against this database: same file, same rows.")
+def verify_receipt_command(path: str, key_file: str | None, db_path: str | None) -> None:
+    """Check a receipt: its digest, its HMAC signature, and with --db that the database is the same and the final
+    SQL still gives the same rows. Exits 1 when any check fails or the receipt is unsigned."""
+    from pathlib import Path
+
+    from ehrguard.db import open_database
+    from ehrguard.receipt import check_receipt, read_receipt, receipt_key
+
+    receipt = read_receipt(path)
+    key = receipt_key()
+    if key_file:
+        try:
+            key = Path(key_file).read_bytes().strip()
+        except OSError as exc:
+            raise ConfigError(f"Cannot read the key file {key_file}: {exc.strerror}.") from None
+    found = check_receipt(receipt, key, open_database(db_path) if db_path else None)
+    for step in found.passed:
+        console.print(f"[green]ok[/green] {step}", highlight=False)
+    for problem in found.problems:
+        console.print(f"[red]FAIL[/red] {problem}", highlight=False)
+    verdict = receipt.get("verdict") or {}
+    console.print(f"{'VALID' if found.ok else 'NOT VALID'}: receipt {receipt.get('receipt_id')} of {receipt.get('issued_at')}, "
+                  f"{verdict.get('action')} ({verdict.get('status')}) for {str(receipt.get('question'))[:80]!r}", highlight=False)
+    if not found.ok:
+        sys.exit(1)
+
+
 __all__ = ["audit_group", "mcp_command", "serve_command"]

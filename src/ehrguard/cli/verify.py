@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import click
 from rich.markup import escape
 
@@ -29,9 +32,11 @@ def underline(sql: str, span: tuple[int, int]) -> str:
 @click.option("--model", default=None, help="Model for LLM methods, as provider/model.")
 @click.option("--operating-point", default=None, help="offline: balanced (default), safety-first or preserve-first.")
 @click.option("--db-id", default=None, help="Database conventions (mimic_iv, eicu, mimicsql); guessed from the file name.")
+@click.option("--receipt", "receipt_path", default=None, type=click.Path(dir_okay=False),
+              help="Write the decision's signed receipt here (check it with `ehrguard audit verify-receipt`).")
 @json_option
 def verify_command(db_path: str, question: str, sql: str, method: str, model: str | None, operating_point: str | None,
-                   db_id: str | None, as_json: bool) -> None:
+                   db_id: str | None, receipt_path: str | None, as_json: bool) -> None:
     """Decide whether to preserve or correct a candidate SQL, or flag the question ambiguous or unanswerable.
 
     Prints the verdict, the message for the user, and every finding of the checks with the
@@ -44,8 +49,12 @@ def verify_command(db_path: str, question: str, sql: str, method: str, model: st
     from ehrguard import answer
     from ehrguard.audit import AuditLog
 
-    verdict = answer(question, db=db_path, sql=sql, method=method, verifier_model=model, operating_point=operating_point, db_id=db_id,
-                     execute=False, audit=AuditLog(), caller="cli", interface="cli", audit_errors=False).require_verdict()
+    reply = answer(question, db=db_path, sql=sql, method=method, verifier_model=model, operating_point=operating_point, db_id=db_id,
+                   execute=False, audit=AuditLog(), caller="cli", interface="cli", audit_errors=False)
+    verdict = reply.require_verdict()
+    if receipt_path:
+        reply.raise_for_error()  # the receipt could not be made (the deployment's key cannot be read)
+        Path(receipt_path).write_text(json.dumps(reply.receipt, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     if as_json:
         echo_json(verdict.to_dict())
         return

@@ -240,6 +240,26 @@ def load_lexicon(db_path: str | Path) -> Lexicon | None:
     return None
 
 
+def recorded_checksum(db_path: str | Path) -> str | None:
+    """The database file's SHA-256 as its lexicon recorded it, when the file's size and modification time still match
+    (hashing a full MIMIC-IV file anew takes tens of seconds); None otherwise."""
+    path = lexicon_path(db_path)
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        recorded = json.loads(dict(conn.execute("SELECT key, value FROM meta").fetchall())["database"])
+        st = Path(db_path).stat()
+        if recorded["size"] == st.st_size and recorded["mtime_ns"] == st.st_mtime_ns:
+            return str(recorded["sha256"])
+    except (sqlite3.Error, OSError, KeyError, TypeError, ValueError):
+        pass
+    finally:
+        conn.close()
+    return None
+
+
 def lexicon_state(db_path: str | Path, value_columns: Collection[str] | None = None) -> str:
     """``ok``, ``missing`` or ``stale`` (built for another version of the file, or unreadable); ``not needed`` when
     ``value_columns`` (the database profile's) is given and empty."""

@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from ehrguard import __version__
 from ehrguard.audit import AuditLog
 from ehrguard.config import int_setting, switch_setting
+from ehrguard.receipt import receipt_key
 from ehrguard.server.auth import Auth
 from ehrguard.server.errors import add_error_handlers
 from ehrguard.server.limits import BodyLimit, QuerySlots
@@ -34,9 +35,10 @@ def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: Aud
         allow_sql: serve ``POST /v1/sql``; None reads ``EHRGUARD_API_SQL``.
 
     Raises:
-        ConfigError: auth is required and there is no token.
+        ConfigError: auth is required and there is no token, or the receipt key file cannot be read.
     """
     app = FastAPI(title="ehrguard", version=__version__, description="A safety layer for question answering over EHR databases.")
+    receipt_key()  # a receipt key file that cannot be read stops the start, not every request
     app.state.auth = Auth(required=auth, tokens=tokens, rate_limit=rate_limit)
     app.state.audit = audit if audit is not None else AuditLog()
     get_method("offline")  # load the question models now, not under the first requests

@@ -36,6 +36,9 @@ class VerifyRequest(BaseModel):
     method: str = "offline"
     model: str | None = None
     operating_point: str | None = None
+    execute: bool = Field(default=False, description="Also run the verdict's SQL (preserve / correct) and return its rows in "
+                          "`result`; the receipt then carries their fingerprint.")
+    max_rows: int = Field(default=1000, ge=1, le=10_000)
 
 
 class SqlRequest(BaseModel):
@@ -115,8 +118,12 @@ def schema(db: str, who: Caller) -> dict[str, Any]:
 @router.post("/v1/verify")
 def verify(body: VerifyRequest, who: Caller, log: Audit) -> dict[str, Any]:
     reply = answer(body.question, db=body.db, sql=body.sql, method=body.method, verifier_model=body.model,
-                   operating_point=body.operating_point, names_only=True, execute=False, audit=log, caller=who, interface="api")
-    return reply.raise_for_error().verdict_dict()
+                   operating_point=body.operating_point, names_only=True, execute=body.execute, max_rows=body.max_rows, audit=log,
+                   caller=who, interface="api")
+    out = reply.raise_for_error().verdict_dict()
+    if body.execute:
+        out["result"] = reply.result_dict()
+    return out
 
 
 @router.post("/v1/sql")
@@ -143,6 +150,15 @@ def ask(body: AskRequest, who: Caller, log: Audit) -> dict[str, Any]:
 @router.get("/v1/audit")
 def audit_entries(who: Caller, log: Audit, limit: int = 20) -> dict[str, Any]:
     return {"entries": log.entries(limit=min(limit, 200))}
+
+
+@router.get("/v1/audit/{entry_id}/receipt")
+def audit_receipt(entry_id: int, who: Caller, log: Audit) -> dict[str, Any]:
+    receipt = log.receipt(entry_id)
+    if receipt is None:
+        raise ApiError(404, "no_receipt",
+                       f"Audit entry {entry_id} has no receipt (no such entry, or it records an error or a raw SQL run).")
+    return receipt
 
 
 @router.get("/", include_in_schema=False)
