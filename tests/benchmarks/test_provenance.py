@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -66,3 +67,25 @@ def test_the_shipped_models_make_a_dev_run_in_sample_and_its_report_says_so(shar
     rows = compare_runs([tmp_path / "run", tmp_path / "keep"], names=["offline, shipped models", "keep"])["runs"]
     assert rows[0]["name"] == "offline, shipped models (IN-SAMPLE)" and rows[0]["in_sample"] and rows[1]["name"] == "keep"
 
+
+
+def test_the_calibration_and_the_banks_say_what_they_were_built_from(shared_data: Path, tmp_path: Path):
+    from ehrguard.benchmarks.provenance import knowledge
+    from ehrguard.verify.offline import SHIPPED_CALIBRATION, load_calibration, save_calibration
+
+    dev = shared_data / "scare" / "mimic_iv_dev.json"
+    shipped = load_calibration(SHIPPED_CALIBRATION)
+    assert shipped is not None and shipped.trained_on["scare"]["mimic_iv_dev.json"] == file_sha256(dev)
+    record = knowledge("offline", {})
+    assert record["calibration"]["trained_on"] == shipped.trained_on and record["calibration"]["sha256"]
+    banks = [k for k in record if k.startswith("question bank")]
+    assert banks and all(record[k]["trained_on"]["ehrsql"] for k in banks)  # the EHRSQL files, by checksum
+    assert knowledge("preserve_all", {}) == {}
+    # a calibration fitted on runs over a file makes a run over that file in-sample, whatever the fold
+    data = tmp_path / "eicu_dev.json"
+    data.write_text("[3]")
+    mine = tmp_path / "calibration.json"
+    save_calibration(replace(shipped, trained_on={"scare": {data.name: file_sha256(data)}}), mine)
+    lines = in_sample("offline", {"calibration": str(mine)}, [data], fold="2/5")
+    assert lines == ["The calibration (calibration.json) was fitted on runs over eicu_dev.json."]
+    assert in_sample("offline", {"calibration": "off"}, [data]) == []

@@ -159,3 +159,22 @@ def test_bootstrap_intervals_resample_whole_questions_and_hold_the_estimate():
     # nothing answerable: PR is undefined, and so is its interval; an outcome without variance has none
     assert all(math.isnan(b) for b in bootstrap_intervals(items[60:], resamples=50)["pr"])
     assert bootstrap_intervals([item(1, "easy", correct=True, acc=True)], resamples=50)["pr"] == [100.0, 100.0]
+
+
+def test_correction_rate_by_error_type_and_execution_by_generator():
+    def wrong(i, kind, *, answered=True, right=False, gen="g1"):
+        return ScoredItem(id=str(i), db_id="mimic_iv", type="medium", candidate_correct=False,
+                          output="SELECT 1" if answered else "ambiguous", final_exec_acc=right, generator=gen, error_type=kind)
+
+    items = [wrong(1, "PV", right=True), wrong(2, "PV"), wrong(3, "PV", answered=False), wrong(4, "OG", right=True, gen="g2"),
+             wrong(5, None), item(6, "easy", correct=True, acc=True, gen="g2"), item(7, "easy", correct=True, acc=False)]
+    metrics = compute_metrics(items)
+    table = metrics["by_error_type"]
+    assert table["PV"] == {"n": 3, "cr": pytest.approx(100 / 3), "cov": pytest.approx(200 / 3)}
+    assert table["OG"] == {"n": 1, "cr": 100.0, "cov": 100.0}
+    assert table["TC"]["n"] == 0 and math.isnan(table["TC"]["cr"])
+    # an item with no reading (a run from before error types, its data file gone) is in no column
+    assert sum(row["n"] for row in table.values()) == 4
+    execution = metrics["execution_by_generator"]
+    assert execution["g1"] == {"n": 5, "candidate": 20.0, "final": 20.0}  # items 1, 2, 3, 5, 7: item 7's candidate was right
+    assert execution["g2"] == {"n": 2, "candidate": 50.0, "final": 100.0}

@@ -165,6 +165,17 @@ def test_reports_contain_the_figures_and_compare_puts_runs_side_by_side(sample, 
         md = paths["markdown"].read_text()
         assert "| PR |" in md and "## Confusion" in md and "vague-word" in md
         assert json.loads(paths["metrics"].read_text())["amb_p"] is None or method == "oracle"  # NaN becomes null
+        # SCARE's Tables 4, 5 and 7, and what each figure means
+        assert "## Correction rate by error type (SCARE Table 4)" in md and "| items |" in md
+        assert "SCARE Table 5 layout" in md and "SCARE Table 7 layout" in md and "## What the figures mean" in md
+        assert "**NaN**" in md and "<strong>NaN</strong>" in page and "<li>" in page
+        # each answerable-incorrect item carries its error type; preserve_all corrects none of them
+        wrong = [r for r in records if r["sampled_category"] == "answerable_incorrect"]
+        assert wrong and all(r["error_type"] in ("TC", "JG", "PV", "OL", "OG", "none") for r in wrong)
+        table = score_records(records)["by_error_type"]
+        assert sum(row["n"] for row in table.values()) == len(wrong)
+        if method == "preserve_all":
+            assert all(row["cr"] == 0.0 for row in table.values() if row["n"])
     comparison = compare_runs([tmp_path / "preserve_all", tmp_path / "oracle"])
     assert [r["name"] for r in comparison["runs"]] == ["preserve_all — preserve_all", "oracle — oracle"]
     paths = write_comparison(comparison, tmp_path / "cmp")
@@ -177,10 +188,46 @@ def test_reports_contain_the_figures_and_compare_puts_runs_side_by_side(sample, 
     assert by["all"]["n"] == 80 and by["all"]["a_only"] == 0 and by["all"]["b_only"] > 0 and by["all"]["p"] < 0.05
     assert by["answerable_correct"]["a_only"] == by["answerable_correct"]["b_only"] == 0 and by["answerable_correct"]["p"] == 1.0
     assert "## Paired tests (the same items)" in md and "McNemar" in md
+    assert "SCARE Table 4 layout" in md and "## What the figures mean" in md and "could not be checked offline" in md
     named = compare_runs([tmp_path / "preserve_all", tmp_path / "oracle"], names=["keep", "gold"])
     assert [r["name"] for r in named["runs"]] == ["keep", "gold"] and named["paired"][0]["b"] == "gold"
     with pytest.raises(DatasetError, match="1 --name for 2 runs"):
         compare_runs([tmp_path / "preserve_all", tmp_path / "oracle"], names=["keep"])
+
+
+def test_a_run_from_before_error_types_gets_them_when_rescored(sample, db_dir, mimic_file, tmp_path):
+    from ehrguard.benchmarks.scare_run import rescore_runs
+
+    _run(sample, "preserve_all", db_dir, tmp_path / "old", mimic_file)
+    pred = tmp_path / "old" / "predictions.jsonl"
+    lines = [json.loads(line) for line in pred.read_text().splitlines()]
+    for r in lines:
+        r.pop("error_type", None)
+    pred.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    metrics, _ = rescore_runs([str(tmp_path / "old")])
+    assert sum(row["n"] for row in metrics["by_error_type"].values()) == sum(
+        r["sampled_category"] == "answerable_incorrect" for r in lines)
+
+
+@pytest.mark.subprocess
+def test_ctrl_c_says_how_to_resume(mimic_file, db_dir, tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, str(ROOT / "tests" / "benchmarks" / "slow_method.py"), "bench", "scare", "--data", str(mimic_file),
+           "--db-dir", str(db_dir), "--method", "slow_preserve", "--out", str(out), "--no-report"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, "COLUMNS": "400"})
+    pred = out / "predictions.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (pred.exists() and pred.read_bytes().count(b"\n") >= 20):
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    kept, said = len(RunDir(out).records()), stdout + stderr
+    assert f"Stopped: {kept} of 699 items are saved in {out}/predictions.jsonl" in said, said
+    assert "Resume with:" in said and f"--out {out}" in said and "Traceback" not in said
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
+    assert done.returncode == 0 and f"699 items: {kept} from before" in done.stdout + done.stderr, done.stdout + done.stderr
 
 
 def test_mcnemar_matches_the_binomial_test_by_hand():

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         score_decisions,
         score_ehrsql,
     )
+    from ehrguard.benchmarks.error_types import LABELS, agreement, agreement_markdown, fill_error_types, item_error_type, read_labels
     from ehrguard.benchmarks.fidelity import candidate_fidelity
     from ehrguard.benchmarks.forms import combine, held_out_splits, read_held_out
     from ehrguard.benchmarks.hostile import HostileReport, duckdb_copy, render_markdown, run_hostile
@@ -53,6 +54,7 @@ _LAZY = by_module({
     ".compare": ("compare_runs", "load_reference", "write_comparison"),
     ".ehrsql": ("ehrsql_decisions", "ehrsql_pairs", "load_ehrsql_split", "load_predictions", "read_predictions", "score_decisions",
                 "score_ehrsql"),
+    ".error_types": ("LABELS", "agreement", "agreement_markdown", "fill_error_types", "item_error_type", "read_labels"),
     ".fidelity": ("candidate_fidelity",),
     ".forms": ("combine", "held_out_splits", "read_held_out"),
     ".report": ("MAIN_KEYS", "MAIN_LABELS", "fmt", "jsonable", "write_scare_report"),
@@ -71,6 +73,12 @@ __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 
 __all__ = [
+    "LABELS",
+    "agreement",
+    "agreement_markdown",
+    "fill_error_types",
+    "item_error_type",
+    "read_labels",
     "HostileReport",
     "MAIN_KEYS",
     "MAIN_LABELS",

@@ -12,16 +12,30 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, figure_png, jsonable, markdown_to_html, md_table, pyplot
+from ehrguard.benchmarks.error_types import fill_error_types
+from ehrguard.benchmarks.report import (
+    MAIN_KEYS,
+    MAIN_LABELS,
+    METRIC_DEFINITIONS,
+    figure_png,
+    fmt,
+    jsonable,
+    markdown_to_html,
+    md_table,
+    pyplot,
+)
 from ehrguard.benchmarks.rundir import RunDir
 from ehrguard.benchmarks.scare_run import score_records, scored_item
 from ehrguard.errors import DatasetError
+from ehrguard.evaluation.error_types import ERROR_TYPES
 from ehrguard.evaluation.scare_metrics import paired_comparison
 
 # SCARE (Lee, Chay, Choi, ML4H 2025): the best LLM method's classification F1 on the full test
 # split, GPT-5-mini. Only the values we have from the paper are filled; None = not reported here.
 REFERENCE_ROWS: list[dict[str, Any]] = [
-    {"name": "paper: best LLM method (GPT-5-mini)", "source": "SCARE paper, full test split", "unans_f1": 84.0, "amb_f1": 76.5},
+    {"name": "paper: best LLM method (GPT-5-mini)", "unans_f1": 84.0, "amb_f1": 76.5,
+     "source": "SCARE (ML4H 2025), full test split, the best LLM method with GPT-5-mini, as quoted in our issue 17 (the "
+               "table number could not be checked offline)"},
 ]
 
 
@@ -51,7 +65,7 @@ def run_row(run_dir: str | Path, name: str | None = None, records: list[dict[str
     if config.get("in_sample"):
         name += " (IN-SAMPLE)"  # its models were trained on these questions: run.json says which
     return {"name": name, "run_dir": str(run_dir), "n": len(records), "p50_ms": metrics["latency_ms"]["p50"],
-            "in_sample": bool(config.get("in_sample")), **{k: metrics[k] for k in MAIN_KEYS}}
+            "in_sample": bool(config.get("in_sample")), "by_error_type": metrics["by_error_type"], **{k: metrics[k] for k in MAIN_KEYS}}
 
 
 def compare_runs(run_dirs: list[str | Path], reference: list[dict[str, Any]] | None = None,
@@ -65,6 +79,8 @@ def compare_runs(run_dirs: list[str | Path], reference: list[dict[str, Any]] | N
     if names and len(names) != len(run_dirs):
         raise DatasetError(f"{len(names)} --name for {len(run_dirs)} runs: give one name per run, in the same order, or none.")
     records = [RunDir(d).records() for d in run_dirs]
+    for d, run in zip(run_dirs, records, strict=True):
+        fill_error_types(run, RunDir(d).config().get("data_paths", []))
     rows = [run_row(d, names[i] if names else None, records[i]) for i, d in enumerate(run_dirs)]
     scored = [[scored_item(r) for r in run] for run in records]
     paired = [{"a": rows[0]["name"], "b": row["name"], "a_dir": rows[0]["run_dir"], "b_dir": row["run_dir"],
@@ -77,7 +93,13 @@ def comparison_markdown(comparison: dict[str, Any]) -> str:
     rows = [[r["name"], r["n"], r["p50_ms"]] + [r[k] for k in MAIN_KEYS] for r in comparison["runs"]]
     rows += [[r["name"], "", ""] + [r.get(k) if r.get(k) is not None else "" for k in MAIN_KEYS] for r in comparison["reference"]]
     lines = ["# Comparison of runs", "", md_table(header, rows), "",
-             "Reference rows are published numbers (full test split, the authors' databases), for orientation.", ""]
+             "Reference rows are published numbers (full test split, the authors' databases), for orientation:", "",
+             *[f"- {r['name']}: {r.get('source', 'source not given')}" for r in comparison["reference"]], "",
+             "## Correction rate by error type (SCARE Table 4 layout, %)", "",
+             md_table(["run", *[f"{k} (n)" for k in ERROR_TYPES]],
+                      [[r["name"], *[f"{fmt(r['by_error_type'][k]['cr'])} ({r['by_error_type'][k]['n']})" for k in ERROR_TYPES]]
+                       for r in comparison["runs"] if "by_error_type" in r]), "",
+             "## What the figures mean", "", *METRIC_DEFINITIONS, ""]
     if comparison.get("paired"):
         lines += ["## Paired tests (the same items)", "",
                   "For each run against the first: on the items both hold, how many only one of the two got right "

@@ -12,9 +12,12 @@ import html
 import io
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
+from ehrguard.evaluation.error_types import ERROR_TYPES
+from ehrguard.evaluation.error_types import NAMES as ERROR_NAMES
 from ehrguard.evaluation.scare_metrics import ACTIONS, CATEGORIES, MAIN_KEYS
 from ehrguard.labels import AMBIGUOUS_SUBTYPES
 
@@ -22,6 +25,25 @@ MAIN_LABELS = {
     "pr": "PR", "cov_correct": "Cov(correct)", "cr": "CR", "cov_incorrect": "Cov(incorrect)",
     "amb_p": "Amb P", "amb_r": "Amb R", "amb_f1": "Amb F1", "unans_p": "Unans P", "unans_r": "Unans R", "unans_f1": "Unans F1",
 }
+
+
+# What each figure in the reports means, said in every report (SCARE's definitions, src/evaluate_sql_correction.py).
+METRIC_DEFINITIONS = [
+    "- **PR** (preservation rate): of the answerable questions whose candidate SQL was right (published `exec_acc`), "
+    "the share the method answered with SQL that still gives the gold's result.",
+    "- **CR** (correction rate): of the answerable questions whose candidate was wrong, the share the method answered "
+    "with SQL that gives the gold's result (a correction that works).",
+    "- **Cov(correct)**, **Cov(incorrect)** (coverage): of those two groups, the share the method answered at all "
+    "instead of labelling the question ambiguous or unanswerable. An item the method failed on counts as answered "
+    "here and as a failure in PR/CR.",
+    "- **Amb P / R / F1**, **Unans P / R / F1**: precision over every item the method labelled ambiguous (unanswerable), "
+    "whatever its true category; recall over the items of that category; their harmonic mean.",
+    "- **RS(c)** (EHRSQL-2024's reliability score, in `bench ehrsql` and `bench threshold` reports): +1 for a right "
+    "answer or a right abstention, -c for a wrong answer or an answer to an unanswerable question, 0 for abstaining "
+    "on an answerable one, averaged over the questions (x100); RS(N) is RS with c = the number of questions.",
+    "- **NaN**: the figure's denominator is zero on these items (no item of that group, or the method "
+    "never gave that label), so the figure is undefined, not zero.",
+]
 
 
 def jsonable(value: Any) -> Any:
@@ -71,24 +93,30 @@ def pyplot() -> Any:
     return plt
 
 
-def scare_figures(metrics: dict[str, Any], latencies_ms: list[float]) -> dict[str, bytes]:
-    """The run's figures as PNG bytes, by file name."""
-    plt = pyplot()
-    figs: dict[str, bytes] = {}
-
+def confusion_figure(plt: Any, metrics: dict[str, Any]) -> Any:
+    """The confusion matrix (true category x action) as a matplotlib figure."""
     conf = metrics["confusion"]
     grid = [[conf[c][a] for a in ACTIONS] for c in CATEGORIES]
-    fig, ax = plt.subplots(figsize=(6.2, 3.6))
-    ax.imshow(grid, cmap="Blues")
-    ax.set_xticks(range(len(ACTIONS)), ACTIONS)
-    ax.set_yticks(range(len(CATEGORIES)), [c.replace("_", " ") for c in CATEGORIES])
+    fig, ax = plt.subplots(figsize=(7.0, 4.0))
+    ax.imshow(grid, cmap="Blues", aspect="auto")
+    # Two-line category names and slanted action names: no label runs into its neighbour.
+    ax.set_xticks(range(len(ACTIONS)), ACTIONS, rotation=20, ha="right")
+    ax.set_yticks(range(len(CATEGORIES)), [c.replace("_", "\n") for c in CATEGORIES])
     top = max(max(r) for r in grid) or 1
     for i, row in enumerate(grid):
         for j, v in enumerate(row):
             ax.text(j, i, str(v), ha="center", va="center", color="white" if v > top / 2 else "black")
     ax.set_xlabel("action of the method")
     ax.set_title("True category x action")
-    figs["confusion.png"] = figure_png(fig)
+    return fig
+
+
+def scare_figures(metrics: dict[str, Any], latencies_ms: list[float]) -> dict[str, bytes]:
+    """The run's figures as PNG bytes, by file name."""
+    plt = pyplot()
+    figs: dict[str, bytes] = {}
+
+    figs["confusion.png"] = figure_png(confusion_figure(plt, metrics))
 
     subtypes = metrics["by_subtype"]
     names = list(subtypes)
@@ -170,11 +198,38 @@ def scare_markdown(metrics: dict[str, Any], config: dict[str, Any], errors: list
                  [[s, m["n"], m["recall"], m.get("subtype_recall", math.nan), m["labelled"], m["label_precision"]]
                   for s, m in metrics["by_subtype"].items()]),
         "",
+        "## Correction rate by error type (SCARE Table 4)",
+        "",
+        md_table(["", *ERROR_TYPES, "none"],
+                 [[row, *[metrics["by_error_type"].get(k, {}).get(key, math.nan) for k in (*ERROR_TYPES, "none")]]
+                  for row, key in (("items", "n"), ("CR", "cr"), ("Cov", "cov"))]),
+        "",
+        "Error types of the answerable-incorrect candidates: " + "; ".join(f"{k} {ERROR_NAMES[k]}" for k in ERROR_TYPES) + "; "
+        "none: the candidate reads as the gold (it differs in a way the reading does not see, e.g. the order of ties). "
+        "Each candidate's type is read automatically from its SQL tree against the gold's "
+        "(`ehrguard.evaluation.error_types`); its agreement with hand labels is in docs/benchmarks.md "
+        "(`ehrguard bench error-types`).",
+        "",
+        "## Recall per subtype (SCARE Table 5 layout, %)",
+        "",
+        md_table(list(metrics["by_subtype"]), [[m["recall"] for m in metrics["by_subtype"].values()]]),
+        "",
+        "## Execution accuracy per generator (SCARE Table 7 layout, %)",
+        "",
+        md_table(["generator", "answerable items", "candidates as written", "after the method", "change"],
+                 [[g, m["n"], m["candidate"], m["final"], _change(m["candidate"], m["final"])]
+                  for g, m in metrics.get("execution_by_generator", {}).items()]),
+        "",
+        "Execution accuracy: the share of the generator's answerable items whose SQL gives the gold's result; as "
+        "written is the published `exec_acc` of its candidates, after the method counts an item only when the method "
+        "answered it (preserved or corrected) with SQL that matches.",
+        "",
         "## Confusion: true category x action",
         "",
         md_table(["category"] + list(ACTIONS), [[c] + [metrics["confusion"][c][a] for a in ACTIONS] for c in CATEGORIES]),
         "",
     ]
+    parts += ["## What the figures mean", "", *METRIC_DEFINITIONS, ""]
     if errors:
         parts += ["## Items the method failed on", "", md_table(["item", "error"], [[e["key"], e["error"][:200]] for e in errors]), ""]
     parts += ["## Figures", ""] + [f"![{name}](figures/{name})" for name in figures] + [""]
@@ -204,26 +259,52 @@ def markdown_to_html(md: str, figures: dict[str, bytes], title: str) -> str:
             name = line.split("](figures/")[1].rstrip(")")
             data = base64.b64encode(figures[name]).decode()
             out.append(f"<figure><img alt='{html.escape(name)}' src='data:image/png;base64,{data}'></figure>")
+        elif line.startswith("- "):
+            items = []
+            while i < len(lines) and lines[i].startswith("- "):
+                items.append(f"<li>{_inline(lines[i][2:])}</li>")
+                i += 1
+            out.append("<ul>" + "".join(items) + "</ul>")
+            continue
+        elif line.startswith("> "):
+            out.append(f"<blockquote>{_inline(line[2:])}</blockquote>")
         elif line.strip():
-            out.append(f"<p>{html.escape(line)}</p>")
+            out.append(f"<p>{_inline(line)}</p>")
         i += 1
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def _inline(text: str) -> str:
+    """One line of the reports' markdown as HTML: escaped, with **bold** and `code`."""
+    escaped = html.escape(text)
+    escaped = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escaped)
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
 
 
 _STYLE = """<style>
 body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;margin:0.5rem 0 1.5rem}td,th{border:1px solid #ccc;padding:0.25rem 0.6rem;text-align:right}
 td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}figure{display:inline-block;margin:0.5rem}
+img{max-width:100%}blockquote{border-left:4px solid #b30000;background:#fff1f1;margin:1rem 0;padding:0.5rem 1rem}
+code{background:#f3f3f3;padding:0 0.2rem}table{display:block;overflow-x:auto;max-width:100%}
 </style>"""
 
 
 def _in_sample_banner(lines: list[str]) -> list[str]:
     if not lines:
         return []
-    return ["> **IN-SAMPLE.** " + " ".join(lines) + " The ambiguous and unanswerable figures below score questions the "
-            "method learned from: they do not estimate how it does on unseen questions. Honest figures come from a "
-            "grouped cross-validation (`--fold I/K` with models trained `--exclude-fold I/K`; docs/verifier.md).", ""]
+    return ["> **IN-SAMPLE.** " + " ".join(lines) + " The figures that rest on those artifacts score questions the method "
+            "learned from (the question models: the ambiguous and unanswerable figures; the calibration: the confidences "
+            "and which answers count as verified): they do not estimate how it does on unseen questions. Honest figures "
+            "come from a grouped cross-validation (`--fold I/K` with models trained `--exclude-fold I/K`; "
+            "docs/verifier.md).", ""]
+
+
+def _change(before: float, after: float) -> str:
+    if math.isnan(before) or math.isnan(after):
+        return "n/a"
+    return f"{after - before:+.1f}"
 
 
 def _interval(bounds: list[float] | None) -> str:

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ehrguard.benchmarks.provenance import in_sample
+from ehrguard.benchmarks.error_types import fill_error_types, item_error_type
+from ehrguard.benchmarks.provenance import in_sample, knowledge
 from ehrguard.benchmarks.report import jsonable, write_scare_report
 from ehrguard.benchmarks.rundir import RunDir, file_sha256
 from ehrguard.benchmarks.scare import DB_IDS, ScareItem
@@ -125,6 +126,8 @@ def verify_item(method: Method, item: ScareItem, ctx: DatabaseContext, gold: Gol
         if verdict.details:
             record["details"] = verdict.details
     record["latency_s"] = round(time.perf_counter() - start, 6)
+    if item.answerable and not item.exec_acc:
+        record["error_type"] = item_error_type(item)
     record["final_exec_acc"] = None
     if item.answerable and record.get("action") in ("preserve", "correct"):
         match, exec_error = final_match(ctx, gold, record["output"], item.gt_sql)
@@ -145,6 +148,7 @@ def scored_item(record: dict[str, Any]) -> ScoredItem:
         generator=record["generator_name"],
         error=record.get("error"),
         subtype=record.get("subtype"),
+        error_type=record.get("error_type"),
     )
 
 
@@ -233,6 +237,7 @@ def run_scare(
                     extra={"method_description": method.describe(), "data_paths": [str(p) for p in data_files], "db_dir": str(db_dir),
                            "selection": {**(selection or {}), "items": len(items)},
                            "in_sample": in_sample(method.name, options or {}, data_files, (selection or {}).get("fold")),
+                           "knowledge": knowledge(method.name, options or {}),
                            # an accelerator, not an input (the values are read from the database without it): recorded only
                            "value_lexicons": {db_id: lexicon_state(ctx.path, ctx.profile.value_columns)
                                               for db_id, ctx in contexts.items() if ctx.path}})
@@ -386,6 +391,7 @@ def rescore_runs(run_dirs: list[str], out: str | None = None) -> tuple[dict[str,
         raise RunError("Several run folders are scored together into --out DIR; pass --out.")
     records = {r["key"]: r for r in union_records(run_dirs)}
     config = RunDir(run_dirs[0]).config()
+    fill_error_types(list(records.values()), {p for d in run_dirs for p in RunDir(d).config().get("data_paths", [])})
     if len(run_dirs) > 1:
         config = {**config, "merged_from": list(run_dirs)}
     target = out or run_dirs[0]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import shlex
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -77,12 +80,15 @@ def scare_command(data_files: tuple[str, ...], db_dir: str, method: str, model: 
     items = select_items(load_scare(list(data_files)), fold=fold, sample=sample, seed=seed, limit=limit)
     options = _parse_options(method_options)
     verifier = method_for_run(method, out, model=model, options=options)
-    with _progress() as progress:
-        task = progress.add_task(f"{method}", total=len(items))
-        summary = run_scare(items, verifier, db_dir=db_dir, out=out, data_files=list(data_files), model=model, options=options,
-                            concurrency=concurrency, retry_errors=retry_errors,
-                            on_progress=lambda done, total: progress.update(task, completed=done),
-                            selection={"fold": fold, "sample": sample, "seed": seed if sample else None, "limit": limit})
+    try:
+        with _progress() as progress:
+            task = progress.add_task(f"{method}", total=len(items))
+            summary = run_scare(items, verifier, db_dir=db_dir, out=out, data_files=list(data_files), model=model,
+                                options=options, concurrency=concurrency, retry_errors=retry_errors,
+                                on_progress=lambda done, total: progress.update(task, completed=done),
+                                selection={"fold": fold, "sample": sample, "seed": seed if sample else None, "limit": limit})
+    except KeyboardInterrupt:
+        _stopped(out, len(items))
     for name, u in (record_llm_usage(summary.metrics, verifier) or {}).items():
         cost = "" if u["estimated_cost_usd"] is None else f", ~${u['estimated_cost_usd']:.4f}"
         console.print(f"{name}: {u['calls']} calls ({u['cache_hits']} cached, {u['errors']} failed), "
@@ -94,6 +100,42 @@ def scare_command(data_files: tuple[str, ...], db_dir: str, method: str, model: 
         echo_json(jsonable(summary.metrics))
     else:
         _print_main(summary.metrics)
+
+
+def _stopped(out: str, total: int) -> NoReturn:
+    """Ctrl-C on a run: what is kept, and the command that goes on from there."""
+    from ehrguard.benchmarks import RunDir
+
+    kept = len(RunDir(out).records()) if Path(out, "predictions.jsonl").is_file() else 0
+    # The command as it was typed (its arguments are the CLI's whichever script started it), unwrapped for copying.
+    click.echo(f"Stopped: {kept} of {total} items are saved in {out}/predictions.jsonl. "
+               f"Resume with: {shlex.join(['ehrguard', *sys.argv[1:]])}", err=True)
+    sys.exit(130)
+
+
+@bench_group.command("error-types")
+@click.option("--data", "data_files", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False),
+              help="The SCARE dev files the labels come from (mimic_iv_dev.json, eicu_dev.json).")
+@click.option("--labels", "labels_path", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="Hand labels (JSON lines: key, label, split); default: the ones that ship with ehrguard.")
+@click.option("--out", default=None, type=click.Path(file_okay=False), help="Write error_types.md and error_types.json here.")
+@json_option
+def error_types_command(data_files: tuple[str, ...], labels_path: str | None, out: str | None, as_json: bool) -> None:
+    """How well the automatic error-type reading (SCARE's Table 4 types) agrees with hand labels."""
+    from ehrguard.benchmarks import LABELS, agreement, agreement_markdown, fmt, jsonable, load_scare, read_labels
+
+    result = agreement(load_scare(list(data_files)), read_labels(labels_path or LABELS))
+    markdown = agreement_markdown(result)
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "error_types.md").write_text(markdown)
+        (Path(out) / "error_types.json").write_text(json.dumps(jsonable(result), indent=2))
+    if as_json:
+        echo_json(jsonable(result))
+        return
+    for split in ("held-out", "refine", "all"):
+        r = result[split]
+        console.print(f"{split}: {r['agree']} of {r['n']} agree ({fmt(r['agreement'])}%), Cohen's kappa {r['kappa']}")
 
 
 @bench_group.command("report")
@@ -450,7 +492,6 @@ def hostile_command(db_paths: tuple[str, ...], timeout: float, categories: tuple
                     as_json: bool) -> None:
     """The adversarial SQL corpus (writes, file access, runaway work, huge results, SQL too large to parse, odd input):
     each case's outcome against the one its engine must give, stop times against the limit, and whether anything changed."""
-    import json
     import tempfile
 
     from ehrguard.benchmarks import duckdb_copy, render_markdown, run_hostile

@@ -113,14 +113,18 @@ def calibration_command(run_dirs: tuple[Path, ...], out: Path | None) -> None:
     grouped cross-validation, each verified with question models that had not seen its questions; docs/safety.md)."""
     from ehrguard.verify.offline import BLOCKING_WARNINGS, SHIPPED_CALIBRATION, fit_calibration, save_calibration
 
-    records = []
+    records, data = [], {}
     for folder in run_dirs:
         path = folder / "predictions.jsonl"
         if not path.is_file():
             raise DatasetError(f"No predictions.jsonl in {folder}: pass the folders of `ehrguard bench scare --out`.")
         records += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        try:  # the data files each run scored, by checksum: the reports' in-sample check reads them
+            data.update(json.loads((folder / "run.json").read_text())["identity"]["data"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
     fitted_on = f"{len(run_dirs)} out-of-fold bench scare runs, {len(records)} items"
-    calibration = fit_calibration(records, BLOCKING_WARNINGS, fitted_on=fitted_on)
+    calibration = fit_calibration(records, BLOCKING_WARNINGS, fitted_on=fitted_on, trained_on={"scare": data})
     target = out or SHIPPED_CALIBRATION
     save_calibration(calibration, target)
     console.print(f"Fitted on {calibration.n} answers (in-sample ECE {calibration.ece:.3f}); bars by target risk: "

@@ -2,10 +2,12 @@
 
 The names below are the API (``from ehrguard.evaluation import execution_match``). The modules
 are internal: :mod:`.execution_match` (the SCARE/EHRSQL correctness rule), :mod:`.reliability`
-(EHRSQL-2024's RS(c)), :mod:`.scare_metrics` (SCARE's metrics from scored items) and
+(EHRSQL-2024's RS(c)), :mod:`.scare_metrics` (SCARE's metrics from scored items), :mod:`.error_types`
+(SCARE's error types of a wrong candidate, read from its tree against the gold's) and
 :mod:`.stats` (percentages and percentiles, computed one way everywhere).
 """
 
+from ehrguard.evaluation.error_types import ERROR_TYPES, ErrorReading, classify_error
 from ehrguard.evaluation.execution_match import (
     ABSTENTION_LABELS,
     MatchResult,
@@ -25,11 +27,14 @@ from ehrguard.evaluation.stats import percent, percentile
 
 __all__ = [
     "ABSTENTION_LABELS",
+    "ERROR_TYPES",
+    "ErrorReading",
     "ItemOutcome",
     "MatchResult",
     "ScoredItem",
     "answers_match",
     "canonical_answer",
+    "classify_error",
     "compute_metrics",
     "execute_answer",
     "execution_match",

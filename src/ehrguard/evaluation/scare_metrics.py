@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ehrguard.evaluation.error_types import ERROR_TYPES
 from ehrguard.evaluation.execution_match import label_category
 from ehrguard.evaluation.stats import percent
 from ehrguard.labels import AMBIGUOUS_SUBTYPES as AMBIGUOUS_TYPES
@@ -43,6 +44,7 @@ class ScoredItem:
     generator: str = ""
     error: str | None = None
     subtype: str | None = None  # the subtype the method named with an ambiguous/unanswerable label, if any
+    error_type: str | None = None  # answerable-incorrect items: the candidate's error type (ehrguard.evaluation.error_types)
 
     @property
     def emitted_subtype(self) -> str | None:
@@ -194,7 +196,9 @@ def compute_metrics(scored: Iterable[ScoredItem]) -> dict[str, Any]:
     with that very subtype; ``labelled``, how many items the method labelled with it; ``label_precision``, how many
     of those were of that subtype);
     ``by_difficulty`` (PR/CR per easy/medium/hard); ``by_db`` and ``by_generator`` (the main
-    metrics per group); ``confusion`` (true category x action, with ``error`` as an action);
+    metrics per group); ``by_error_type`` (CR and coverage of the answerable-incorrect items per error type, SCARE's
+    Table 4); ``execution_by_generator`` (each generator's execution accuracy on answerable items, its candidates'
+    and after the method, Table 7); ``confusion`` (true category x action, with ``error`` as an action);
     ``errors`` (ids of the items the method failed on).
 
     Note: Coverage counts an errored item as attempted (it was not abstained on), while its
@@ -234,6 +238,21 @@ def compute_metrics(scored: Iterable[ScoredItem]) -> dict[str, Any]:
         for it in items:
             groups[getattr(it, attr)].append(it)
         metrics[key] = {name: {k: v for k, v in _main(g).items() if k != "counts"} for name, g in sorted(groups.items())}
+
+    by_error_type: dict[str, dict[str, float]] = {}
+    for kind in (*ERROR_TYPES, "none"):  # none: the reading found no difference from the gold
+        group = [it for it in items if it.category == "answerable_incorrect" and it.error_type == kind]
+        by_error_type[kind] = {"n": len(group), "cr": percent(sum(1 for it in group if it.answered_correctly), len(group)),
+                               "cov": percent(sum(1 for it in group if it.action in ("answer", "error")), len(group))}
+    metrics["by_error_type"] = by_error_type
+
+    # SCARE's Table 7: each generator's execution accuracy on the answerable items, as written and after the method.
+    execution: dict[str, dict[str, float]] = {}
+    for name in sorted({it.generator for it in items}):
+        group = [it for it in items if it.generator == name and it.type in ANSWERABLE_TYPES]
+        execution[name] = {"n": len(group), "candidate": percent(sum(it.candidate_correct for it in group), len(group)),
+                           "final": percent(sum(it.answered_correctly for it in group), len(group))}
+    metrics["execution_by_generator"] = execution
 
     confusion = Counter((it.category, it.action) for it in items)
     metrics["confusion"] = {cat: {act: confusion[(cat, act)] for act in ACTIONS} for cat in CATEGORIES}

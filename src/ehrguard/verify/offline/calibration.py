@@ -75,6 +75,8 @@ class Calibration:
     n: int = 0
     ece: float = float("nan")  # in-sample expected calibration error, for the record
     reliability: list[dict[str, float]] = field(default_factory=list)
+    # What the fit saw: {"scare": {file name: SHA-256}} of the runs' data files (the in-sample check of the reports).
+    trained_on: dict[str, Any] = field(default_factory=dict)
 
     def probability(self, f: AnswerFeatures) -> float:
         z = float(np.dot(self.weights, f.vector()))
@@ -87,7 +89,7 @@ class Calibration:
 
     def to_dict(self) -> dict[str, Any]:
         return {"features": list(FEATURES), "weights": list(self.weights), "bars": self.bars, "fitted_on": self.fitted_on,
-                "n": self.n, "ece": self.ece, "reliability": self.reliability}
+                "n": self.n, "ece": self.ece, "reliability": self.reliability, "trained_on": self.trained_on}
 
 
 def _key(risk: float) -> str:
@@ -154,7 +156,8 @@ def _shown(record: dict[str, Any], f: AnswerFeatures, blocking_checks: frozenset
     return not f.blocked and details.get("sql", {}).get("outcome") != "failed"
 
 
-def fit_calibration(records: Iterable[dict[str, Any]], blocking_checks: frozenset[str], fitted_on: str) -> Calibration:
+def fit_calibration(records: Iterable[dict[str, Any]], blocking_checks: frozenset[str], fitted_on: str,
+                    trained_on: dict[str, Any] | None = None) -> Calibration:
     """Fit on `bench scare` records (out of fold): an answer is right when the item is answerable and its final SQL
     answers like the gold SQL.
 
@@ -175,7 +178,8 @@ def fit_calibration(records: Iterable[dict[str, Any]], blocking_checks: frozense
     w = fit_logistic(x, y)
     p = 1.0 / (1.0 + np.exp(-(x @ w)))
     ece, table = reliability(p.tolist(), ys)
-    return Calibration(tuple(round(float(v), 6) for v in w), choose_bars(p.tolist(), ys, shown), fitted_on, len(xs), ece, table)
+    return Calibration(tuple(round(float(v), 6) for v in w), choose_bars(p.tolist(), ys, shown), fitted_on, len(xs), ece, table,
+                       trained_on or {})
 
 
 def save_calibration(calibration: Calibration, path: str | Path) -> None:
@@ -196,6 +200,7 @@ def load_calibration(path: str | Path | None = None) -> Calibration | None:
         if tuple(raw["features"]) != FEATURES:
             raise ValueError(f"features {raw['features']} are not {list(FEATURES)}")
         return Calibration(tuple(float(v) for v in raw["weights"]), {_key(float(k)): float(v) for k, v in raw["bars"].items()},
-                           raw.get("fitted_on", ""), int(raw.get("n", 0)), float(raw.get("ece", "nan")), raw.get("reliability", []))
+                           raw.get("fitted_on", ""), int(raw.get("n", 0)), float(raw.get("ece", "nan")), raw.get("reliability", []),
+                           dict(raw.get("trained_on") or {}))
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{path} is not a calibration file ({exc}); refit it with: ehrguard train calibration RUN_DIR ...") from exc
