@@ -209,6 +209,20 @@ def test_a_run_from_before_error_types_gets_them_when_rescored(sample, db_dir, m
         r["sampled_category"] == "answerable_incorrect" for r in lines)
 
 
+def test_merged_runs_make_a_run_folder_that_compare_reads(sample, db_dir, mimic_file, tmp_path):
+    from ehrguard.benchmarks.scare_run import rescore_runs
+
+    _run(sample[:40], "preserve_all", db_dir, tmp_path / "a", mimic_file)
+    _run(sample[40:], "preserve_all", db_dir, tmp_path / "b", mimic_file)
+    metrics, _ = rescore_runs([str(tmp_path / "a"), str(tmp_path / "b")], str(tmp_path / "ab"))
+    assert metrics["n"] == 80 and len(RunDir(tmp_path / "ab").records()) == 80
+    assert RunDir(tmp_path / "ab").config()["merged_from"] == [str(tmp_path / "a"), str(tmp_path / "b")]
+    rows = compare_runs([tmp_path / "ab", tmp_path / "a"])["runs"]
+    assert rows[0]["n"] == 80 and rows[0]["pr"] == 100.0
+    with pytest.raises(RunError, match="holds a run of its own"):
+        rescore_runs([str(tmp_path / "a"), str(tmp_path / "b")], str(tmp_path / "a"))
+
+
 @pytest.mark.subprocess
 def test_ctrl_c_says_how_to_resume(mimic_file, db_dir, tmp_path):
     out = tmp_path / "run"

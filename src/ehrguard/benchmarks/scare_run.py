@@ -377,6 +377,20 @@ def union_records(run_dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
     return list(records.values())
 
 
+def _write_merged(target: Path, config: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    """Make the folder of merged runs a run folder of its own (``run.json`` naming the runs, ``predictions.jsonl``
+    their union), so that ``bench compare`` and ``bench threshold`` read it like any run.
+
+    Raises:
+        RunError: ``target`` holds a run of its own (not a merge).
+    """
+    existing = target / "run.json"
+    if existing.is_file() and "merged_from" not in json.loads(existing.read_text()).get("identity", {}):
+        raise RunError(f"{target} holds a run of its own: merge into a new folder (--out).")
+    (target / "run.json").write_text(json.dumps(config, indent=2, default=str))
+    (target / "predictions.jsonl").write_text("".join(json.dumps(r, default=str) + "\n" for r in records))
+
+
 def rescore_runs(run_dirs: list[str], out: str | None = None) -> tuple[dict[str, Any], dict[str, Path]]:
     """Score run folder(s) from their records alone and rewrite the reports; several runs (the folds of a
     cross-validation) are scored as one, into ``out``.
@@ -392,9 +406,10 @@ def rescore_runs(run_dirs: list[str], out: str | None = None) -> tuple[dict[str,
     records = {r["key"]: r for r in union_records(run_dirs)}
     config = RunDir(run_dirs[0]).config()
     fill_error_types(list(records.values()), {p for d in run_dirs for p in RunDir(d).config().get("data_paths", [])})
-    if len(run_dirs) > 1:
-        config = {**config, "merged_from": list(run_dirs)}
     target = out or run_dirs[0]
     Path(target).mkdir(parents=True, exist_ok=True)
+    if len(run_dirs) > 1:
+        config = {**config, "merged_from": list(run_dirs), "identity": {**config["identity"], "merged_from": list(run_dirs)}}
+        _write_merged(Path(target), config, list(records.values()))
     metrics = score_records(list(records.values()))
     return metrics, write_scare_report(target, metrics, config, list(records.values()))
