@@ -32,6 +32,10 @@ class DatabaseNameError(DatabaseNotFoundError):
     """A path was given where only the name of a built database is accepted (network callers never name server files)."""
 
 
+class SchemaLookupError(DatabaseError):
+    """A table or column the database does not have (the message names the closest ones)."""
+
+
 class QueryRefusedError(DatabaseError):
     """The statement was refused before it ran: not a single read-only SELECT."""
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from ehrguard.cli.options import console, db_option, echo_json, json_option, status
+from ehrguard.cli.options import console, db_option, echo_json, json_option, known_db_id, status
 from ehrguard.config import db_dir
 from ehrguard.db import (
     BUILDERS,
@@ -118,10 +118,13 @@ def check_command(name: str, db_path: str, split_dir: Path, report_path: Path | 
 @db_group.command("schema")
 @db_option
 @click.option("--format", "fmt", type=click.Choice(["ddl", "compact", "json"]), default="compact", show_default=True)
+@click.option("--table", default=None, help="Only this table (an unknown one is an error naming the closest).")
 @json_option
-def schema_command(db_path: str, fmt: str, as_json: bool) -> None:
+def schema_command(db_path: str, fmt: str, table: str | None, as_json: bool) -> None:
     """Print the schema of a database (DDL for prompts, one line per table, or JSON)."""
     schema = read_schema(open_database(locate_database(db_path)))
+    if table is not None:
+        schema = schema.only(table)
     if fmt == "json" or as_json:
         echo_json(schema.to_dict())
     elif fmt == "ddl":
@@ -138,8 +141,10 @@ def schema_command(db_path: str, fmt: str, as_json: bool) -> None:
 @click.option("-k", default=5, show_default=True, help="How many nearest values to show.")
 @json_option
 def values_command(db_path: str, table: str, column: str, literal: str, k: int, as_json: bool) -> None:
-    """Does LITERAL exist in TABLE.COLUMN? If not, show the nearest values."""
-    lookup = ValueIndex(open_database(locate_database(db_path))).lookup(table, column, literal, k=k)
+    """Does LITERAL exist in TABLE.COLUMN? If not, show the nearest values. An unknown table or column is an error."""
+    db = open_database(locate_database(db_path))
+    read_schema(db).require_column(table, column)
+    lookup = ValueIndex(db).lookup(table, column, literal, k=k)
     if as_json:
         echo_json(lookup.to_dict())
         return
@@ -155,14 +160,15 @@ def values_command(db_path: str, table: str, column: str, literal: str, k: int, 
 
 @db_group.command("lexicon")
 @db_option
-@click.option("--db-id", default=None, help="The database's conventions (mimic_iv, eicu, ...): guessed from the file name.")
+@click.option("--db-id", default=None, callback=known_db_id,
+              help="The database's conventions (mimic_iv, eicu, ...): guessed from the file name.")
 def lexicon_command(db_path: str, db_id: str | None) -> None:
     """Write the value lexicon beside a database (done by `db build`; run it for a database built elsewhere or changed)."""
     from ehrguard.db import build_lexicon
-    from ehrguard.profiles import get_profile, profile_for_file
+    from ehrguard.profiles import known_profile, profile_for_file
 
     path = locate_database(db_path)
-    profile = get_profile(db_id) if db_id else profile_for_file(path)
+    profile = known_profile(db_id) if db_id else profile_for_file(path)
     if not profile.value_columns:
         raise ConfigError(f"The {profile.db_id} conventions name no value columns; pass --db-id (mimic_iv, eicu, ...).")
     db = open_database(path, isolated=False)

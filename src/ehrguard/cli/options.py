@@ -104,3 +104,12 @@ def status(message: str, quiet: bool = False) -> Iterator[Callable[[str], None]]
         return
     with console.status(message) as live:
         yield lambda step: live.update(f"{message}: {step}")
+
+
+def known_db_id(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A ``--db-id`` callback: only a profile ehrguard knows (an unknown id is an error naming the closest)."""
+    if value is None:
+        return None
+    from ehrguard.profiles import known_profile
+
+    return known_profile(value).db_id

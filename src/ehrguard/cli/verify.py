@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from ehrguard.cli.options import console, db_option, echo_json, exit_without_teardown, json_option
+from ehrguard.cli.options import console, db_option, echo_json, exit_without_teardown, json_option, known_db_id
 
 _STATUS_COLORS = {"verified": "green", "unverified": "yellow", "abstained": "magenta"}
 _COLORS = {"preserve": "green", "correct": "yellow", "ambiguous": "magenta", "unanswerable": "red"}
@@ -31,7 +31,8 @@ def underline(sql: str, span: tuple[int, int]) -> str:
 @click.option("--method", default="offline", show_default=True, help="Verification method (see `ehrguard bench methods`).")
 @click.option("--model", default=None, help="Model for LLM methods, as provider/model.")
 @click.option("--operating-point", default=None, help="offline: balanced (default), safety-first or preserve-first.")
-@click.option("--db-id", default=None, help="Database conventions (mimic_iv, eicu, mimicsql); guessed from the file name.")
+@click.option("--db-id", default=None, callback=known_db_id,
+              help="Database conventions (mimic_iv, eicu, mimicsql, ...); guessed from the file name.")
 @click.option("--receipt", "receipt_path", default=None, type=click.Path(dir_okay=False),
               help="Write the decision's signed receipt here (check it with `ehrguard audit verify-receipt`).")
 @json_option

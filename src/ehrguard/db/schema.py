@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
 from ehrguard.db.engine import DuckDBDatabase, SQLiteDatabase
+from ehrguard.errors import SchemaLookupError
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,28 @@ class Schema:
     def table(self, name: str) -> TableInfo | None:
         lowered = name.lower()
         return next((t for t in self.tables if t.name.lower() == lowered or t.qualified_name.lower() == lowered), None)
+
+    def require_table(self, name: str) -> TableInfo:
+        """The table ``name``; a table the database lacks is a SchemaLookupError naming the closest ones."""
+        found = self.table(name)
+        if found is None:
+            raise SchemaLookupError(f"No table {name!r} in this database.{_closest(name, [t.qualified_name for t in self.tables])} "
+                                    "List them with: ehrguard db schema --db DB")
+        return found
+
+    def require_column(self, table: str, column: str) -> tuple[TableInfo, ColumnInfo]:
+        """The table and its column; either missing is a SchemaLookupError naming the closest ones."""
+        found = self.require_table(table)
+        col = found.column(column)
+        if col is None:
+            hint = _closest(column, [c.name for c in found.columns])
+            raise SchemaLookupError(f"No column {column!r} in {found.qualified_name}.{hint} "
+                                    f"Its columns: ehrguard db schema --db DB --table {found.qualified_name}")
+        return found, col
+
+    def only(self, table: str) -> Schema:
+        """This schema with one table only (a SchemaLookupError when it has no such table)."""
+        return Schema(dialect=self.dialect, tables=[self.require_table(table)])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -128,6 +152,12 @@ def _duckdb_schema(db: DuckDBDatabase) -> Schema:
             tables[key] = TableInfo(name=table_name, columns=[], namespace="" if schema_name == "main" else schema_name)
         tables[key].columns.append(ColumnInfo(name=column_name, type=data_type, not_null=bool(not_null)))
     return Schema(dialect="duckdb", tables=list(tables.values()))
+
+
+def _closest(name: str, names: list[str]) -> str:
+    close = difflib.get_close_matches(name.lower(), [n.lower() for n in names], n=3, cutoff=0.6)
+    by_lower = {n.lower(): n for n in names}
+    return f" Did you mean {', '.join(repr(by_lower[c]) for c in close)}?" if close else ""
 
 
 def _quote(identifier: str) -> str:
