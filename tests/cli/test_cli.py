@@ -51,7 +51,7 @@ def test_sql_run_json_and_refusal(synthetic_db: Path):
     runner = CliRunner()
     result = runner.invoke(cli, ["sql", "run", "--db", str(synthetic_db), "SELECT count(*) AS n FROM patients", "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["rows"] == [[24]]
+    assert json.loads(result.stdout)["rows"] == [[24]]
     result = runner.invoke(cli, ["sql", "run", "--db", str(synthetic_db), "DELETE FROM patients"])
     assert result.exit_code != 0
 

@@ -13,7 +13,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from ehrguard.cli.options import console, db_option, echo_json, json_option, setting_option
+from ehrguard.cli.options import console, db_option, json_option, setting_option
 from ehrguard.db import Result, locate_database, open_database
 from ehrguard.errors import ConfigError
 
