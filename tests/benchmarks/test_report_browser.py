@@ -44,7 +44,7 @@ def test_the_confusion_figure_labels_do_not_overlap(report):
     for labels in (ax.get_xticklabels(), ax.get_yticklabels()):
         boxes = [label.get_window_extent(renderer) for label in labels]
         assert len(boxes) >= 4
-        for a, b in zip(boxes, boxes[1:]):
+        for a, b in zip(boxes, boxes[1:], strict=False):
             assert not a.overlaps(b), "two tick labels of the confusion matrix overlap"
 
 
