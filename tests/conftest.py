@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,7 @@ FIXTURE_MARKS: dict[str, tuple[str, ...]] = {
     "shared_data": ("demo_data", "slow"),
     "mimic_iv_db": ("demo_data", "slow"),
     "eicu_db": ("demo_data", "slow"),
+    "postgres_url": ("postgres", "demo_data", "slow"),
 }
 MODULE_MARKS: dict[str, tuple[str, ...]] = {
     "server/test_webapp.py": ("browser", "subprocess", "slow"),
@@ -103,3 +105,30 @@ def eicu_db(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     out = tmp_path_factory.mktemp("eicu_db") / "eicu.sqlite"
     build_database("eicu", source=shared_data / "eicu-demo-2.0.1", out=out, progress=Progress())
     return out
+
+
+@pytest.fixture(scope="session")
+def postgres_url(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real PostgreSQL server (a throwaway cluster, tests/pg_cluster.py) holding the MIMIC-IV demo in the mimic-code
+    layout (mimiciv_hosp, mimiciv_icu, mimiciv_derived), loaded by the builder people use; skipped with the reason
+    where no PostgreSQL server binaries or no psycopg are installed."""
+    from tests.pg_cluster import Cluster, binaries
+
+    if binaries() is None:
+        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl): apt-get install postgresql")
+    pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'ehrguard[postgres]')")
+    import psycopg
+
+    from ehrguard.db import load_into_postgres
+
+    cluster = Cluster().start()
+    try:
+        with psycopg.connect(cluster.url, autocommit=True) as conn:
+            conn.execute("CREATE DATABASE mimic")
+        url = cluster.url_for("mimic")
+        raw = tmp_path_factory.mktemp("mimic_iv_raw") / "mimic_iv_raw.duckdb"
+        build_database("mimic_iv_raw", source=shared_data / "mimic-iv-demo-2.2", out=raw, progress=Progress())
+        load_into_postgres(raw, url)
+        yield url
+    finally:
+        cluster.stop()

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ehrguard.audit import AuditLog
-from ehrguard.db import Result, named_database
+from ehrguard.db import Result, is_postgres_url, named_database
 from ehrguard.db.engine import Database
+from ehrguard.db.postgres import redact_url
 from ehrguard.errors import ConfigError, EhrguardError, LLMError
 from ehrguard.receipt import make_receipt
 from ehrguard.verify import Verdict, database_context, verify
@@ -168,7 +169,8 @@ def answer(question: str, *, db: str | Path | Database | DatabaseContext, sql: s
         log.unverified(sql, exc, started)
         return Answer(question, generation, error=exc)
     done = Answer(question, generation, verdict, audit_id=log.verified(sql, verdict, started))
-    database = database_context(target, db_id).db
+    context = database_context(target, db_id)
+    database = context.db
     if execute and verdict.action in EXECUTED_ACTIONS:
         assert verdict.sql is not None  # a preserve / correct verdict always carries its SQL
         try:
@@ -178,8 +180,8 @@ def answer(question: str, *, db: str | Path | Database | DatabaseContext, sql: s
         else:
             log.executed(sql, verdict, done.result)
     try:
-        done.receipt = make_receipt(done, candidate_sql=sql, database=database, db_id=db_id, method=method, interface=interface,
-                                    options=options)
+        done.receipt = make_receipt(done, candidate_sql=sql, database=database, db_id=context.db_id, method=method,
+                                    interface=interface, options=options)
     except EhrguardError as exc:  # the deployment's receipt key cannot be read
         done.error = done.error or exc
     else:
@@ -233,9 +235,10 @@ def _target(db: str | Path | Database | DatabaseContext, names_only: bool, db_id
 
 
 def _label(db: str | Path | Database | DatabaseContext) -> str:
-    """The database as the audit log names it: as the caller gave it, or an open database's name."""
+    """The database as the audit log names it: as the caller gave it (a URL without its password), or an open database's
+    name."""
     if isinstance(db, (str, Path)):
-        return str(db)
+        return redact_url(str(db)) if is_postgres_url(db) else str(db)
     return (db.db if isinstance(db, DatabaseContext) else db).name
 
 

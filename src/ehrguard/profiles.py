@@ -134,8 +134,24 @@ PROFILES: dict[str, DatabaseProfile] = {
             person_ids=("subject_id",),
             file_name="mimic_iv_raw.duckdb", source_folder="mimic-iv-demo-2.2", builder="mimic_iv_raw",
         ),
+        DatabaseProfile(
+            "mimic_iv_postgres", "MIMIC-IV in PostgreSQL, the MIT-LCP mimic-code layout (mimiciv_hosp, mimiciv_icu, mimiciv_derived)",
+            "postgres", None,
+            _entities(("patient", "mimiciv_hosp.patients", "subject_id"), ("admission", "mimiciv_hosp.admissions", "hadm_id"),
+                      ("stay", "mimiciv_icu.icustays", "stay_id")),
+            person_ids=("subject_id",), source_folder="mimic-iv-demo-2.2", builder="mimic_iv_raw",
+        ),
+        DatabaseProfile(
+            "mimic_iv_bigquery", "MIMIC-IV 3.1 on BigQuery (physionet-data.mimiciv_3_1_hosp, mimiciv_3_1_icu)", "bigquery", None,
+            _entities(("patient", "physionet-data.mimiciv_3_1_hosp.patients", "subject_id"),
+                      ("admission", "physionet-data.mimiciv_3_1_hosp.admissions", "hadm_id"),
+                      ("stay", "physionet-data.mimiciv_3_1_icu.icustays", "stay_id")),
+            person_ids=("subject_id",),
+        ),
     )
 }
+# The built-in profiles as TOML files, the starting point for a hospital's own (``ehrguard db profile`` drafts one).
+PROFILE_FILES = Path(__file__).parent / "profiles_data"
 
 GENERIC = DatabaseProfile(
     "generic", "A database ehrguard has no profile for: MIMIC- and eICU-style names are recognised, nothing is fixed.", "sqlite", None,
@@ -225,6 +241,55 @@ def profile_from_dict(data: dict[str, Any], *, where: str = "profile") -> Databa
     return DatabaseProfile(**values)
 
 
+def register_profile(profile: DatabaseProfile) -> DatabaseProfile:
+    """Make ``profile`` known by its ``db_id`` in this process (a profile loaded from a hospital's TOML file)."""
+    PROFILES[profile.db_id] = profile
+    return profile
+
+
+def resolve_profile(value: str) -> DatabaseProfile:
+    """A built-in profile by id, or a profile from a ``.toml`` file (registered under its ``db_id``).
+
+    Raises:
+        ConfigError: an unknown id (naming the closest), or a TOML file that is not a profile.
+    """
+    if value.endswith(".toml"):
+        return register_profile(load_profile(value))
+    return known_profile(value)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def profile_to_toml(profile: DatabaseProfile, *, header: str = "") -> str:
+    """The profile as the TOML :func:`load_profile` reads (``header``: comment lines to put first)."""
+    lines = [f"# {line}" if line else "#" for line in header.splitlines()] if header else []
+    lines.append(f"db_id = {_toml_value(profile.db_id)}")
+    for name in ("description", "dialect"):
+        lines.append(f"{name} = {_toml_value(getattr(profile, name))}")
+    lines.append(f"now = {_toml_value(profile.now or 'clock')}")
+    for name in ("file_name", "source_folder", "builder", "bank"):
+        if getattr(profile, name):
+            lines.append(f"{name} = {_toml_value(getattr(profile, name))}")
+    if profile.answer_rule != "ehrsql":
+        lines.append(f"answer_rule = {_toml_value(profile.answer_rule)}")
+    for name in ("person_ids", "time_columns", "value_columns"):
+        values = getattr(profile, name)
+        if len(values) > 3:
+            lines.append(f"{name} = [\n" + "".join(f"    {_toml_value(v)},\n" for v in values) + "]")
+        else:
+            lines.append(f"{name} = {_toml_value(list(values))}")
+    for e in profile.entities:
+        lines += ["", "[[entities]]", f"name = {_toml_value(e.name)}", f"table = {_toml_value(e.table)}",
+                  f"id_column = {_toml_value(e.id_column)}"]
+    return "\n".join(lines) + "\n"
+
+
 def _now(value: Any, where: str) -> str | None:
     from ehrguard.errors import ConfigError
 
@@ -266,5 +331,6 @@ def _is_instant(text: str) -> bool:
     return True
 
 
-__all__ = ["EHRSQL_NOW", "GENERIC", "PROFILES", "DatabaseProfile", "Entity", "answer_rule", "get_profile", "known_profile",
-           "load_profile", "profile_for_file", "profile_from_dict"]
+__all__ = ["EHRSQL_NOW", "GENERIC", "PROFILES", "PROFILE_FILES", "DatabaseProfile", "Entity", "answer_rule", "get_profile",
+           "known_profile", "load_profile", "profile_for_file", "profile_from_dict", "profile_to_toml", "register_profile",
+           "resolve_profile"]

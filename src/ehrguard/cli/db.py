@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import click
@@ -16,6 +17,7 @@ from ehrguard.db import (
     ValueIndex,
     build_database,
     check_fidelity,
+    connect_database,
     load_ehrsql_split,
     locate_database,
     open_database,
@@ -52,10 +54,16 @@ def list_command(as_json: bool) -> None:
 @click.option("--out", type=click.Path(path_type=Path), help="Output file (default: $EHRGUARD_DB_DIR/NAME.sqlite|.duckdb).")
 @click.option("--download", is_flag=True, help="Fetch the open demo from PhysioNet into $EHRGUARD_DATA_DIR first (needs internet).")
 @click.option("--force", is_flag=True, help="Replace --out even when it is not a database this builder made.")
+@click.option("--target", default=None, metavar="postgresql://USER@HOST/DB",
+              help="Also load it into PostgreSQL (mimic_iv_raw: the mimic-code layout, mimiciv_hosp / mimiciv_icu / ...).")
 @json_option
-def build_command(name: str, source: Path | None, out: Path | None, download: bool, force: bool, as_json: bool) -> None:
-    """Build database NAME from its public source, atomically."""
+def build_command(name: str, source: Path | None, out: Path | None, download: bool, force: bool, target: str | None,
+                  as_json: bool) -> None:
+    """Build database NAME from its public source, atomically (and with --target, load it into PostgreSQL)."""
     builder = BUILDERS[name]
+    if target is not None:
+        _build_into_postgres(name, builder.suffix, source, out, target, as_json)
+        return
     out = out or db_dir() / f"{name}{builder.suffix}"
     if download:
         from ehrguard.db import download_demo
@@ -80,6 +88,32 @@ def build_command(name: str, source: Path | None, out: Path | None, download: bo
         console.print(f"{k}: {v}")
     if report.synthetic:
         console.print("[bold]SYNTHETIC data[/bold]: generated from seeded code, not real patients.")
+
+
+def _build_into_postgres(name: str, suffix: str, source: Path | None, out: Path | None, target: str, as_json: bool) -> None:
+    """``db build NAME --target URL``: the DuckDB build (kept at --out when given), then every table loaded with COPY."""
+    import tempfile
+
+    from ehrguard.db import is_postgres_url, load_into_postgres
+
+    if not is_postgres_url(target):
+        raise ConfigError(f"--target takes a postgresql:// URL, not {target!r} (e.g. postgresql://ehrguard@localhost/mimic).")
+    if suffix != ".duckdb":
+        raise ConfigError(f"{name} builds a SQLite file; --target loads DuckDB builds into PostgreSQL: use mimic_iv_raw.")
+    with tempfile.TemporaryDirectory() as tmp:
+        built = out or Path(tmp) / f"{name}{suffix}"
+        with status(f"Building {name}", quiet=as_json) as step:
+            build_database(name, source=source, out=built, force=True, progress=Progress(on_step=step))
+            counts = load_into_postgres(built, target, Progress(on_step=step))
+    from ehrguard.db import redact_url
+
+    if as_json:
+        echo_json({"target": redact_url(target), "tables": counts})
+        return
+    t = Table("table", "rows", title=f"{name} -> {redact_url(target)}")
+    for table_name, n in counts.items():
+        t.add_row(table_name, f"{n:,}")
+    console.print(t)
 
 
 @db_group.command("check")
@@ -122,7 +156,7 @@ def check_command(name: str, db_path: str, split_dir: Path, report_path: Path | 
 @json_option
 def schema_command(db_path: str, fmt: str, table: str | None, as_json: bool) -> None:
     """Print the schema of a database (DDL for prompts, one line per table, or JSON)."""
-    schema = read_schema(open_database(locate_database(db_path)))
+    schema = read_schema(connect_database(db_path))
     if table is not None:
         schema = schema.only(table)
     if fmt == "json" or as_json:
@@ -142,7 +176,7 @@ def schema_command(db_path: str, fmt: str, table: str | None, as_json: bool) -> 
 @json_option
 def values_command(db_path: str, table: str, column: str, literal: str, k: int, as_json: bool) -> None:
     """Does LITERAL exist in TABLE.COLUMN? If not, show the nearest values. An unknown table or column is an error."""
-    db = open_database(locate_database(db_path))
+    db = connect_database(db_path)
     read_schema(db).require_column(table, column)
     lookup = ValueIndex(db).lookup(table, column, literal, k=k)
     if as_json:
@@ -156,6 +190,28 @@ def values_command(db_path: str, table: str, column: str, literal: str, k: int, 
         click.echo(f"'{literal}' is not a value of {table}.{column}. Nearest:")
         for m in lookup.nearest:
             click.echo(f"  {m.score:.2f}  {m.value}")
+
+
+@db_group.command("profile")
+@db_option
+@click.option("--name", "db_id", default=None, help="The profile's db_id (default: the database's name).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the TOML here (default: stdout).")
+def profile_command(db_path: str, db_id: str | None, out: Path | None) -> None:
+    """Draft a profile (TOML) of a database from its schema and its data: entities and their ids, time columns, value
+    columns, its "now". Edit it, then pass --db-id FILE.toml."""
+    from ehrguard.profile_draft import draft_profile
+    from ehrguard.profiles import profile_to_toml
+
+    db = connect_database(db_path)
+    profile = draft_profile(db, db_id or re.sub(r"\W+", "_", db.name).strip("_").lower() or "my_database")
+    text = profile_to_toml(profile, header="A draft from `ehrguard db profile`: check every line against what your tables mean.\n"
+                           "Then: ehrguard verify --db DB --db-id THIS_FILE.toml ...")
+    if out:
+        out.write_text(text)
+        console.print(f"Wrote {out}: {len(profile.entities)} entities, {len(profile.time_columns)} time columns, "
+                      f"{len(profile.value_columns)} value columns, now {profile.now or 'the clock'}")
+    else:
+        click.echo(text, nl=False)
 
 
 @db_group.command("lexicon")

@@ -107,9 +107,10 @@ def status(message: str, quiet: bool = False) -> Iterator[Callable[[str], None]]
 
 
 def known_db_id(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """A ``--db-id`` callback: only a profile ehrguard knows (an unknown id is an error naming the closest)."""
+    """A ``--db-id`` callback: a profile ehrguard knows, or a ``.toml`` profile file (loaded and known from then on);
+    an unknown id is an error naming the closest."""
     if value is None:
         return None
-    from ehrguard.profiles import known_profile
+    from ehrguard.profiles import resolve_profile
 
-    return known_profile(value).db_id
+    return resolve_profile(value).db_id

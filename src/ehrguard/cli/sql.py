@@ -14,7 +14,7 @@ import click
 from rich.table import Table
 
 from ehrguard.cli.options import console, db_option, json_option, setting_option
-from ehrguard.db import Result, locate_database, open_database
+from ehrguard.db import Result, connect_database
 from ehrguard.errors import ConfigError
 
 FORMATS = ("table", "json", "csv", "parquet")
@@ -47,7 +47,7 @@ def run_command(db_path: str, sql: str | None, sql_file: Path | None, fmt: str |
     fmt = "json" if as_json else fmt or "table"
     if fmt == "parquet" and out is None:
         raise ConfigError("Parquet is binary: pass --out FILE.parquet (or choose --format csv or json for standard output).")
-    result = open_database(locate_database(db_path)).execute(text, timeout_s=timeout, max_rows=max_rows)
+    result = connect_database(db_path).execute(text, timeout_s=timeout, max_rows=max_rows)
     if fmt == "parquet":
         assert out is not None
         write_parquet(result, out)

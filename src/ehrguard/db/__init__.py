@@ -22,6 +22,7 @@ from ehrguard.db.engine import (
     SQLiteDatabase,
     built_databases,
     check_select_only,
+    connect_database,
     locate_database,
     named_database,
     open_database,
@@ -34,9 +35,12 @@ from ehrguard.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ehrguard.db.bigquery import BigQueryDatabase
+    from ehrguard.db.builders.postgres import load_into_postgres
     from ehrguard.db.download import download_demo
+    from ehrguard.db.postgres import PostgresDatabase, is_postgres_url, redact_url
 
-_LAZY = {"BigQueryDatabase": ".bigquery", "download_demo": ".download"}
+_LAZY = {"BigQueryDatabase": ".bigquery", "download_demo": ".download", "load_into_postgres": ".builders.postgres",
+         **dict.fromkeys(("PostgresDatabase", "is_postgres_url", "redact_url"), ".postgres")}
 
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
@@ -60,6 +64,11 @@ __all__ = [
     "built_databases",
     "check_fidelity",
     "check_select_only",
+    "connect_database",
+    "is_postgres_url",
+    "load_into_postgres",
+    "redact_url",
+    "PostgresDatabase",
     "download_demo",
     "lexicon_path",
     "lexicon_state",

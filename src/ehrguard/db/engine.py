@@ -93,8 +93,11 @@ class Database(Protocol):
     """What every database backend offers."""
 
     name: str
-    path: Path
     dialect: str
+
+    @property
+    def path(self) -> Path | None:
+        """The database file; None when it is not a file (a PostgreSQL server)."""
 
     def execute(self, sql: str, *, timeout_s: float | None = None, max_rows: int | None = None) -> Result: ...
 
@@ -521,6 +524,15 @@ def _duckdb_magic(p: Path) -> bytes:
     with p.open("rb") as fh:
         fh.seek(8)
         return fh.read(4)
+
+
+def connect_database(target: str | Path, *, isolated: bool | None = None) -> Database:
+    """An open database from a ``postgresql://`` URL, a file, or the name of a built database."""
+    from ehrguard.db.postgres import PostgresDatabase, is_postgres_url
+
+    if is_postgres_url(target):
+        return PostgresDatabase(str(target))
+    return open_database(locate_database(target), isolated=isolated)
 
 
 def locate_database(name_or_path: str | Path) -> Path:

@@ -112,6 +112,8 @@ def read_schema(db: Any) -> Schema:
         return _sqlite_schema(db)
     if isinstance(db, DuckDBDatabase):
         return _duckdb_schema(db)
+    if getattr(db, "dialect", None) == "postgres":
+        return _postgres_schema(db)
     raise TypeError(f"Cannot read the schema of {type(db).__name__}.")
 
 
@@ -152,6 +154,28 @@ def _duckdb_schema(db: DuckDBDatabase) -> Schema:
             tables[key] = TableInfo(name=table_name, columns=[], namespace="" if schema_name == "main" else schema_name)
         tables[key].columns.append(ColumnInfo(name=column_name, type=data_type, not_null=bool(not_null)))
     return Schema(dialect="duckdb", tables=list(tables.values()))
+
+
+def _postgres_schema(db: Any) -> Schema:
+    """Every table and view outside PostgreSQL's own schemas; ``public`` tables unqualified, the others (``mimiciv_hosp``,
+    ...) under their schema's name."""
+    conn = db.internal_connection()
+    try:
+        rows = conn.execute(
+            """SELECT c.table_schema, c.table_name, c.column_name, c.data_type, c.is_nullable = 'NO'
+               FROM information_schema.columns c
+               JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+               WHERE c.table_schema NOT IN ('pg_catalog', 'information_schema') AND c.table_schema NOT LIKE 'pg_toast%'
+               ORDER BY c.table_schema, c.table_name, c.ordinal_position""").fetchall()
+    finally:
+        db.release_internal(conn)
+    tables: dict[tuple[str, str], TableInfo] = {}
+    for schema_name, table_name, column_name, data_type, not_null in rows:
+        key = (schema_name, table_name)
+        if key not in tables:
+            tables[key] = TableInfo(name=table_name, columns=[], namespace="" if schema_name == "public" else schema_name)
+        tables[key].columns.append(ColumnInfo(name=column_name, type=data_type.upper(), not_null=bool(not_null)))
+    return Schema(dialect="postgres", tables=list(tables.values()))
 
 
 def _closest(name: str, names: list[str]) -> str:

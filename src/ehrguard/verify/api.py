@@ -8,6 +8,7 @@ from typing import Any
 
 from ehrguard.db.engine import Database, locate_database
 from ehrguard.db.limits import check_sql_size
+from ehrguard.db.postgres import is_postgres_url
 from ehrguard.runtime import runtime
 from ehrguard.verify.methods import Case, DatabaseContext, get_method
 from ehrguard.verify.verdict import Verdict
@@ -18,9 +19,30 @@ def database_context(db: str | Path | Database | DatabaseContext, db_id: str | N
     a rebuilt file is opened anew)."""
     if isinstance(db, DatabaseContext):
         return db
+    if is_postgres_url(db):
+        return runtime().memo("postgres", (str(db), db_id), lambda: postgres_context(str(db), db_id), close=lambda c: c.db.close())
     if isinstance(db, (str, Path)):
         return runtime().database_context(locate_database(db), db_id)
     return DatabaseContext(db, db_id or getattr(db, "name", None) or "unknown")
+
+
+def postgres_context(url: str, db_id: str | None = None) -> DatabaseContext:
+    """A PostgreSQL database with its conventions: ``db_id``'s, else ``mimic_iv_postgres`` when the mimic-code schemas
+    (``mimiciv_hosp``, ``mimiciv_icu``) are there, else no fixed conventions in PostgreSQL's dialect."""
+    from dataclasses import replace
+
+    from ehrguard.db.postgres import PostgresDatabase
+    from ehrguard.db.schema import read_schema
+    from ehrguard.profiles import GENERIC, PROFILES, known_profile
+
+    db = PostgresDatabase(url)
+    if db_id is not None:
+        profile = known_profile(db_id)
+    elif {"mimiciv_hosp", "mimiciv_icu"} <= {t.namespace for t in read_schema(db).tables}:
+        profile = PROFILES["mimic_iv_postgres"]
+    else:
+        profile = replace(GENERIC, dialect="postgres")
+    return DatabaseContext(db, profile.db_id, profile=profile)
 
 
 def verify(question: str, sql: str, *, db: str | Path | Database | DatabaseContext, method: str = "offline",

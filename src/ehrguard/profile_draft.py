@@ -1,0 +1,155 @@
+"""``ehrguard db profile``: a first draft of a database's profile, read from its schema and its data.
+
+The owner of a schema knows what its tables mean; this draft saves the typing and says where it guessed:
+
+* **entities** (patient, admission, ICU stay): a table whose name says what it holds (``patients``, ``people``,
+  ``persons``; ``admissions``, ``encounters``, ``visits``; ``icustays``, ``stays``), and its id column: the column
+  whose values are unique in it and which the most other tables also have (the key the events hang on);
+* **time columns**: date/time types, and text columns whose sampled values all read as dates or date-times;
+* **value columns**: text columns with a few to some thousands of distinct values, the names and labels questions
+  quote (not ids, not times, not free text);
+* **now**: when the latest time in the data is past the machine's clock (a date-shifted extract such as MIMIC's or
+  EHRSQL's), that instant; else the real clock.
+
+Every guess is a line of the TOML the owner edits; ``--db-id FILE.toml`` then uses it everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from ehrguard.db import Database, read_schema
+from ehrguard.db.schema import TableInfo
+from ehrguard.errors import DatabaseError
+from ehrguard.profiles import DatabaseProfile, Entity, EntityName
+
+# What a table of each entity is called, in the words of English and of the schemas this project knows.
+ENTITY_WORDS: dict[EntityName, tuple[str, ...]] = {
+    "patient": ("patient", "patients", "people", "person", "persons", "subject", "subjects", "demographic", "demographics"),
+    "admission": ("admission", "admissions", "encounter", "encounters", "visit", "visits", "hospitalization",
+                  "hospitalizations", "hospitalisation", "hospitalisations", "stay_hospital"),
+    "stay": ("icustay", "icustays", "icu_stay", "icu_stays", "unitstay", "unitstays", "stay", "stays"),
+}
+_TIME_TYPES = re.compile(r"DATE|TIME", re.IGNORECASE)
+_TEXT_TYPES = re.compile(r"CHAR|TEXT|STRING|CLOB", re.IGNORECASE)
+_NUMBER = re.compile(r"^\s*-?\d+(\.\d+)?\s*$")
+_INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?$")
+SAMPLE = 200
+MAX_VALUES = 200_000
+
+
+def _quote(db: Database, name: str) -> str:
+    quote = "`" if db.dialect in ("bigquery", "mysql") else '"'
+    return quote + name.replace(quote, quote * 2) + quote
+
+
+def _table_ref(db: Database, t: TableInfo) -> str:
+    return ".".join(_quote(db, part) for part in t.qualified_name.split("."))
+
+
+def _rows(db: Database, sql: str, max_rows: int = SAMPLE) -> list[tuple[Any, ...]]:
+    try:
+        return list(db.execute(sql, timeout_s=60, max_rows=max_rows).rows)
+    except DatabaseError:
+        return []
+
+
+def _unique(db: Database, t: TableInfo, column: str) -> bool:
+    col = _quote(db, column)
+    rows = _rows(db, f"SELECT COUNT({col}), COUNT(DISTINCT {col}), COUNT(*) FROM {_table_ref(db, t)}", 1)
+    return bool(rows) and rows[0][0] == rows[0][1] == rows[0][2] and rows[0][2] > 0
+
+
+def _repeats_elsewhere(db: Database, column: str, home: TableInfo, tables: list[TableInfo]) -> bool:
+    """Whether ``column`` holds a repeated value in a sample of another table that has it (up to three tables)."""
+    others = [t for t in tables if t is not home and t.column(column) is not None][:3]
+    for t in others:
+        col = _quote(db, column)
+        sample = [r[0] for r in _rows(db, f"SELECT {col} FROM {_table_ref(db, t)} WHERE {col} IS NOT NULL LIMIT 5000", 5000)]
+        if len(set(sample)) < len(sample):
+            return True
+    return False
+
+
+def _lookup(db: Database, t: TableInfo) -> bool:
+    """A lookup table: every id-like column of it is unique in it (it references no entity's rows many times)."""
+    ids = [c.name for c in t.columns if re.search(r"(^|_)(id|mrn|pid|key|code)$|id$", c.name.lower())]
+    return bool(ids) and all(_unique(db, t, c) for c in ids)
+
+
+def _entities(db: Database, tables: list[TableInfo]) -> tuple[Entity, ...]:
+    found: list[Entity] = []
+    taken: set[str] = set()
+    shared: dict[str, int] = {}  # column name -> how many tables have it
+    for t in tables:
+        for c in t.columns:
+            shared[c.name.lower()] = shared.get(c.name.lower(), 0) + 1
+    for name, words in ENTITY_WORDS.items():
+        for t in tables:
+            if t.name.lower() not in words or t.qualified_name in taken:
+                continue
+            ids = [c.name for c in t.columns if re.search(r"(^|_)(id|mrn|pid|key)$|id$", c.name.lower())]
+            ids.sort(key=lambda c: (-shared.get(c.lower(), 0), len(c)))
+            # the key the events hang on: unique here, repeated in another table (a row number is unique everywhere)
+            key = next((c for c in ids if _unique(db, t, c) and _repeats_elsewhere(db, c, t, tables)), None)
+            if key is not None:
+                found.append(Entity(name, t.qualified_name, key))
+                taken.add(t.qualified_name)
+                break
+    return tuple(found)
+
+
+def _is_instant(value: Any) -> bool:
+    return isinstance(value, datetime) or (isinstance(value, str) and bool(_INSTANT.match(value.strip())))
+
+
+def _columns(db: Database, tables: list[TableInfo], ids: set[str]) -> tuple[list[str], list[str], str | None]:
+    times, values, latest = [], [], None
+    for t in tables:
+        for c in t.columns:
+            qualified = f"{t.qualified_name}.{c.name}"
+            col = _quote(db, c.name)
+            ref = _table_ref(db, t)
+            sample: list[Any] = []
+            if _TIME_TYPES.search(c.type) or _TEXT_TYPES.search(c.type):
+                sample = [r[0] for r in _rows(db, f"SELECT {col} FROM {ref} WHERE {col} IS NOT NULL LIMIT {SAMPLE}")]
+                if sample and all(_is_instant(v) for v in sample):
+                    times.append(qualified)
+                    top = _rows(db, f"SELECT MAX({col}) FROM {ref}", 1)
+                    if top and top[0][0] is not None and (latest is None or str(top[0][0]) > latest):
+                        latest = str(top[0][0])[:19]
+                    continue
+            if not _TEXT_TYPES.search(c.type) or c.name.lower() in ids or re.search(r"(^|_)id$", c.name.lower()):
+                continue
+            if sample and all(_NUMBER.match(str(v)) for v in sample):
+                continue  # numbers stored as text: measurements or codes, not names a question quotes
+            rows = _rows(db, f"SELECT COUNT(DISTINCT {col}), COUNT({col}), MAX(LENGTH({col})) FROM {ref}", 1)
+            if not rows or not rows[0][0] or not 2 <= rows[0][0] <= MAX_VALUES or (rows[0][2] or 0) > 300:
+                continue
+            # a text different on (nearly) every row is a name only in a lookup table (a dictionary of codes and titles);
+            # in a table of events it is free text (a note)
+            if rows[0][0] > 0.9 * rows[0][1] and not _lookup(db, t):
+                continue
+            values.append(qualified)
+    return times, values, latest
+
+
+def draft_profile(db: Database, db_id: str) -> DatabaseProfile:
+    """A first profile of ``db`` under the name ``db_id`` (see the module docstring for what is guessed and how)."""
+    tables = read_schema(db).tables
+    entities = _entities(db, tables)
+    ids = {e.id_column.lower() for e in entities}
+    times, values, latest = _columns(db, tables, ids)
+    now = None
+    if latest is not None and len(latest) >= 10:
+        instant = latest if len(latest) == 19 else (latest[:10] + " 23:59:59")
+        if instant > datetime.now().strftime("%Y-%m-%d %H:%M:%S"):
+            now = instant.replace("T", " ")
+    person_ids = tuple(e.id_column for e in entities if e.name == "patient")
+    return DatabaseProfile(db_id, f"Drafted by `ehrguard db profile` from {db.name}: check every line", db.dialect, now, entities,
+                           person_ids=person_ids, time_columns=tuple(times), value_columns=tuple(values))
+
+
+__all__ = ["ENTITY_WORDS", "draft_profile"]
