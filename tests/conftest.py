@@ -34,6 +34,7 @@ FIXTURE_MARKS: dict[str, tuple[str, ...]] = {
     "mimic_iv_db": ("demo_data", "slow"),
     "eicu_db": ("demo_data", "slow"),
     "postgres_url": ("postgres", "demo_data", "slow"),
+    "mimic_iv_raw_db": ("demo_data", "slow"),
 }
 MODULE_MARKS: dict[str, tuple[str, ...]] = {
     "server/test_webapp.py": ("browser", "subprocess", "slow"),
@@ -108,7 +109,14 @@ def eicu_db(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
 
 
 @pytest.fixture(scope="session")
-def postgres_url(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def mimic_iv_raw_db(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("mimic_iv_raw") / "mimic_iv_raw.duckdb"
+    build_database("mimic_iv_raw", source=shared_data / "mimic-iv-demo-2.2", out=out, progress=Progress())
+    return out
+
+
+@pytest.fixture(scope="session")
+def postgres_url(mimic_iv_raw_db: Path) -> Iterator[str]:
     """A real PostgreSQL server (a throwaway cluster, tests/pg_cluster.py) holding the MIMIC-IV demo in the mimic-code
     layout (mimiciv_hosp, mimiciv_icu, mimiciv_derived), loaded by the builder people use; skipped with the reason
     where no PostgreSQL server binaries or no psycopg are installed."""
@@ -126,9 +134,7 @@ def postgres_url(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) ->
         with psycopg.connect(cluster.url, autocommit=True) as conn:
             conn.execute("CREATE DATABASE mimic")
         url = cluster.url_for("mimic")
-        raw = tmp_path_factory.mktemp("mimic_iv_raw") / "mimic_iv_raw.duckdb"
-        build_database("mimic_iv_raw", source=shared_data / "mimic-iv-demo-2.2", out=raw, progress=Progress())
-        load_into_postgres(raw, url)
+        load_into_postgres(mimic_iv_raw_db, url)
         yield url
     finally:
         cluster.stop()

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from ehrguard import answer
 from ehrguard.audit import AuditLog
 from ehrguard.cli import cli
-from ehrguard.db import open_database
+from ehrguard.db import lexicon_path, open_database
 from ehrguard.errors import ConfigError
 from ehrguard.receipt import check_receipt, key_id, result_fingerprint
 from ehrguard.server.app import create_app
@@ -32,6 +32,8 @@ def db_copy(mimic_iv_db: Path, tmp_path: Path, monkeypatch) -> Path:
     dbs.mkdir()
     path = dbs / "mimic_iv.sqlite"
     shutil.copy(mimic_iv_db, path)
+    if lexicon_path(mimic_iv_db).is_file():  # the copy's lexicon is current (same bytes): not rebuilt for each test
+        shutil.copy(lexicon_path(mimic_iv_db), lexicon_path(path))
     monkeypatch.setenv("EHRGUARD_DB_DIR", str(dbs))
     monkeypatch.setenv("EHRGUARD_AUDIT_PATH", str(tmp_path / "audit.sqlite"))
     monkeypatch.setenv("EHRGUARD_RECEIPT_KEY", KEY)

@@ -28,7 +28,7 @@ def report(mimic_iv_db: Path, shared_data: Path, tmp_path_factory: pytest.TempPa
     sample = [it for cat in ("ambiguous", "answerable_correct", "answerable_incorrect", "unanswerable")
               for it in [i for i in items if i.sampled_category == cat][:15]]
     out = tmp_path_factory.mktemp("run")
-    run_scare(sample, get_method("offline"), db_dir=dbs, out=out, data_files=[data])
+    run_scare(sample, get_method("preserve_all"), db_dir=dbs, out=out, data_files=[data])
     records = RunDir(out).records()
     metrics = score_records(records)
     write_scare_report(out, metrics, RunDir(out).config(), records)

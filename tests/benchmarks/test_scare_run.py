@@ -227,7 +227,7 @@ def test_merged_runs_make_a_run_folder_that_compare_reads(sample, db_dir, mimic_
 def test_ctrl_c_says_how_to_resume(mimic_file, db_dir, tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, str(ROOT / "tests" / "benchmarks" / "slow_method.py"), "bench", "scare", "--data", str(mimic_file),
-           "--db-dir", str(db_dir), "--method", "slow_preserve", "--out", str(out), "--no-report"]
+           "--db-dir", str(db_dir), "--method", "slow_preserve", "--sample", "150", "--out", str(out), "--no-report"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             env={**os.environ, "COLUMNS": "400"})
     pred = out / "predictions.jsonl"
@@ -238,10 +238,10 @@ def test_ctrl_c_says_how_to_resume(mimic_file, db_dir, tmp_path):
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
     kept, said = len(RunDir(out).records()), stdout + stderr
-    assert f"Stopped: {kept} of 699 items are saved in {out}/predictions.jsonl" in said, said
+    assert f"Stopped: {kept} of 150 items are saved in {out}/predictions.jsonl" in said, said
     assert "Resume with:" in said and f"--out {out}" in said and "Traceback" not in said
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
-    assert done.returncode == 0 and f"699 items: {kept} from before" in done.stdout + done.stderr, done.stdout + done.stderr
+    assert done.returncode == 0 and f"150 items: {kept} from before" in done.stdout + done.stderr, done.stdout + done.stderr
 
 
 def test_mcnemar_matches_the_binomial_test_by_hand():

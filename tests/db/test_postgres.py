@@ -112,7 +112,7 @@ def test_a_least_privilege_role(postgres_url: str):
 
 
 def test_the_adversarial_corpus_changes_nothing(db: PostgresDatabase):
-    report = run_hostile(db, timeout_s=2.0)
+    report = run_hostile(db, timeout_s=1.0)
     assert len(report.outcomes) >= 300 and report.file_unchanged and not report.new_files
     assert not report.failures, [(f.id, f.outcome, f.message[:80]) for f in report.failures]
     assert not any(o.outcome.startswith("crash") for o in report.outcomes)
@@ -156,13 +156,13 @@ def test_a_password_never_reaches_the_audit_log(postgres_url: str, tmp_path: Pat
     assert connect_database(url).execute("SELECT 1").rows == [(1,)]
 
 
-def test_db_build_target_loads_a_database_through_the_cli(postgres_url: str, shared_data: Path, monkeypatch):
-    monkeypatch.setenv("EHRGUARD_DATA_DIR", str(shared_data))
+def test_db_build_target_loads_a_database_through_the_cli(postgres_url: str, mimic_iv_raw_db: Path):
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         admin.execute("DROP DATABASE IF EXISTS mimic_cli")
         admin.execute("CREATE DATABASE mimic_cli")
     target = postgres_url.replace("/mimic?", "/mimic_cli?")
-    r = CliRunner().invoke(cli, ["db", "build", "mimic_iv_raw", "--target", target, "--json"])
+    # the session's DuckDB build, loaded as it is (without --out, the command builds one first: the fixture's path)
+    r = CliRunner().invoke(cli, ["db", "build", "mimic_iv_raw", "--out", str(mimic_iv_raw_db), "--target", target, "--json"])
     assert r.exit_code == 0, r.output
     tables = json.loads(r.stdout)["tables"]
     assert tables["mimiciv_hosp.patients"] == 100 and tables["mimiciv_icu.icustays"] == 140 and len(tables) >= 30

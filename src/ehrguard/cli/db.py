@@ -55,7 +55,8 @@ def list_command(as_json: bool) -> None:
 @click.option("--download", is_flag=True, help="Fetch the open demo from PhysioNet into $EHRGUARD_DATA_DIR first (needs internet).")
 @click.option("--force", is_flag=True, help="Replace --out even when it is not a database this builder made.")
 @click.option("--target", default=None, metavar="postgresql://USER@HOST/DB",
-              help="Also load it into PostgreSQL (mimic_iv_raw: the mimic-code layout, mimiciv_hosp / mimiciv_icu / ...).")
+              help="Also load it into PostgreSQL (mimic_iv_raw: the mimic-code layout, mimiciv_hosp / mimiciv_icu / ...); "
+                   "an existing --out build without --source is loaded as it is.")
 @json_option
 def build_command(name: str, source: Path | None, out: Path | None, download: bool, force: bool, target: str | None,
                   as_json: bool) -> None:
@@ -103,7 +104,8 @@ def _build_into_postgres(name: str, suffix: str, source: Path | None, out: Path 
     with tempfile.TemporaryDirectory() as tmp:
         built = out or Path(tmp) / f"{name}{suffix}"
         with status(f"Building {name}", quiet=as_json) as step:
-            build_database(name, source=source, out=built, force=True, progress=Progress(on_step=step))
+            if not (out is not None and out.is_file() and source is None):  # an existing --out build is loaded as it is
+                build_database(name, source=source, out=built, force=True, progress=Progress(on_step=step))
             counts = load_into_postgres(built, target, Progress(on_step=step))
     from ehrguard.db import redact_url
 
