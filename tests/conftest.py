@@ -94,25 +94,26 @@ def synthetic_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def _demo_build(name: str, file_name: str, source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A demo database built once per session by the builder people use, in a folder of its own."""
+    out = tmp_path_factory.mktemp(name) / file_name
+    build_database(name, source=source, out=out, progress=Progress())
+    return out
+
+
 @pytest.fixture(scope="session")
 def mimic_iv_db(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("mimic_iv") / "mimic_iv.sqlite"
-    build_database("mimic_iv", source=shared_data / "mimic-iv-demo-2.2", out=out, progress=Progress())
-    return out
+    return _demo_build("mimic_iv", "mimic_iv.sqlite", shared_data / "mimic-iv-demo-2.2", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def eicu_db(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("eicu_db") / "eicu.sqlite"
-    build_database("eicu", source=shared_data / "eicu-demo-2.0.1", out=out, progress=Progress())
-    return out
+    return _demo_build("eicu", "eicu.sqlite", shared_data / "eicu-demo-2.0.1", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def mimic_iv_raw_db(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("mimic_iv_raw") / "mimic_iv_raw.duckdb"
-    build_database("mimic_iv_raw", source=shared_data / "mimic-iv-demo-2.2", out=out, progress=Progress())
-    return out
+    return _demo_build("mimic_iv_raw", "mimic_iv_raw.duckdb", shared_data / "mimic-iv-demo-2.2", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

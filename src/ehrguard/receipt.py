@@ -56,15 +56,22 @@ def receipt_key() -> bytes | None:
     if key:
         return key.encode()
     path = setting_value("receipt_key_file")
-    if isinstance(path, Path):
-        try:
-            data = path.read_bytes().strip()
-        except OSError as exc:
-            raise ConfigError(f"The receipt key file {path} cannot be read ({exc.strerror}): fix receipt_key_file.") from None
-        if not data:
-            raise ConfigError(f"The receipt key file {path} is empty: put a long random secret in it.")
-        return data
-    return None
+    return read_key_file(path, "fix receipt_key_file") if isinstance(path, Path) else None
+
+
+def read_key_file(path: str | Path, fix: str) -> bytes:
+    """A signing key from a file (surrounding whitespace dropped); ``fix`` says where to correct a bad one.
+
+    Raises:
+        ConfigError: the file cannot be read, or is empty.
+    """
+    try:
+        data = Path(path).read_bytes().strip()
+    except OSError as exc:
+        raise ConfigError(f"The receipt key file {path} cannot be read ({exc.strerror}): {fix}.") from None
+    if not data:
+        raise ConfigError(f"The receipt key file {path} is empty: put a long random secret in it.")
+    return data
 
 
 def key_id(key: bytes) -> str:
@@ -240,4 +247,4 @@ def _check_database(receipt: dict[str, Any], database: Database, found: ReceiptC
 
 
 __all__ = ["ReceiptCheck", "canonical", "check_receipt", "database_sha256", "key_id", "knowledge_checksums", "make_receipt",
-           "read_receipt", "receipt_key", "result_fingerprint", "sign"]
+           "read_key_file", "read_receipt", "receipt_key", "result_fingerprint", "sign"]

@@ -168,19 +168,12 @@ def receipt_command(entry_id: int, out: str | None) -> None:
 def verify_receipt_command(path: str, key_file: str | None, db_path: str | None) -> None:
     """Check a receipt: its digest, its HMAC signature, and with --db that the database is the same and the final
     SQL still gives the same rows. Exits 1 when any check fails or the receipt is unsigned."""
-    from pathlib import Path
-
-    from ehrguard.db import open_database
-    from ehrguard.receipt import check_receipt, read_receipt, receipt_key
+    from ehrguard.db import connect_database
+    from ehrguard.receipt import check_receipt, read_key_file, read_receipt, receipt_key
 
     receipt = read_receipt(path)
-    key = receipt_key()
-    if key_file:
-        try:
-            key = Path(key_file).read_bytes().strip()
-        except OSError as exc:
-            raise ConfigError(f"Cannot read the key file {key_file}: {exc.strerror}.") from None
-    found = check_receipt(receipt, key, open_database(db_path) if db_path else None)
+    key = read_key_file(key_file, "fix --key-file") if key_file else receipt_key()
+    found = check_receipt(receipt, key, connect_database(db_path) if db_path else None)
     for step in found.passed:
         console.print(f"[green]ok[/green] {step}", highlight=False)
     for problem in found.problems:

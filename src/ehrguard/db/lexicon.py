@@ -226,8 +226,7 @@ def load_lexicon(db_path: str | Path) -> Lexicon | None:
     except sqlite3.Error:
         return None
     try:
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        recorded = json.loads(meta["database"])
+        meta, recorded = _database_record(conn)
         st = db.stat()
         current = (meta.get("format") == str(FORMAT) and recorded["size"] == st.st_size
                    # the modification time vouches for the checksum; a copied or touched file is checked in full
@@ -240,6 +239,12 @@ def load_lexicon(db_path: str | Path) -> Lexicon | None:
     return None
 
 
+def _database_record(conn: sqlite3.Connection) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A lexicon's meta table, and in it the record of the database file it was built from (size, mtime_ns, sha256)."""
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    return meta, json.loads(meta["database"])
+
+
 def recorded_checksum(db_path: str | Path) -> str | None:
     """The database file's SHA-256 as its lexicon recorded it, when the file's size and modification time still match
     (hashing a full MIMIC-IV file anew takes tens of seconds); None otherwise."""
@@ -249,7 +254,7 @@ def recorded_checksum(db_path: str | Path) -> str | None:
     except sqlite3.Error:
         return None
     try:
-        recorded = json.loads(dict(conn.execute("SELECT key, value FROM meta").fetchall())["database"])
+        _, recorded = _database_record(conn)
         st = Path(db_path).stat()
         if recorded["size"] == st.st_size and recorded["mtime_ns"] == st.st_mtime_ns:
             return str(recorded["sha256"])
