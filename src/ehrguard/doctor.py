@@ -67,7 +67,7 @@ def _artifacts() -> list[Check]:
 
 
 def _databases() -> list[Check]:
-    from ehrguard.db import built_databases, lexicon_state, open_database
+    from ehrguard.db import LINK_SUFFIX, built_databases, lexicon_state, open_database, read_link, redact_url
     from ehrguard.errors import DatabaseError
     from ehrguard.profiles import profile_for_file
 
@@ -79,11 +79,14 @@ def _databases() -> list[Check]:
     for path in found:
         try:
             db = open_database(path, isolated=False)
-            detail = f"{db.dialect}, {path.stat().st_size / 2**20:.1f} MiB"
+            if path.suffix == LINK_SUFFIX:
+                detail = f"{db.dialect}, {redact_url(read_link(path).url)}"
+            else:
+                detail = f"{db.dialect}, {path.stat().st_size / 2**20:.1f} MiB"
             db.close()
             lexicon = lexicon_state(path, profile_for_file(path).value_columns)
             checks.append(Check("databases", path.stem, "ok", f"{detail}, value lexicon {lexicon}",
-                                "" if lexicon in ("ok", "not needed") else
+                                "" if lexicon in ("ok", "not needed", "in memory") else
                                 f"ehrguard db lexicon --db {path} (the first check is slower without it)"))
         except DatabaseError as exc:
             checks.append(Check("databases", path.stem, "missing", str(exc).splitlines()[0],

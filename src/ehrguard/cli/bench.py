@@ -270,12 +270,12 @@ def ehrsql_command(split_dir: str, db_path: str, predictions: str, fit_split: st
     """Score a text-to-SQL system's predictions: RS(0/5/10/N), execution accuracy, abstention P/R; with --fit-split,
     also RS(c) with the confidence threshold chosen on that split."""
     from ehrguard.benchmarks import ehrsql_decisions, fmt, jsonable, read_predictions, score_decisions, threshold_report
-    from ehrguard.db import locate_database, open_database
+    from ehrguard.db import connect_database
 
     if (fit_split is None) != (fit_predictions is None):
         raise ConfigError("--fit-split and --fit-predictions go together: the split to choose the threshold on and the "
                           "system's predictions for it.")
-    db = open_database(locate_database(db_path))
+    db = connect_database(db_path)
     try:
         sqls, confidences = read_predictions(predictions)
         decisions = ehrsql_decisions(split_dir, db, sqls, confidences)

@@ -66,7 +66,7 @@ def execcheck_command(split_dir: str, db_path: str, max_bytes_billed: int, sql_f
     """Transpile every task's BigQuery SQL to DuckDB and execute it (or send it as written to BigQuery); count successes and
     error classes."""
     from ehrguard.clinsql import execcheck
-    from ehrguard.db import locate_database, open_database
+    from ehrguard.db import connect_database
 
     bigquery = db_path.startswith("bigquery:")
     db: Database | BigQueryDatabase
@@ -75,7 +75,7 @@ def execcheck_command(split_dir: str, db_path: str, max_bytes_billed: int, sql_f
 
         db = BigQueryDatabase(db_path.split(":", 1)[1] or None, max_bytes_billed=max_bytes_billed)
     else:
-        db = open_database(locate_database(db_path))
+        db = connect_database(db_path)
     try:
         result = execcheck(split_dir, db, None if sql_from == "gold" else sql_from, timeout_s=timeout, transpile=not bigquery)
     finally:

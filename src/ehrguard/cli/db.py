@@ -127,7 +127,7 @@ def _build_into_postgres(name: str, suffix: str, source: Path | None, out: Path 
 @json_option
 def check_command(name: str, db_path: str, split_dir: Path, report_path: Path | None, as_json: bool) -> None:
     """Measure fidelity: the share of published EHRSQL answers the database reproduces, per table."""
-    db = open_database(locate_database(db_path))
+    db = connect_database(db_path)
     from rich.progress import Progress as Bar
 
     _, labels, _ = load_ehrsql_split(split_dir)
@@ -214,6 +214,27 @@ def profile_command(db_path: str, db_id: str | None, out: Path | None) -> None:
                       f"{len(profile.value_columns)} value columns, now {profile.now or 'the clock'}")
     else:
         click.echo(text, nl=False)
+
+
+@db_group.command("link")
+@click.argument("name")
+@click.argument("url", metavar="postgresql://USER@HOST/DB")
+@click.option("--db-id", "profile", default=None, callback=known_db_id,
+              help="Its conventions (mimic_iv_postgres, a .toml profile's id, ...); default: detected from its schemas.")
+def link_command(name: str, url: str, profile: str | None) -> None:
+    """Name a PostgreSQL database in $EHRGUARD_DB_DIR (NAME.postgres), so that `serve`, `mcp`, the benchmarks and every
+    --db NAME reach it like a built file. Keep passwords in ~/.pgpass or PGPASSWORD rather than in the URL."""
+    from ehrguard.db import Link, is_postgres_url, redact_url, write_link
+    from ehrguard.verify import postgres_context
+
+    if not is_postgres_url(url):
+        raise ConfigError(f"Not a PostgreSQL URL: {url!r}; write postgresql://USER@HOST:PORT/DB.")
+    context = postgres_context(url, profile)  # connects: a link that cannot be reached is not written
+    tables = len(context.schema.tables)
+    context.db.close()
+    path = write_link(name, Link(url, profile))
+    console.print(f"Wrote {path}: {redact_url(url)}, {tables} tables, conventions {context.profile.db_id}. "
+                  f"Use it as --db {name}.")
 
 
 @db_group.command("lexicon")

@@ -25,10 +25,10 @@ def generate_command(db_path: str, question: str, model: str, mode: str, refine:
                      schema_hints: str | None, as_json: bool) -> None:
     """Write SQL for a question, run it, and repair it from execution errors (every attempt is shown)."""
     from ehrguard.clinsql import generate
-    from ehrguard.db import locate_database, open_database
+    from ehrguard.db import connect_database
     from ehrguard.llm import LLM
 
-    db = open_database(locate_database(db_path))
+    db = connect_database(db_path)
     hints = Path(schema_hints).read_text() if schema_hints else ""
     gen = generate(question, db, LLM(model), mode=mode, refine=refine, dialect=dialect, hints=hints)
     if as_json:

@@ -24,7 +24,8 @@ def json_option(f: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")(f)
 
 
-DB_HELP = "Database file, or the name of a built database in $EHRGUARD_DB_DIR (mimic_iv, eicu, ...)."
+DB_HELP = ("Database file, the name of a built database or link in $EHRGUARD_DB_DIR (mimic_iv, eicu, ...), or a "
+           "postgresql://USER@HOST/DB URL.")
 
 
 FAST_EXIT: list[bool] = []  # set by exit_without_teardown, read by ehrguard.cli.main

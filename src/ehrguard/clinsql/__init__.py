@@ -1,8 +1,8 @@
 """ClinSQL: cohort text-to-SQL over MIMIC-IV and its rubric-tree evaluation.
 
 The names below are the API (``from ehrguard.clinsql import generate, rescore``). The modules
-are internal: :mod:`.generate` (text-to-SQL on the DuckDB MIMIC-IV) and :mod:`.bench` (a whole
-split, resumably); :mod:`.transpile` (BigQuery SQL to DuckDB) and :mod:`.execcheck` (how much
+are internal: :mod:`.generate` (text-to-SQL on the mimic-code MIMIC-IV) and :mod:`.bench` (a whole
+split, resumably); :mod:`.transpile` (BigQuery SQL to DuckDB or PostgreSQL) and :mod:`.execcheck` (how much
 of it runs); :mod:`.data` (the split layout), :mod:`.rubric` (the trees), :mod:`.judge` (the LLM
 judge), :mod:`.rescore` (scores from recorded decisions) and :mod:`.resultcheck` (the
 judge-free check).
@@ -20,7 +20,7 @@ from ehrguard.clinsql.judge import judge_outputs
 from ehrguard.clinsql.rescore import compare_with_published, rescore
 from ehrguard.clinsql.resultcheck import check_outputs
 from ehrguard.clinsql.rubric import Node, parse_tree, score_tree
-from ehrguard.clinsql.transpile import to_duckdb
+from ehrguard.clinsql.transpile import to_duckdb, to_postgres, transpiler_for
 
 __all__ = [
     "Node",
@@ -36,4 +36,6 @@ __all__ = [
     "run_clinsql",
     "score_tree",
     "to_duckdb",
+    "to_postgres",
+    "transpiler_for",
 ]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ehrguard.clinsql.data import load_split
-from ehrguard.clinsql.transpile import error_class, to_duckdb
+from ehrguard.clinsql.transpile import error_class, transpiler_for
 from ehrguard.db.engine import Database
 from ehrguard.errors import DatabaseError, DatasetError
 
@@ -35,7 +35,9 @@ def execcheck(split_dir: str | Path, db: Database | BigQueryDatabase, sql_from: 
               transpile: bool = True) -> dict[str, Any]:
     """``{"n", "executed", "errors": {class: count}, "failures": [{task, error}]}``.
 
-    ``transpile=False`` sends the BigQuery SQL as written (the BigQuery backend)."""
+    ``transpile=False`` sends the BigQuery SQL as written (the BigQuery backend); else it is transpiled into the
+    database's dialect (DuckDB or PostgreSQL)."""
+    convert = transpiler_for(cast("Database", db).dialect) if transpile else None  # BigQuery sends it as written
     errors: Counter[str] = Counter()
     failures = []
     executed = 0
@@ -46,7 +48,7 @@ def execcheck(split_dir: str | Path, db: Database | BigQueryDatabase, sql_from: 
             failures.append({"task": key, "error": "no output"})
             continue
         try:
-            db.execute(to_duckdb(sql) if transpile else sql, timeout_s=timeout_s, max_rows=100)
+            db.execute(convert(sql) if convert else sql, timeout_s=timeout_s, max_rows=100)
         except DatabaseError as exc:
             text = str(exc)
             if text.startswith(("Cannot parse", "Cannot transpile")):

@@ -1,12 +1,15 @@
-"""Run ClinSQL's BigQuery SQL on the DuckDB MIMIC-IV (``mimic_iv_raw``): sqlglot plus small rewrite rules.
+"""Run ClinSQL's BigQuery SQL on MIMIC-IV in the mimic-code layout (``mimic_iv_raw``), in DuckDB or PostgreSQL: sqlglot
+plus small rewrite rules.
 
 Each rule is a function on the parse tree, for one gap sqlglot leaves between the dialects:
 
 * :func:`local_tables`: ``physionet-data.mimiciv_3_1_hosp.patients`` -> ``mimiciv_hosp.patients``;
 * :func:`safe_calls`: BigQuery's ``SAFE.f(x)`` (NULL instead of an error) -> DuckDB's ``TRY(f(x))``
-  (or the plain call around aggregates, which DuckDB does not allow inside ``TRY``);
+  (or the plain call around aggregates, which DuckDB does not allow inside ``TRY``); PostgreSQL has no ``TRY``:
+  :func:`plain_safe_calls` keeps the call (an error there is reported as one, never hidden);
 * :func:`unnest_structs`: ``FROM t, UNNEST([STRUCT(... AS a, ...), ...])`` exposes the struct
-  fields as columns in BigQuery; DuckDB needs ``(SELECT UNNEST([...], recursive := true))``.
+  fields as columns in BigQuery; DuckDB needs ``(SELECT UNNEST([...], recursive := true))``, PostgreSQL
+  a ``LATERAL (VALUES ...) AS alias(a, ...)`` list (:func:`values_structs`).
 """
 
 from __future__ import annotations
@@ -55,7 +58,130 @@ def unnest_structs(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def plain_safe_calls(tree: exp.Expression) -> exp.Expression:
+    for node in list(tree.find_all(exp.SafeFunc)):
+        node.replace(node.this)
+    return tree
+
+
+def _field_value(field: exp.Expression) -> exp.Expression:
+    """The value of a ``STRUCT(value AS name)`` field (sqlglot holds ``name := value`` as a PropertyEQ)."""
+    if isinstance(field, exp.PropertyEQ):
+        return field.expression
+    return field.this if isinstance(field, exp.Alias) else field
+
+
+def values_structs(tree: exp.Expression) -> exp.Expression:
+    for node in list(tree.find_all(exp.Unnest)):
+        if not isinstance(node.parent, (exp.From, exp.Join)) or node.args.get("alias") is not None:
+            continue
+        arrays = node.expressions
+        if len(arrays) != 1 or not isinstance(arrays[0], exp.Array) or not all(isinstance(e, exp.Struct) for e in arrays[0].expressions):
+            continue
+        structs = arrays[0].expressions
+        names = [f.alias_or_name for f in structs[0].expressions]
+        if not names or any(not n for n in names):
+            continue
+        rows = [exp.Tuple(expressions=[_field_value(f) for f in st.expressions])
+                for st in structs]
+        alias = exp.TableAlias(this=exp.to_identifier("_struct"), columns=[exp.to_identifier(n) for n in names])
+        values = exp.Values(expressions=rows)
+        # LATERAL: the fields may name columns of the tables before it, as BigQuery's correlated UNNEST does
+        node.replace(exp.Lateral(this=exp.Subquery(this=values), view=False, outer=False, alias=alias)
+                     if isinstance(node.parent, exp.Join) else exp.Subquery(this=values, alias=alias))
+    return tree
+
+
+def boundary_diffs(tree: exp.Expression) -> exp.Expression:
+    """``DATETIME_DIFF``/``TIMESTAMP_DIFF`` count unit boundaries crossed, as ``DATE_DIFF`` does: one node that sqlglot
+    writes for PostgreSQL with ``DATE_TRUNC`` (it leaves the other two as calls PostgreSQL does not have)."""
+    for node in list(tree.find_all(exp.DatetimeDiff, exp.TimestampDiff)):
+        node.replace(exp.DateDiff(this=node.this, expression=node.expression, unit=node.args.get("unit"), date_part_boundary=True))
+    return tree
+
+
+def percentile_quantiles(tree: exp.Expression) -> exp.Expression:
+    """``APPROX_QUANTILES(x, n)[OFFSET(k)]`` -> ``PERCENTILE_DISC(k/n) WITHIN GROUP (ORDER BY x)``, and a whole
+    ``APPROX_QUANTILES(x, n)`` (the n+1 boundaries, nulls left out) -> ``PERCENTILE_DISC(ARRAY[0, 1/n, ..., 1]) ...``,
+    an array indexed like BigQuery's once sqlglot has shifted the offsets: the exact values at the same fractions."""
+    for node in list(tree.find_all(exp.ApproxQuantiles)):
+        n = node.expression
+        if not isinstance(n, exp.Literal) or n.is_string or not str(n.this).isdigit() or int(n.this) < 1:
+            raise QueryExecutionError("Cannot transpile to PostgreSQL: APPROX_QUANTILES needs a whole number of quantiles.")
+        count = int(n.this)
+        order = node.this.sql(dialect="postgres")
+        target: exp.Expression = node
+        while isinstance(target.parent, (exp.IgnoreNulls, exp.Paren)):
+            target = target.parent
+        bracket = target.parent
+        if isinstance(bracket, exp.Bracket) and bracket.this is target and len(bracket.expressions) == 1 \
+                and isinstance(bracket.expressions[0], exp.Literal) and str(bracket.expressions[0].this).isdigit():
+            index = int(bracket.expressions[0].this) - int(bracket.args.get("offset") or 0)
+            if not 0 <= index <= count:
+                raise QueryExecutionError(f"Cannot transpile to PostgreSQL: quantile {index} of APPROX_QUANTILES(..., {count}).")
+            bracket.replace(sqlglot.parse_one(f"PERCENTILE_DISC({index / count:.10g}) WITHIN GROUP (ORDER BY {order})", read="postgres"))
+            continue
+        fractions = ", ".join(f"{k / count:.10g}" for k in range(count + 1))
+        target.replace(sqlglot.parse_one(f"PERCENTILE_DISC(ARRAY[{fractions}]) WITHIN GROUP (ORDER BY {order})", read="postgres"))
+    return tree
+
+
+def word_boundaries(tree: exp.Expression) -> exp.Expression:
+    """BigQuery's regular expressions (RE2) write a word boundary ``\\b``; PostgreSQL's write ``\\y`` (``\\b`` is a
+    backspace there)."""
+    for node in tree.find_all(exp.RegexpLike, exp.RegexpExtract, exp.RegexpReplace):
+        pattern = node.expression
+        if (isinstance(pattern, exp.RawString) or isinstance(pattern, exp.Literal) and pattern.is_string) and "\\b" in pattern.this:
+            node.set("expression", exp.Literal.string(re.sub(r"(?<!\\)\\b", r"\\y", pattern.this)))
+    return tree
+
+
+def numeric_rounding(tree: exp.Expression) -> exp.Expression:
+    """PostgreSQL rounds to decimal places only a NUMERIC: ``ROUND(x, d)`` -> ``ROUND(CAST(x AS NUMERIC), d)``."""
+    for node in list(tree.find_all(exp.Round)):
+        if node.args.get("decimals") is not None:
+            node.set("this", exp.cast(node.this, "NUMERIC"))
+    return tree
+
+
+def timestamp_parts(tree: exp.Expression) -> exp.Expression:
+    """``DATETIME(y, m, d, h, mi, s)`` -> ``MAKE_TIMESTAMP`` with the integer and double arguments PostgreSQL requires."""
+    for node in tree.find_all(exp.TimestampFromParts):
+        for part in ("year", "month", "day", "hour", "min"):
+            if node.args.get(part) is not None:
+                node.set(part, exp.cast(node.args[part], "INT"))
+        if node.args.get("sec") is not None:
+            node.set("sec", exp.cast(node.args["sec"], "DOUBLE PRECISION"))
+    return tree
+
+
+def subquery_aliases(tree: exp.Expression) -> exp.Expression:
+    """PostgreSQL 15 wants a name on every subquery in FROM (BigQuery and PostgreSQL 16 do not)."""
+    for i, node in enumerate(list(tree.find_all(exp.Subquery))):
+        if isinstance(node.parent, (exp.From, exp.Join)) and not node.alias:
+            node.set("alias", exp.TableAlias(this=exp.to_identifier(f"_subquery{i + 1}")))
+    return tree
+
+
+def having_aliases(tree: exp.Expression) -> exp.Expression:
+    """BigQuery's HAVING may name a column alias of its SELECT; PostgreSQL's cannot: the aliased expression instead."""
+    for select in tree.find_all(exp.Select):
+        having = select.args.get("having")
+        if having is None:
+            continue
+        aliases = {a.alias: a.this for a in select.expressions if isinstance(a, exp.Alias)}
+        for column in list(having.find_all(exp.Column)):
+            if not column.table and column.name in aliases and not column.find_ancestor(exp.Subquery, exp.Select) is not select:
+                column.replace(aliases[column.name].copy())
+    return tree
+
+
 RULES: tuple[Callable[[exp.Expression], exp.Expression], ...] = (local_tables, safe_calls, unnest_structs)
+POSTGRES_RULES: tuple[Callable[[exp.Expression], exp.Expression], ...] = (
+    local_tables, plain_safe_calls, values_structs, boundary_diffs, percentile_quantiles, word_boundaries, numeric_rounding,
+    timestamp_parts,
+    subquery_aliases, having_aliases)
+TARGETS = {"duckdb": RULES, "postgres": POSTGRES_RULES}
 
 
 def to_duckdb(sql: str) -> str:
@@ -65,25 +191,52 @@ def to_duckdb(sql: str) -> str:
         QueryExecutionError: sqlglot cannot parse it, or has no DuckDB equivalent for a construct
             (the message says which).
     """
+    return transpile_bigquery(sql, "duckdb")
+
+
+def to_postgres(sql: str) -> str:
+    """BigQuery SQL -> PostgreSQL SQL over the mimic-code schemas (``mimiciv_hosp``, ...); raises as :func:`to_duckdb`."""
+    return transpile_bigquery(sql, "postgres")
+
+
+def transpile_bigquery(sql: str, target: str) -> str:
+    """BigQuery SQL -> the SQL of ``target`` (``duckdb`` or ``postgres``) over the mimic-code schemas."""
+    if target not in TARGETS:
+        raise QueryExecutionError(f"No transpiler from BigQuery to {target}; the targets are {', '.join(TARGETS)}.")
+    name = {"duckdb": "DuckDB", "postgres": "PostgreSQL"}[target]
     try:
         tree = sqlglot.parse_one(sql, read="bigquery")
     except sqlglot.errors.SqlglotError as exc:
         raise QueryExecutionError(f"Cannot parse the BigQuery SQL: {exc}") from exc
     # sqlglot >= 30 types parse_one as its Expr base class; every node it parses is an Expression.
     assert isinstance(tree, exp.Expression)
-    for rule in RULES:
+    for rule in TARGETS[target]:
         tree = rule(tree)
     try:
         # Raise instead of logging a warning and emitting SQL that means something else.
-        return tree.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
+        return tree.sql(dialect=target, unsupported_level=ErrorLevel.RAISE)
     except sqlglot.errors.SqlglotError as exc:
-        raise QueryExecutionError(f"Cannot transpile to DuckDB: {exc}") from exc
+        raise QueryExecutionError(f"Cannot transpile to {name}: {exc}") from exc
+
+
+def transpiler_for(dialect: str) -> Callable[[str], str]:
+    """The BigQuery transpiler into a database's dialect (``duckdb``, ``postgres``).
+
+    Raises:
+        QueryExecutionError: no transpiler into that dialect (ClinSQL's schemas are the mimic-code layout).
+    """
+    if dialect not in TARGETS:
+        raise QueryExecutionError(f"ClinSQL's BigQuery SQL runs on DuckDB or PostgreSQL (mimic_iv_raw), not on {dialect}.")
+    return lambda sql: transpile_bigquery(sql, dialect)
 
 
 def error_class(message: str) -> str:
     """A short class of an engine error: 'Catalog Error: missing mimiciv_derived.charlson', 'Binder Error', ..."""
     head = message.split(":", 1)[0].strip()
     m = re.search(r'Table with name "?([\w.]+)"? does not exist', message)
+    if m:
+        return f"{head}: missing table {m.group(1)}"
+    m = re.search(r'relation "?([\w.]+)"? does not exist', message)
     if m:
         return f"{head}: missing table {m.group(1)}"
     m = re.search(r'schema "?(\w+)"? does not exist', message)

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING
 
 from ehrguard.db.builders import BUILDERS, BuildReport, Progress, build_database
 from ehrguard.db.engine import (
+    LINK_SUFFIX,
     Database,
     DuckDBDatabase,
+    Link,
     Result,
     SQLiteDatabase,
     built_databases,
@@ -26,6 +28,8 @@ from ehrguard.db.engine import (
     locate_database,
     named_database,
     open_database,
+    read_link,
+    write_link,
 )
 from ehrguard.db.fidelity import FidelityReport, check_fidelity, load_ehrsql_split
 from ehrguard.db.lexicon import build_lexicon, lexicon_path, lexicon_state
@@ -48,11 +52,13 @@ __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 __all__ = [
     "BUILDERS",
+    "LINK_SUFFIX",
     "BigQueryDatabase",
     "BuildReport",
     "Database",
     "DuckDBDatabase",
     "FidelityReport",
+    "Link",
     "Lookup",
     "Progress",
     "Result",
@@ -76,5 +82,7 @@ __all__ = [
     "locate_database",
     "named_database",
     "open_database",
+    "read_link",
     "read_schema",
+    "write_link",
 ]

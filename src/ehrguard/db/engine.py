@@ -498,8 +498,9 @@ def _duckdb_error(exc: Exception, timed_out: bool, limits: QueryLimits) -> Datab
     return QueryExecutionError(message)
 
 
-def open_database(path: str | Path, *, name: str | None = None, isolated: bool | None = None) -> SQLiteDatabase | DuckDBDatabase:
-    """Open a built database read-only, choosing the engine from the file's header.
+def open_database(path: str | Path, *, name: str | None = None, isolated: bool | None = None) -> Database:
+    """Open a built database read-only, choosing the engine from the file's header (a ``.postgres`` link file:
+    the PostgreSQL database it names, see :func:`write_link`).
 
     ``isolated``: run queries in worker processes (None: the setting ``query_isolation``).
 
@@ -511,6 +512,10 @@ def open_database(path: str | Path, *, name: str | None = None, isolated: bool |
     p = Path(path)
     if not p.is_file():
         raise DatabaseNotFoundError(f"No database file at {p}. Build one with: ehrguard db build NAME --out {p}")
+    if p.suffix == LINK_SUFFIX:
+        from ehrguard.db.postgres import PostgresDatabase
+
+        return PostgresDatabase(read_link(p).url, name=name or p.stem)
     with p.open("rb") as fh:
         header = fh.read(16)
     if header.startswith(b"SQLite format 3"):
@@ -555,7 +560,8 @@ def locate_database(name_or_path: str | Path) -> Path:
     )
 
 
-DB_SUFFIXES = (".sqlite", ".duckdb")
+LINK_SUFFIX = ".postgres"
+DB_SUFFIXES = (".sqlite", ".duckdb", LINK_SUFFIX)
 MAX_NAME = 128  # longer names cannot be files on most file systems
 
 
@@ -599,4 +605,53 @@ def named_database(name: str) -> Path:
     path = _built(name)
     if path is None:
         raise DatabaseNotFoundError(f"No database named {name!r} on this server (see the list of databases).")
+    return path
+
+
+@dataclass(frozen=True)
+class Link:
+    """A PostgreSQL database named in ``$EHRGUARD_DB_DIR`` (``NAME.postgres``), so that the server, MCP, the benchmarks
+    and every ``--db NAME`` reach it by name like a built file; ``profile`` fixes its conventions (None: detected)."""
+
+    url: str
+    profile: str | None = None
+
+
+def read_link(path: str | Path) -> Link:
+    """The link in a ``.postgres`` file (TOML: ``url = "postgresql://..."``, optional ``profile = "..."``).
+
+    Raises:
+        DatabaseError: the file is not a readable link.
+    """
+    import tomllib
+
+    from ehrguard.db.postgres import is_postgres_url
+
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise DatabaseError(f"{p} is not a readable database link ({exc}); write it again with: ehrguard db link {p.stem} URL") from None
+    url, profile = data.get("url"), data.get("profile")
+    if not is_postgres_url(url) or not (profile is None or isinstance(profile, str)):
+        raise DatabaseError(f"{p} names no postgresql:// URL; write it again with: ehrguard db link {p.stem} URL")
+    return Link(str(url), profile)
+
+
+def write_link(name: str, link: Link) -> Path:
+    """Write ``$EHRGUARD_DB_DIR/NAME.postgres`` (readable by its owner only: the URL may carry a password)."""
+    import json
+
+    from ehrguard.config import db_dir
+
+    if not name or any(c in name for c in "/\\") or name.startswith(".") or len(name) > MAX_NAME or not name.isprintable():
+        raise DatabaseNameError(f"A link's name is a plain name (letters, digits, '_'), not {name!r}.")
+    folder = db_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}{LINK_SUFFIX}"
+    lines = [f"url = {json.dumps(link.url)}"] + ([f"profile = {json.dumps(link.profile)}"] if link.profile else [])
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    os.chmod(path, 0o600)
     return path

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ehrguard.db.engine import LINK_SUFFIX
 from ehrguard.errors import DatabaseError
 from ehrguard.runtime import file_sha256
 
@@ -267,7 +268,9 @@ def recorded_checksum(db_path: str | Path) -> str | None:
 
 def lexicon_state(db_path: str | Path, value_columns: Collection[str] | None = None) -> str:
     """``ok``, ``missing`` or ``stale`` (built for another version of the file, or unreadable); ``not needed`` when
-    ``value_columns`` (the database profile's) is given and empty."""
+    ``value_columns`` (the database profile's) is given and empty; ``in memory`` for a PostgreSQL link."""
+    if Path(db_path).suffix == LINK_SUFFIX:
+        return "in memory"  # a PostgreSQL server's values are indexed when first needed, not from a file
     if value_columns is not None and not value_columns:
         return "not needed"
     lexicon = load_lexicon(db_path)

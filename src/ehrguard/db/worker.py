@@ -79,9 +79,10 @@ def serve(path: str) -> None:
     memory = int_setting("query_memory") << 20
     os.nice(WORKER_NICENESS)  # under CPU contention the server's own work (verification) goes first
     resource.setrlimit(resource.RLIMIT_AS, (memory + BASE_ADDRESS_SPACE, memory + BASE_ADDRESS_SPACE))
-    from ehrguard.db.engine import _sqlite_heap_limit, open_database
+    from ehrguard.db.engine import DuckDBDatabase, SQLiteDatabase, _sqlite_heap_limit, open_database
 
     db = open_database(path, isolated=False)
+    assert isinstance(db, (SQLiteDatabase, DuckDBDatabase)), "workers run file databases only"
     if db.dialect == "sqlite":
         _sqlite_heap_limit()
     _write(replies, ("ready",))

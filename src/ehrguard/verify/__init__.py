@@ -8,7 +8,7 @@ and :mod:`.verdict` define the names below; the methods themselves (:mod:`.llm_m
 :func:`get_method`, which imports them on first use.
 """
 
-from ehrguard.verify.api import database_context, prefetch, verify, warm_up
+from ehrguard.verify.api import database_context, postgres_context, prefetch, verify, warm_up
 from ehrguard.verify.methods import Case, DatabaseContext, Method, available_methods, get_method, method_uses_model, register_method
 from ehrguard.verify.verdict import ACTIONS, Exchange, Finding, Verdict
 
@@ -24,6 +24,7 @@ __all__ = [
     "database_context",
     "get_method",
     "method_uses_model",
+    "postgres_context",
     "prefetch",
     "register_method",
     "verify",

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ehrguard.db.engine import Database, locate_database
+from ehrguard.db.engine import LINK_SUFFIX, Database, locate_database, read_link
 from ehrguard.db.limits import check_sql_size
 from ehrguard.db.postgres import is_postgres_url
 from ehrguard.runtime import runtime
@@ -22,7 +22,11 @@ def database_context(db: str | Path | Database | DatabaseContext, db_id: str | N
     if is_postgres_url(db):
         return runtime().memo("postgres", (str(db), db_id), lambda: postgres_context(str(db), db_id), close=lambda c: c.db.close())
     if isinstance(db, (str, Path)):
-        return runtime().database_context(locate_database(db), db_id)
+        path = locate_database(db)
+        if path.suffix == LINK_SUFFIX:
+            link = read_link(path)
+            return database_context(link.url, db_id or link.profile)
+        return runtime().database_context(path, db_id)
     return DatabaseContext(db, db_id or getattr(db, "name", None) or "unknown")
 
 
@@ -99,7 +103,9 @@ def prefetch(databases: Iterable[str | Path] = (), *, method: str = "offline") -
 
         for db in databases:
             try:
-                start_worker(locate_database(db))
+                path = locate_database(db)
+                if path.suffix != LINK_SUFFIX:  # a PostgreSQL server runs its own queries
+                    start_worker(path)
             except (EhrguardError, OSError):
                 pass
 
