@@ -40,6 +40,10 @@ def test_the_demo_is_loaded_in_the_mimic_code_layout(db: PostgresDatabase, postg
     assert db.execute("SELECT count(*) FROM mimiciv_hosp.patients").rows == [(100,)]
     first = db.execute("SELECT subject_id, admittime FROM mimiciv_hosp.admissions ORDER BY subject_id, admittime LIMIT 1").rows
     assert first[0][0] == 10000032 and isinstance(first[0][1], str) and first[0][1].startswith("21")  # timestamps as text
+    with psycopg.connect(postgres_url) as admin:  # the join and filter columns are indexed, as mimic-code indexes them
+        indexed = {r[0] for r in admin.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = 'mimiciv_icu' "
+                                               "AND tablename = 'chartevents'").fetchall()}
+    assert {"stay_id", "itemid", "charttime"} <= {d.rsplit("(", 1)[1].rstrip(")") for d in indexed}
 
 
 def test_writes_are_refused_before_they_run_and_by_the_server(db: PostgresDatabase, postgres_url: str):
@@ -250,3 +254,13 @@ def test_clinsql_bigquery_sql_runs_transpiled_on_postgresql(postgres_url: str, d
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["n"] == 190 and out["executed"] >= 175, out["errors"]  # 178 measured; docs/databases.md lists the rest
+
+
+def test_the_verifier_reads_postgresql_sql_in_its_own_dialect(postgres_url: str):
+    from ehrguard import verify
+
+    sql = ("SELECT PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY anchor_age)::numeric AS median_age "
+           "FROM mimiciv_hosp.patients WHERE gender = 'F'")
+    v = verify("What is the median age of the female patients?", sql, db=postgres_url)
+    assert not [f for f in v.findings if f.check in ("parse", "execution")], v.findings
+    assert v.action == "preserve"

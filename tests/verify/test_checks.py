@@ -138,3 +138,20 @@ def test_a_query_stopped_by_a_limit_is_not_checked_rather_than_wrong(ctx, monkey
     assert verdict.status != "verified" and verdict.action != "correct"
     if verdict.action == "preserve":
         assert "could not be checked" in verdict.reason
+
+
+def test_a_code_the_dictionary_defines_is_absent_here_not_unknown(mimic_iv_raw_db):
+    """A coded value the database's dictionary holds but no row has is said to be absent from this database (the
+    demo is a sample), not unknown; a code written with a dot is rewritten as the database writes it."""
+    from ehrguard import verify
+
+    absent = verify("How many diagnoses of cholera are there?",
+                    "SELECT COUNT(*) FROM mimiciv_hosp.diagnoses_icd WHERE icd_code = 'A000'", db=mimic_iv_raw_db)
+    assert [f.check for f in absent.findings if f.check.startswith(("unknown", "value_not"))] == ["value_not_in_data"]
+    assert absent.action == "preserve" and "the full records may hold it" in absent.findings[0].message
+    dotted = verify("How many diagnoses with code 995.92 are there?",
+                    "SELECT COUNT(*) FROM mimiciv_hosp.diagnoses_icd WHERE icd_code = '995.92'", db=mimic_iv_raw_db)
+    assert dotted.action == "correct" and "'99592'" in (dotted.sql or "")
+    unknown = verify("How many diagnoses are there with code ZZZ99?",
+                     "SELECT COUNT(*) FROM mimiciv_hosp.diagnoses_icd WHERE icd_code = 'ZZZ99'", db=mimic_iv_raw_db)
+    assert any(f.check == "unknown_value" and f.severity == "error" for f in unknown.findings)

@@ -159,6 +159,13 @@ def test_warm_up_loads_each_database_once_and_reports_one_that_cannot_be_read(mi
     ("Did patient 10004235 get enough fluids?", ("enough",)),  # evaluative: enough for what?
     ("Which patients had a lot of unusually high potassium values?", ("a lot", "unusually", "high")),
     ("Was the stay longer than usual?", ("than usual",)),
+    # a measure phrase or a number gives the degree; typographic dashes read as hyphens
+    ("For my 68-year-old male patient, what is his mean creatinine?", ()),
+    ("For my 68\u2011year\u2011old male patient, what is his mean creatinine?", ()),
+    ("How many patients aged 63\u201373 years old had a stay longer than 3 days?", ()),
+    ("How many patients older than 65 got heparin?", ()),
+    ("How many old patients got heparin?", ("old",)),
+    ("Was the stay of patient 10004235 long?", ("long",)),
 ])
 def test_vague_expressions_are_the_grammars_classes_outside_fixed_phrases(question, vague):
     from ehrguard.verify.offline.features import question_cues

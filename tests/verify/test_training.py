@@ -27,3 +27,16 @@ def test_retraining_reproduces_the_shipped_lexical_model(shared_data: Path, tmp_
     assert r.exit_code == 0, r.output
     shipped, again = np.load(MODEL_FILES["lexical"]), np.load(out)
     assert all(np.array_equal(shipped[k], again[k]) for k in shipped.files)
+
+
+def test_generated_cohort_questions_carry_the_cues_of_their_labels():
+    from ehrguard.verify.offline.features import question_cues
+    from ehrguard.verify.offline.training import cohort_questions
+
+    qs = cohort_questions(seed=0, n=200)
+    assert qs == cohort_questions(seed=0, n=200) and len(qs) == 300
+    by = {label: [question_cues(q) for q, lab in qs if lab == label] for label in ("answerable", "vague-word", "ambiguous-reference")}
+    assert len(by["answerable"]) == 200 and len(by["vague-word"]) == len(by["ambiguous-reference"]) == 50
+    # answerable: explicit criteria, no vague word ("a 70-year-old woman", "aged 60-75"); the others carry their cue
+    assert all(not c.vague for c in by["answerable"])
+    assert all(c.vague for c in by["vague-word"]) and all(c.references for c in by["ambiguous-reference"])

@@ -19,6 +19,12 @@ from typing import TYPE_CHECKING
 from ehrguard.lazy import by_module, lazy_exports
 
 if TYPE_CHECKING:
+    from ehrguard.benchmarks.clinsql_verify import (
+        clinsql_verify_metrics,
+        render_clinsql_verify,
+        run_clinsql_verify,
+        write_clinsql_verify_report,
+    )
     from ehrguard.benchmarks.compare import compare_runs, load_reference, write_comparison
     from ehrguard.benchmarks.ehrsql import (
         ehrsql_decisions,
@@ -51,6 +57,7 @@ if TYPE_CHECKING:
     from ehrguard.benchmarks.thresholds import run_records, scare_decisions, threshold_report, write_threshold_report
 
 _LAZY = by_module({
+    ".clinsql_verify": ("clinsql_verify_metrics", "render_clinsql_verify", "run_clinsql_verify", "write_clinsql_verify_report"),
     ".compare": ("compare_runs", "load_reference", "write_comparison"),
     ".ehrsql": ("ehrsql_decisions", "ehrsql_pairs", "load_ehrsql_split", "load_predictions", "read_predictions", "score_decisions",
                 "score_ehrsql"),
@@ -74,6 +81,10 @@ __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 __all__ = [
     "LABELS",
+    "clinsql_verify_metrics",
+    "render_clinsql_verify",
+    "run_clinsql_verify",
+    "write_clinsql_verify_report",
     "agreement",
     "agreement_markdown",
     "fill_error_types",

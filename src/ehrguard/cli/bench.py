@@ -435,6 +435,54 @@ def forms_command(db_id: str, db_path: str | None, folds: int, limit: int | None
     console.print(t)
 
 
+CLINSQL_MODELS = ("DeepSeek-R1-0528", "Llama-4-Scout-17B-16E-Instruct", "Qwen3-Coder-480B-A35B-Instruct-FP8", "SQLCoder-7B-2",
+                  "gemini-2.5-pro", "gpt-5-mini")
+
+
+@bench_group.command("clinsql-verify")
+@db_option(help="MIMIC-IV in the mimic-code layout: the DuckDB `db build mimic_iv_raw` file, a PostgreSQL URL or link.")
+@click.option("--data", "data_dir", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="The ClinSQL folder (validation/, model_outputs/, gradings/); default: $EHRGUARD_DATA_DIR/clinsql.")
+@click.option("--model", "models", multiple=True, help="Only these models' outputs (repeatable); default: the six published.")
+@click.option("--method", default="offline", show_default=True, help="The verification method.")
+@click.option("--operating-point", default="balanced", show_default=True)
+@click.option("--limit", type=int, default=None, help="Only the first N tasks of each model (and of the gold).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write records.jsonl, report.json and report.md here.")
+@json_option
+def clinsql_verify_command(db_path: str, data_dir: Path | None, models: tuple[str, ...], method: str, operating_point: str,
+                           limit: int | None, out: Path | None, as_json: bool) -> None:
+    """How well the verifier's confidence separates good ClinSQL queries from bad ones (the six published models' SQL,
+    with the published judge scores as the reference): AUROC, precision at 90% recall, gold and high-scored kept."""
+    from ehrguard import verify
+    from ehrguard.benchmarks import clinsql_verify_metrics, jsonable, render_clinsql_verify, run_clinsql_verify, write_clinsql_verify_report
+    from ehrguard.db import redact_url
+    from ehrguard.verify import database_context
+
+    folder = data_dir or Path(setting("data_dir")) / "clinsql"
+    if not (folder / "validation").is_dir():
+        raise ConfigError(f"No ClinSQL validation split at {folder / 'validation'}; pass --data FOLDER (holding validation/, "
+                          "model_outputs/ and gradings/).")
+    context = database_context(db_path)
+    extra = {"operating_point": operating_point} if method in ("offline", "hybrid") else {}
+
+    def check(question: str, sql: str) -> Any:
+        return verify(question, sql, db=context, method=method, **extra)
+
+    with _progress() as bar:
+        bar.add_task("verifying", total=None)
+        records = run_clinsql_verify(folder, context.db, check, models=models or CLINSQL_MODELS, limit=limit)
+    metrics = clinsql_verify_metrics(records)
+    config = {"database": redact_url(str(db_path)), "dialect": context.db.dialect, "method": method,
+              "operating_point": operating_point, "models": list(models or CLINSQL_MODELS), "limit": limit}
+    if out is not None:
+        write_clinsql_verify_report(out, records, metrics, config)
+    if as_json:
+        echo_json(jsonable({"config": config, "metrics": metrics}))
+    else:
+        click.echo(render_clinsql_verify(metrics, config), nl=False)
+
+
 @bench_group.command("clinsql")
 @click.option("--split", "split_dir", required=True, type=click.Path(exists=True, file_okay=False), help="ClinSQL split (task folders).")
 @db_option(help="The DuckDB MIMIC-IV (`ehrguard db build mimic_iv_raw`), a file or a name.")

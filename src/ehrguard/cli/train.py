@@ -40,6 +40,7 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
         CATEGORY_OF,
         CLASSES,
         MODEL_FILES,
+        cohort_questions,
         cross_validate,
         ehrsql_questions,
         embed_cached,
@@ -61,7 +62,7 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
                            "(shipped with ehrguard, or EHRGUARD_TOKENIZER); or pass --no-embeddings.")
     pairs = ehrsql_pairs(ehrsql_dir)
     ehr = ehrsql_questions(pairs)
-    base = ehr + generated_questions([(q, sql) for q, sql in pairs if sql != "null"], seed=seed)
+    base = ehr + generated_questions([(q, sql) for q, sql in pairs if sql != "null"], seed=seed) + cohort_questions(seed=seed)
     scare = scare_questions(files) if files else []
     if exclude_fold:
         from ehrguard.verify.offline import fold_of, parse_fold

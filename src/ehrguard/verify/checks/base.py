@@ -47,8 +47,8 @@ class SqlContext:
 
     @property
     def dialect(self) -> str:
-        """The sqlglot dialect the SQL is read and written in (SQLite unless the database is DuckDB)."""
-        return self.db.schema.dialect if self.db.schema.dialect in ("sqlite", "duckdb") else "sqlite"
+        """The sqlglot dialect the SQL is read and written in: the database's (SQLite, DuckDB, PostgreSQL), else SQLite's."""
+        return self.db.schema.dialect if self.db.schema.dialect in ("sqlite", "duckdb", "postgres") else "sqlite"
 
     @cached_property
     def execution(self) -> Result | DatabaseError:

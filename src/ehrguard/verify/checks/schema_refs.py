@@ -59,12 +59,17 @@ def check_schema(ctx: SqlContext) -> CheckResult:
             if near:
                 edits.append(TreeEdit(rename_table(t, near[0])))
     seen = set()
+    scoped = _scoped_candidates(ctx.tree, columns)
     for col in ctx.tree.find_all(exp.Column):
         name, qual = col.name.lower(), col.table.lower()
         if not name or name in defined or (qual, name) in seen or isinstance(col.this, exp.Star):
             continue
         seen.add((qual, name))
-        if qual:
+        if scoped is not None:
+            candidates = scoped.get(id(col))
+            if candidates is None or name in candidates:
+                continue
+        elif qual:
             table = tables.get(qual, qual)
             if table not in columns or name in columns[table]:
                 continue
@@ -81,6 +86,59 @@ def check_schema(ctx: SqlContext) -> CheckResult:
         if near:
             edits.append(TreeEdit(rename_column(qual, name, near[0])))
     return found(*findings, edits=edits)
+
+
+def _scoped_candidates(tree: exp.Expression, columns: dict[str, list[str]]) -> dict[int, list[str]] | None:
+    """For each column of the query (by node id), the names it may take, read scope by scope: an alias names the table
+    or the CTE/subquery it stands for *in that scope* (the same alias may stand for different tables in two CTEs), a
+    CTE's or subquery's columns are its outputs, and a correlated reference is looked up in the enclosing scopes.
+    Columns whose candidates cannot be known (a source with ``*`` or unnamed outputs) are left out; a table the schema
+    lacks offers every schema column. None when
+    sqlglot cannot build the scopes (the caller falls back to reading aliases over the whole query)."""
+    from sqlglot.optimizer.scope import Scope, traverse_scope
+
+    try:
+        scopes = traverse_scope(tree)
+    except Exception:  # noqa: BLE001 - sqlglot raises several kinds of error on queries it cannot scope
+        return None
+
+    def names(source: object) -> list[str] | None:
+        if isinstance(source, exp.Table):
+            # a table the schema lacks (itself a finding): its columns may be any table's, as a repair would read them
+            return columns.get(source.name.lower()) or every
+        if isinstance(source, Scope) and isinstance(source.expression, exp.Query):
+            selects = source.expression.selects
+            if any(isinstance(e, exp.Star) or isinstance(e, exp.Column) and isinstance(e.this, exp.Star) for e in selects):
+                return None
+            outputs = [n.lower() for n in source.expression.named_selects]
+            return outputs if len(outputs) == len(selects) else None  # an unnamed output (UNNEST(...)): its names unknown
+        return None
+
+    every = sorted({c for names_ in columns.values() for c in names_})
+    out: dict[int, list[str]] = {}
+    for scope in scopes:
+        for col in scope.columns:
+            qual = col.table
+            if qual:
+                holder: Scope | None = scope
+                while holder is not None and qual not in holder.sources:
+                    holder = holder.parent
+                if holder is None:
+                    continue
+                found_names = names(holder.sources[qual])
+                if found_names is not None:
+                    out[id(col)] = found_names
+            else:
+                pooled: list[str] = []
+                for source in scope.sources.values():
+                    source_names = names(source)
+                    if source_names is None:
+                        pooled = []
+                        break
+                    pooled += source_names
+                if pooled:
+                    out[id(col)] = sorted(set(pooled))
+    return out
 
 
 def _first_at(ctx: SqlContext, name: str) -> int:

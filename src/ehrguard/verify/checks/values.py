@@ -69,6 +69,19 @@ def check_values(ctx: SqlContext) -> CheckResult:
         lookup = ctx.db.values.lookup(table, column, value, k=2)
         if not lookup.indexed or lookup.exists:
             continue
+        dictionaries = _dictionaries(ctx, table, column)
+        dictionary = _holds(ctx, dictionaries, column, value) if dictionaries else None
+        if dictionary:
+            # A code the dictionary defines that no row has here: absent from this database, not an unknown code.
+            findings.append(Finding("value_not_in_data", "info", f"{value!r} is a code of {dictionary}.{column} that no row of "
+                                    f"{table} has in this database (the full records may hold it).", ctx.span_of(f"'{value}'")))
+            continue
+        undotted = value.replace(".", "")
+        if dictionaries and undotted != value and _holds(ctx, dictionaries, column, undotted):
+            findings.append(Finding("unknown_value", "error", f"{value!r} is not a value of {table}.{column}: this database "
+                                    f"writes codes without the dot ('{undotted}').", ctx.span_of(f"'{value}'"), f"'{undotted}'"))
+            edits.append(TreeEdit(_replace_with(undotted), target=lit))
+            continue
         best = lookup.nearest[0] if lookup.nearest else None
         # A value the question states word for word is what the user asked for: when the data lacks it, that is
         # a finding, not a typo to fix.
@@ -84,6 +97,25 @@ def check_values(ctx: SqlContext) -> CheckResult:
         if clear and best:
             edits.append(TreeEdit(_replace_with(best.value), target=lit))
     return found(*findings, edits=edits)
+
+
+def _dictionaries(ctx: SqlContext, table: str, column: str) -> list[str]:
+    """The dictionary tables (``d_*``, as MIMIC names them) other than ``table`` that have ``column``: the codes it may
+    take (``icd_code``: the diagnosis and the procedure dictionaries)."""
+    return [t.qualified_name for t in ctx.db.schema.tables
+            if t.name.lower() != table and t.name.lower().rsplit(".", 1)[-1].startswith("d_") and t.column(column) is not None]
+
+
+def _holds(ctx: SqlContext, tables: list[str], column: str, value: str) -> str | None:
+    """The first of ``tables`` that has ``value`` in ``column``."""
+    quoted = value.replace("'", "''")
+    for table in tables:
+        try:
+            if ctx.db.db.execute(f"SELECT 1 FROM {table} WHERE {column} = '{quoted}' LIMIT 1", timeout_s=5).rows:
+                return table
+        except DatabaseError:
+            continue
+    return None
 
 
 def check_patient_ids(ctx: SqlContext) -> CheckResult:

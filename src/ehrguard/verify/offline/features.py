@@ -31,7 +31,9 @@ _TRAILING = re.compile(rf"\s+{PREPOSITION}$")
 
 
 SQL_STRING_LITERAL = re.compile(r"'((?:[^']|'')*)'")
-_NOT_A_NAME = re.compile(r"^[\d\s:%/.\-]*$")  # dates, numbers, strftime formats
+# Dates, numbers, strftime formats, and the unit names date functions take ('year' in DATE_TRUNC('year', ...)): SQL
+# syntax, not values of the records (masking them would turn "a 76-year-old" into "a 76-X-old").
+_NOT_A_NAME = re.compile(r"^(?:[\d\s:%/.\-]*|(?:year|month|week|day|hour|minute|second|quarter|epoch|dow|doy)s?)$")
 
 
 def mask_values(question: str, sql: str | None) -> str:
@@ -76,9 +78,25 @@ def _phrase_hits(text: str, lexicon: str) -> list[str]:
     return list(dict.fromkeys(m.group(0) for m in _PATTERNS[lexicon].finditer(text)))
 
 
+# A gradable adjective with a measure phrase or a numeric standard states its degree (the measure phrase saturates the
+# scale: "a 68-year-old man", "3 days long", "older than 65", "more than 2 times", "above 7.5"): not vague.
+_NUMBER_WORD = r"(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred)"
+_UNIT = (r"(?:years?|yrs?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?|seconds?|times?|mg|g|kg|ml|l|mmol|mmhg|cm|mm|"
+         r"units?|doses?|percent|%)")
+_MEASURED = re.compile(
+    rf"(?<![a-z]){_NUMBER_WORD}(?:\s*(?:-|to|and)\s*{_NUMBER_WORD})?(?:\s*-\s*|\s+)?{_UNIT}(?:\s*-\s*|\s+)(?:old|long|late|early)"
+    r"(?![a-z])"
+    rf"|(?<![a-z])(?:older|younger|longer|shorter|higher|lower|larger|smaller|greater|fewer|more|less|heavier|lighter|"
+    rf"earlier|later|above|below|over|under)\s+(?:than\s+|or equal to\s+|than or equal to\s+)?{_NUMBER_WORD}(?![a-z])")
+
+
 def _vague_hits(text: str) -> list[str]:
-    """The vague expressions, outside the fixed phrases that contain such a word and state no vagueness ("how long")."""
-    masked = _SUPERLATIVE.sub(lambda m: "#" * len(m.group(0)), _NOT_VAGUE.sub(lambda m: "#" * len(m.group(0)), text))
+    """The vague expressions, outside the fixed phrases that contain such a word and state no vagueness ("how long")
+    and the words a measure phrase or a number gives a degree ("a 68-year-old", "older than 65")."""
+    def blank(m: re.Match[str]) -> str:
+        return "#" * len(m.group(0))
+
+    masked = _SUPERLATIVE.sub(blank, _MEASURED.sub(blank, _NOT_VAGUE.sub(blank, text)))
     return _phrase_hits(masked, "vague")
 
 
@@ -128,8 +146,13 @@ def _unresolved(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(sorted(found, key=len, reverse=True)))
 
 
+# Typographic dashes and quotes read as their ASCII forms ("an 87\u2011year\u2011old", "I\u2019m"), as people type them.
+_TYPOGRAPHIC = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2212\u00ad"} | {c: "'" for c in "\u2018\u2019\u02bc"}
+                             | {c: '"' for c in "\u201c\u201d"} | {"\u00a0": " ", "\u202f": " "})
+
+
 def question_cues(question: str) -> QuestionCues:
-    text = question.lower().strip()
+    text = question.translate(_TYPOGRAPHIC).lower().strip()
     words = _WORD.findall(text)
     has_id = bool(PATIENT_ID.search(text))
     refs = []

@@ -55,7 +55,10 @@ VAGUE_WORDS = QUANTIFIERS + RELATIVE + EVALUATIVE + APPROXIMATE
 NOT_VAGUE = ("at most", "at least", "how long", "how much", "how many", "how often",
              "as long as", "as many as", "as much as", "as often as", "no longer", "long-term", "short-term", "in short",
              "how old", "years old", "normal saline", "standard deviation", "low molecular weight", "high dose", "high-dose",
-             "low dose", "low-dose")
+             "low dose", "low-dose",
+             # clinical terms of art: a laboratory's critical (panic) values are defined per test; critical care is the ICU
+             "critical care", "critical value", "critical values", "critical lab value", "critical lab values", "critical labs",
+             "critical laboratory values", "critical result", "critical results")
 
 # Words that refer to something named elsewhere; the demonstratives are read with the noun they determine.
 REFERENCE_WORDS = ("this", "that", "these", "those", "it", "its", "they", "them", "their", "theirs", "he", "she", "him",

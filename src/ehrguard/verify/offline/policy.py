@@ -144,6 +144,8 @@ def answer_features(evidence: Evidence, fix: Replacement | None) -> AnswerFeatur
 def answer_probability(evidence: Evidence, policy: Policy, fix: Replacement | None) -> float:
     """The probability that the answer is right: calibrated when the policy has a calibration, else the classifier's
     probability that the question is answerable."""
+    if evidence.final_outcome() == "failed" and fix is None:
+        return 0.0  # the SQL we would return gives no answer at all: none that could be right
     if policy.calibration is None:
         return evidence.question.category["answerable"]
     return policy.calibration.probability(answer_features(evidence, fix))

@@ -207,6 +207,74 @@ def _vague_question(rng: random.Random) -> str:
     return rng.choice(forms).format(c=c, d=rng.choice(_CONCEPTS), C=c.title())
 
 
+# Cohort questions as clinical researchers write them: explicit criteria (age range, sex, condition, time window), a
+# statistic, often a comparison or a stratification, sometimes a case in front ("For a 70-year-old woman with
+# sepsis: ..."), and references back to the cohort the question has just defined ("this cohort", "their", "those
+# who"). Written from general clinical-research phrasing; the conditions, measures and treatments are common ones.
+_CONDITIONS = ("sepsis", "septic shock", "heart failure", "acute kidney injury", "pneumonia", "COPD", "type 2 diabetes",
+               "atrial fibrillation", "ischemic stroke", "myocardial infarction", "gastrointestinal bleeding", "cirrhosis",
+               "diabetic ketoacidosis", "pulmonary embolism", "hip fracture", "chronic kidney disease", "ARDS", "delirium",
+               "hypertension", "asthma", "cardiac arrest", "trauma", "intracranial hemorrhage", "urinary tract infection")
+_MEASURES = ("serum creatinine", "lactate", "hemoglobin", "potassium", "sodium", "troponin T", "white blood cell count",
+             "platelet count", "glucose", "total bilirubin", "heart rate", "mean arterial pressure", "respiratory rate",
+             "oxygen saturation", "temperature", "INR", "albumin", "bicarbonate", "urine output", "GCS score")
+_OUTCOMES_COHORT = ("in-hospital mortality", "30-day readmission rate", "ICU length of stay", "hospital length of stay",
+                    "90-day mortality", "rate of discharge home", "time to ICU discharge", "number of ICU days")
+_TREATMENTS = ("vasopressors", "mechanical ventilation", "insulin", "heparin", "broad-spectrum antibiotics", "dialysis",
+               "a blood transfusion", "diuretics", "beta blockers", "anticoagulation")
+_STATISTICS = ("the mean", "the median", "the 75th percentile of", "the 90th percentile of", "the 25th percentile of",
+               "the interquartile range of", "the maximum", "the minimum", "the average", "the standard deviation of")
+_POPULATIONS = ("patients", "ICU patients", "inpatients", "hospital admissions", "ICU stays", "adults")
+_WINDOWS = ("within the first 24 hours of admission", "during the first 48 hours of the ICU stay", "on the first ICU stay",
+            "over the whole admission", "in the first 6 hours after ICU admission", "during the first 72 hours",
+            "before discharge", "within 7 days of admission", "on the day of admission")
+_STRATA = ("stratified by sex", "by age decade", "by quartile of {measure}", "compared with all other admissions",
+           "for those with and without {condition2}", "split by whether they received {treatment}", "by admission type")
+_COHORT_FORMS = (
+    "{frame}Among {sex} {population} aged {a} to {b} with {condition}, what is {stat} {measure} {window}?",
+    "{frame}For {population} aged {a}-{b} with {condition}, report {stat} {measure} {window}, {strata}.",
+    "{frame}Among {sex} {population} with {condition}, how many received {treatment} {window}, and what was their {outcome}?",
+    "{frame}In {population} aged {a}-{b} with {condition}, compare {stat} {measure} {window} between those who died in "
+    "hospital and those who survived.",
+    "{frame}What share of {sex} {population} aged {a}-{b} with {condition} had a {measure} above {num} {window}? For this "
+    "cohort, give the {outcome}.",
+    "{frame}Among {population} with {condition} who received {treatment}, what is {stat} {outcome}, {strata}?",
+    "{frame}Stratify {sex} {population} aged {a}-{b} with {condition} into quartiles of {measure} {window} and report the "
+    "{outcome} in each quartile.",
+    "{frame}For {sex} {population} with {condition} on their first ICU stay, what is {stat} {measure}? Compare it with "
+    "that of all ICU stays.",
+)
+_FRAMES = ("", "", "", "For a {age}-year-old {person} with {condition}: ", "I have a {age}-year-old {person} with {condition}. ",
+           "My patient is a {age}-year-old {person}. ", "Patient: {sex_word}, {age}. ")
+
+
+def _cohort_question(rng: random.Random, framed: bool = True) -> str:
+    a = rng.randrange(18, 90)
+    condition = rng.choice(_CONDITIONS)
+    values = {"a": str(a), "b": str(a + rng.choice((5, 10, 15))), "condition": condition,
+              "condition2": rng.choice(_CONDITIONS), "measure": rng.choice(_MEASURES), "outcome": rng.choice(_OUTCOMES_COHORT),
+              "treatment": rng.choice(_TREATMENTS), "stat": rng.choice(_STATISTICS), "population": rng.choice(_POPULATIONS),
+              "window": rng.choice(_WINDOWS), "num": str(rng.choice((1.5, 2, 4, 5.5, 10, 90, 100, 120, 140))),
+              "sex": rng.choice(("male", "female", "")), "age": str(a + 3), "person": rng.choice(("man", "woman", "patient")),
+              "sex_word": rng.choice(("male", "female"))}
+    values["strata"] = rng.choice(_STRATA).format(**values)
+    values["frame"] = rng.choice(_FRAMES).format(**values) if framed else ""
+    return re.sub(r"\s{2,}", " ", rng.choice(_COHORT_FORMS).format(**values))
+
+
+def cohort_questions(seed: int = 0, n: int = 600) -> list[tuple[str, str]]:
+    """Generated cohort questions: ``n`` answerable ones, and ``n / 4`` each with a vague word and with a reference to
+    nothing (in the first clause), so that length and analytic vocabulary alone do not read as ambiguity."""
+    rng = random.Random(seed + 7919)  # its own stream: the other generated questions stay as they were
+    out = [(_cohort_question(rng), "answerable") for _ in range(n)]
+    for _ in range(n // 4):
+        out.append((_inject_vague(rng, _cohort_question(rng)), "vague-word"))
+        q = _cohort_question(rng, framed=False)
+        out.append((rng.choice(("For that cohort, ", "For those patients, ", "In this group, ")) + q[0].lower() + q[1:],
+                    "ambiguous-reference"))
+    return out
+
+
 def generated_questions(answerable: list[tuple[str, str]], seed: int = 0, per_class: int = 600) -> list[tuple[str, str]]:
     """Our own training questions: ``per_class`` for each of six non-answerable classes, about ``per_class / 2`` for
     the seventh (questions about the future and hospital operations: EHRSQL-2024's own unanswerable questions are its
