@@ -73,6 +73,13 @@ def test_the_draft_of_the_demo_finds_the_shipped_entities(mimic_iv_db: Path):
     assert {"d_labitems.label", "prescriptions.drug", "d_icd_diagnoses.long_title"} <= set(profile.value_columns)
 
 
+def test_a_table_with_one_row_per_stay_gives_the_person_the_stay_and_the_admission(eicu_db: Path):
+    """eICU's ``patient`` table has one row per unit stay: its unique key is the stay's; the person is uniquepid."""
+    profile = draft_profile(open_database(eicu_db), "eicu")
+    assert profile.entities == PROFILES["eicu"].entities
+    assert profile.person_ids == ("uniquepid",)
+
+
 def test_db_profile_writes_a_file_that_verify_uses(riverside: Path, tmp_path: Path, monkeypatch):
     monkeypatch.setenv("EHRGUARD_AUDIT_PATH", str(tmp_path / "audit.sqlite"))
     runner = CliRunner()

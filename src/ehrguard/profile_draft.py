@@ -79,6 +79,18 @@ def _lookup(db: Database, t: TableInfo) -> bool:
     return bool(ids) and all(_unique(db, t, c) for c in ids)
 
 
+# What an id column's name says it identifies, when the name says more than "id" (eICU's patient table has one row per
+# unit stay: patientunitstayid is its key, patienthealthsystemstayid the hospital stay's, uniquepid the person's).
+ID_KIND: tuple[tuple[EntityName, re.Pattern[str]], ...] = (
+    ("stay", re.compile(r"unitstay|icustay|icu_stay|unit_stay|stay_id")),
+    ("admission", re.compile(r"hadm|admission|encounter|visit|healthsystemstay|hospitalstay|hosp_stay")),
+)
+
+
+def _kind_of(column: str) -> EntityName | None:
+    return next((kind for kind, pattern in ID_KIND if pattern.search(column.lower())), None)
+
+
 def _entities(db: Database, tables: list[TableInfo]) -> tuple[Entity, ...]:
     found: list[Entity] = []
     taken: set[str] = set()
@@ -87,18 +99,34 @@ def _entities(db: Database, tables: list[TableInfo]) -> tuple[Entity, ...]:
         for c in t.columns:
             shared[c.name.lower()] = shared.get(c.name.lower(), 0) + 1
     for name, words in ENTITY_WORDS.items():
+        if any(e.name == name for e in found):
+            continue
         for t in tables:
             if t.name.lower() not in words or t.qualified_name in taken:
                 continue
             ids = [c.name for c in t.columns if re.search(r"(^|_)(id|mrn|pid|key)$|id$", c.name.lower())]
             ids.sort(key=lambda c: (-shared.get(c.lower(), 0), len(c)))
-            # the key the events hang on: unique here, repeated in another table (a row number is unique everywhere)
-            key = next((c for c in ids if _unique(db, t, c) and _repeats_elsewhere(db, c, t, tables)), None)
+            if name == "patient":
+                # a column named for a stay or an admission identifies that, not the person
+                person = [c for c in ids if _kind_of(c) is None]
+                key = next((c for c in person if _unique(db, t, c) and _repeats_elsewhere(db, c, t, tables)), None)
+                stay_key = next((c for c in ids if _kind_of(c) is not None and _unique(db, t, c)), None)
+                if key is None and stay_key is not None and person:
+                    # one row per stay: the person's id repeats here; the table also holds the stay and admission ids
+                    key = person[0]
+                    for c in ids:
+                        kind = _kind_of(c)
+                        if kind is not None and not any(e.name == kind for e in found):
+                            found.append(Entity(kind, t.qualified_name, c))
+            else:
+                # the key the events hang on: unique here, repeated in another table (a row number is unique everywhere)
+                key = next((c for c in ids if _unique(db, t, c) and _repeats_elsewhere(db, c, t, tables)), None)
             if key is not None:
                 found.append(Entity(name, t.qualified_name, key))
                 taken.add(t.qualified_name)
                 break
-    return tuple(found)
+    order = list(ENTITY_WORDS)
+    return tuple(sorted(found, key=lambda e: order.index(e.name)))
 
 
 def _is_instant(value: Any) -> bool:
