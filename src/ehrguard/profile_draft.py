@@ -114,10 +114,10 @@ def _entities(db: Database, tables: list[TableInfo]) -> tuple[Entity, ...]:
                 if key is None and stay_key is not None and person:
                     # one row per stay: the person's id repeats here; the table also holds the stay and admission ids
                     key = person[0]
-                    for c in ids:
-                        kind = _kind_of(c)
+                    for column in ids:
+                        kind = _kind_of(column)
                         if kind is not None and not any(e.name == kind for e in found):
-                            found.append(Entity(kind, t.qualified_name, c))
+                            found.append(Entity(kind, t.qualified_name, column))
             else:
                 # the key the events hang on: unique here, repeated in another table (a row number is unique everywhere)
                 key = next((c for c in ids if _unique(db, t, c) and _repeats_elsewhere(db, c, t, tables)), None)
