@@ -40,6 +40,7 @@ MODULE_MARKS: dict[str, tuple[str, ...]] = {
     "server/test_webapp.py": ("browser", "subprocess", "slow"),
     "llm/test_local_llama.py": ("llama", "subprocess", "slow"),
     "server/test_mcp.py": ("subprocess",),
+    "db/test_scaled.py": ("subprocess",),
 }
 IMPLIED_MARKS: dict[str, tuple[str, ...]] = {"demo_data": ("slow",), "browser": ("slow",)}
 

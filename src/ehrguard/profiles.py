@@ -183,9 +183,11 @@ def known_profile(db_id: str) -> DatabaseProfile:
 
 
 def profile_for_file(path: str | Path) -> DatabaseProfile:
-    """The profile of a database file, from its name: ``mimic_iv.sqlite`` and ``mimic_iv_copy.sqlite`` are ``mimic_iv``."""
+    """The profile of a database file, from its name: ``mimic_iv.sqlite`` and ``mimic_iv_copy.sqlite`` are ``mimic_iv``,
+    ``mimic_iv_raw.duckdb`` and ``mimic_iv_raw_x10.duckdb`` are ``mimic_iv_raw``."""
     stem = Path(path).stem.lower()
-    for db_id in ("mimic_iv", "eicu", "mimicsql"):  # the names SCARE and EHRSQL files are built under
+    # the longest known name first: mimic_iv_raw_x10.duckdb is mimic_iv_raw's, not mimic_iv's
+    for db_id in sorted(("mimic_iv", "eicu", "mimicsql", "mimic_iv_raw"), key=len, reverse=True):
         if stem.startswith(db_id):
             return PROFILES[db_id]
     return get_profile(stem)

@@ -264,3 +264,14 @@ def test_the_verifier_reads_postgresql_sql_in_its_own_dialect(postgres_url: str)
     v = verify("What is the median age of the female patients?", sql, db=postgres_url)
     assert not [f for f in v.findings if f.check in ("parse", "execution")], v.findings
     assert v.action == "preserve"
+
+
+def test_bench_scale_measures_postgresql_too(postgres_url: str, shared_data: Path, tmp_path: Path):
+    from ehrguard.benchmarks.scale import run_scale
+
+    report = run_scale(tmp_path / "work", shared_data / "mimic-iv-demo-2.2", shared_data / "clinsql" / "validation",
+                       factors=(1,), postgres_url=postgres_url, patients=1, clinsql=3, timeout_s=30)
+    pg = report["factors"][0]["engines"]["postgres"]
+    assert pg["ehrsql"]["ran"] == pg["ehrsql"]["queries"] == 5 + 3 and pg["clinsql"]["ran"] == 3
+    assert pg["size_mib"] > 10 and pg["build_s"] > 0
+    assert connect_database(postgres_url).execute("SELECT count(*) FROM mimiciv_hosp.patients").rows == [(100,)]

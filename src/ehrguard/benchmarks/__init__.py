@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, fmt, jsonable, write_scare_report
     from ehrguard.benchmarks.rundir import RunDir, file_sha256
     from ehrguard.benchmarks.safety import SafetyCase, category_metrics, load_cases, run_safety, safety_metrics, write_safety_report
+    from ehrguard.benchmarks.scale import render_scale, run_scale, write_scale_report
     from ehrguard.benchmarks.scare import ScareItem, load_scare
     from ehrguard.benchmarks.scare_run import (
         RunSummary,
@@ -69,6 +70,7 @@ _LAZY = by_module({
     ".hostile": ("HostileReport", "duckdb_copy", "render_markdown", "run_hostile"),
     ".safety": ("SafetyCase", "category_metrics", "load_cases", "run_safety", "safety_metrics", "write_safety_report"),
     ".mutations": ("MUTATIONS", "generate_cases", "split_pairs"),
+    ".scale": ("render_scale", "run_scale", "write_scale_report"),
     ".scare": ("ScareItem", "load_scare"),
     ".thresholds": ("run_records", "scare_decisions", "threshold_report", "write_threshold_report"),
     ".scare_run": ("RunSummary", "method_for_run", "record_llm_usage", "rescore_runs", "run_scare", "score_records", "select_items",
@@ -81,6 +83,9 @@ __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 __all__ = [
     "LABELS",
+    "render_scale",
+    "run_scale",
+    "write_scale_report",
     "clinsql_verify_metrics",
     "render_clinsql_verify",
     "run_clinsql_verify",

@@ -483,6 +483,40 @@ def clinsql_verify_command(db_path: str, data_dir: Path | None, models: tuple[st
         click.echo(render_clinsql_verify(metrics, config), nl=False)
 
 
+@bench_group.command("scale")
+@click.option("--work", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="A folder for the builds (x50 needs a few GiB); kept, so a rerun reuses them.")
+@click.option("--factor", "factors", multiple=True, type=click.IntRange(1, 500), default=(1, 10, 50), show_default=True,
+              help="Scales to measure (1 = the demo; others are SYNTHETIC copies).")
+@click.option("--postgres", "postgres_url", default=None, metavar="postgresql://...",
+              help="Also load each scale into this PostgreSQL database (its mimiciv_* tables are replaced) and measure it.")
+@click.option("--patients", type=click.IntRange(1, 100), default=5, show_default=True, help="Patients per patient question.")
+@click.option("--clinsql", "clinsql_n", type=click.IntRange(0, 190), default=40, show_default=True,
+              help="ClinSQL gold queries (a seeded sample).")
+@click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds per query.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Write report.json and report.md here.")
+@json_option
+def scale_command(work: Path, factors: tuple[int, ...], postgres_url: str | None, patients: int, clinsql_n: int, timeout: float,
+                  seed: int, out: Path | None, as_json: bool) -> None:
+    """What size costs on SQLite, DuckDB and PostgreSQL: build time, size, query latency (EHRSQL-style and ClinSQL gold),
+    peak memory, and the value index at full-MIMIC value counts."""
+    from ehrguard.benchmarks import render_scale, run_scale, write_scale_report
+
+    data = Path(setting("data_dir"))
+    source, split = data / "mimic-iv-demo-2.2", data / "clinsql" / "validation"
+    if not source.is_dir() or not split.is_dir():
+        raise ConfigError(f"bench scale needs the MIMIC-IV demo ({source}) and the ClinSQL split ({split}): set EHRGUARD_DATA_DIR.")
+    report = run_scale(work, source, split, factors=sorted(set(factors)), postgres_url=postgres_url, patients=patients,
+                       clinsql=clinsql_n, timeout_s=timeout, seed=seed, progress=lambda m: console.print(m, style="dim"))
+    if out is not None:
+        write_scale_report(out, report)
+    if as_json:
+        echo_json(report)
+    else:
+        click.echo(render_scale(report), nl=False)
+
+
 @bench_group.command("clinsql")
 @click.option("--split", "split_dir", required=True, type=click.Path(exists=True, file_okay=False), help="ClinSQL split (task folders).")
 @db_option(help="The DuckDB MIMIC-IV (`ehrguard db build mimic_iv_raw`), a file or a name.")

@@ -2,8 +2,10 @@
 
 Optional: ``pip install 'ehrguard[bigquery]'`` and Google credentials
 (``gcloud auth application-default login``). Every query is one read-only SELECT (checked
-before anything is sent) and runs with ``maximum_bytes_billed``: a query that would scan
-more than the cap fails at BigQuery instead of costing money.
+before anything is sent), is first sent as a dry run (free: BigQuery says how many bytes it
+would scan, :meth:`BigQueryDatabase.estimate`; over the cap it is refused with that figure,
+before any job runs) and then runs with ``maximum_bytes_billed``, so that a query that would
+scan more than the cap fails at BigQuery instead of costing money.
 
 Not exercised against the real service here (this machine has no internet); the tests drive
 it with a fake client that records what would be sent.
@@ -43,7 +45,7 @@ class BigQueryDatabase:
     name = "bigquery"
 
     def __init__(self, project: str | None = None, *, max_bytes_billed: int = DEFAULT_MAX_BYTES_BILLED, client: Any = None,
-                 bigquery_module: Any = None) -> None:
+                 bigquery_module: Any = None, dry_run_first: bool = True) -> None:
         if bigquery_module is None:
             try:
                 from google.cloud import bigquery as bigquery_module  # type: ignore[no-redef]
@@ -58,9 +60,30 @@ class BigQueryDatabase:
                                   "or set GOOGLE_APPLICATION_CREDENTIALS, and pass the billing project.") from exc
         self.client = client
         self.max_bytes_billed = int(max_bytes_billed)
+        self.dry_run_first = dry_run_first
+
+    def estimate(self, sql: str, *, timeout_s: float | None = None) -> int:
+        """The bytes BigQuery would scan for ``sql`` (a dry run: nothing runs, nothing is billed).
+
+        Raises:
+            QueryRefusedError: not one SELECT.
+            QueryExecutionError: BigQuery rejects the query (the message is BigQuery's).
+        """
+        check_bigquery_select(sql)
+        config = self._bq.QueryJobConfig(dry_run=True, use_query_cache=False, use_legacy_sql=False)
+        try:
+            job = self.client.query(sql, job_config=config, timeout=timeout_s)
+        except Exception as exc:
+            raise QueryExecutionError(f"BigQuery: {exc}") from exc
+        return int(job.total_bytes_processed or 0)
 
     def execute(self, sql: str, *, timeout_s: float | None = None, max_rows: int | None = None) -> Result:
         check_bigquery_select(sql)
+        if self.dry_run_first:
+            scanned = self.estimate(sql, timeout_s=timeout_s)
+            if scanned > self.max_bytes_billed:
+                raise QueryRefusedError(f"The query would scan {scanned:,} bytes ({scanned / 2**40:.3f} TiB), more than the cap of "
+                                        f"{self.max_bytes_billed:,}; nothing ran. Raise --max-bytes-billed if you mean it.")
         config = self._bq.QueryJobConfig(maximum_bytes_billed=self.max_bytes_billed, use_legacy_sql=False)
         start = time.perf_counter()
         try:

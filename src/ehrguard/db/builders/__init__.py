@@ -6,7 +6,7 @@ what the database will lack), and writes its output atomically.
 
 The names below are the API; :func:`ehrguard.db.build_database` is the usual entry point. The
 modules are internal: one per database (:mod:`.mimic_iv`, :mod:`.eicu`, :mod:`.mimicsql`,
-:mod:`.mimic_iv_raw`, :mod:`.synthetic`), imported only when that database is built, and what
+:mod:`.mimic_iv_raw`, :mod:`.synthetic`, :mod:`.scaled`), imported only when that database is built, and what
 they share (:mod:`.base`, :mod:`.sources`, :mod:`.writer`, :mod:`.timeshift`, :mod:`.meds`,
 :mod:`.charlson`).
 """
@@ -32,11 +32,13 @@ class Builder:
     suffix: str
     source_folder: str  # folder name of the source inside the data directory
     module: str
+    entry: str = "build"  # the module's function that builds it
+    profile: str = ""  # the profile of what it builds, when not its name (a scaled copy has the original's)
 
     def run(self, source: Path, out: Path, progress: Progress) -> BuildReport:
         import importlib
 
-        build: Callable[[Path, Path, Progress], BuildReport] = importlib.import_module(self.module).build
+        build: Callable[[Path, Path, Progress], BuildReport] = getattr(importlib.import_module(self.module), self.entry)
         return build(source, out, progress)
 
 
@@ -54,6 +56,9 @@ for _builder in (
     _from_profile("mimic_iv_raw", "ehrguard.db.builders.mimic_iv_raw"),
     Builder("synthetic", "A tiny seeded synthetic database in the mimic_iv schema (tests, offline demo)", "sqlite",
             ".sqlite", "", "ehrguard.db.builders.synthetic"),
+    *(Builder(f"mimic_iv_raw_x{k}", f"SYNTHETIC: {k} seeded copies of each MIMIC-IV demo patient, mimic-code layout (DuckDB; "
+              "for cost at size)", "duckdb", ".duckdb", PROFILES["mimic_iv_raw"].source_folder, "ehrguard.db.builders.scaled",
+              f"build_x{k}", "mimic_iv_raw") for k in (10, 50)),
 ):
     BUILDERS.register(_builder.name, _builder, description=_builder.description)
 
@@ -122,7 +127,7 @@ def replaceable(out: Path, name: str) -> str | None:
     builder = get_builder(name)
     if engine != builder.engine:
         return f"{out} is a {engine} database, and {name} builds {builder.engine}"
-    profile = PROFILES.get(name) or PROFILES["mimic_iv"]  # the synthetic database has the mimic_iv schema
+    profile = PROFILES.get(builder.profile or name) or PROFILES["mimic_iv"]  # the synthetic database has the mimic_iv schema
     # The entity tables and every table the profile's time columns name: more than one table, for every profile.
     wanted = {e.table.split(".")[-1].lower() for e in profile.entities} | {c.rsplit(".", 1)[0].split(".")[-1].lower()
                                                                            for c in profile.time_columns}
@@ -183,7 +188,7 @@ def _write_lexicon(out: Path, name: str, progress: Progress) -> None:
     from ehrguard.db.lexicon import build_lexicon
     from ehrguard.profiles import PROFILES
 
-    profile = PROFILES.get(name)
+    profile = PROFILES.get(get_builder(name).profile or name)
     if profile is None or not profile.value_columns:
         return
     progress.step("writing the value lexicon")
