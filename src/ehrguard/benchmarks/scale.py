@@ -222,6 +222,14 @@ def latency(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _peak_mib() -> float:
+    """This process's peak resident memory. VmHWM, which a new program starts afresh (``ru_maxrss`` keeps the peak of
+    the process that forked it: a spawned worker would report its parent's)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
