@@ -4,6 +4,7 @@ benchmark over SQLite and DuckDB (PostgreSQL: tests/db/test_postgres.py)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -15,6 +16,8 @@ from ehrguard.db.builders.scaled import ID_STRIDE, scale
 
 
 def test_copies_keep_each_patients_shape_and_none_is_a_demo_row(mimic_iv_raw_db: Path, tmp_path: Path):
+    # a copy of the session's build: another test's verifier may hold that file open in this process
+    mimic_iv_raw_db = Path(shutil.copyfile(mimic_iv_raw_db, tmp_path / "demo.duckdb"))
     out = tmp_path / "x2.duckdb"
     report = scale(mimic_iv_raw_db, out, 2, seed=7)
     assert report.synthetic and report.tables["mimiciv_hosp.patients"] == 200

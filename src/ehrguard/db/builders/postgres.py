@@ -12,6 +12,7 @@ the role ehrguard then queries with needs only USAGE and SELECT (docs/databases.
 from __future__ import annotations
 
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,18 @@ def load_into_postgres(duckdb_path: Path, url: str, progress: Progress | None = 
     import duckdb
 
     progress = progress or Progress()
-    source = duckdb.connect(str(duckdb_path), read_only=True)
+    with tempfile.TemporaryDirectory(prefix="ehrguard-load-") as scratch:
+        try:
+            source = duckdb.connect(str(duckdb_path), read_only=True)
+        except duckdb.ConnectionException:
+            # this process already has the file open with other settings (a verifier's connection): read a copy
+            copy = Path(scratch) / Path(duckdb_path).name
+            shutil.copyfile(duckdb_path, copy)
+            source = duckdb.connect(str(copy), read_only=True)
+        return _load(source, url, progress, psycopg)
+
+
+def _load(source: Any, url: str, progress: Progress, psycopg: Any) -> dict[str, int]:
     try:
         tables = source.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE NOT internal "
                                 "ORDER BY schema_name, table_name").fetchall()
