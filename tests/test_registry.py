@@ -135,12 +135,12 @@ def test_lazy_entry_that_cannot_be_imported(lazy_module: tuple[str, Path], tmp_p
 def test_builders_registry_keeps_its_message_and_order() -> None:
     from ehrguard.db.builders import BUILDERS, get_builder
 
-    assert list(BUILDERS) == ["mimic_iv", "eicu", "mimicsql", "mimic_iv_raw", "synthetic"]
+    assert list(BUILDERS) == ["mimic_iv", "eicu", "mimicsql", "mimic_iv_raw", "synthetic", "mimic_iv_raw_x10", "mimic_iv_raw_x50"]
     assert [b.name for b in BUILDERS.values()] == list(BUILDERS) and BUILDERS["eicu"].engine == "sqlite"
     with pytest.raises(ConfigError) as exc:
         get_builder("mimic")
     assert str(exc.value) == ("Unknown database 'mimic'. Did you mean 'mimicsql'? "
-                              "Choose one of: mimic_iv, eicu, mimicsql, mimic_iv_raw, synthetic.")
+                              "Choose one of: mimic_iv, eicu, mimicsql, mimic_iv_raw, synthetic, mimic_iv_raw_x10, mimic_iv_raw_x50.")
 
 
 def test_unknown_method_is_a_config_error_with_a_suggestion() -> None:
