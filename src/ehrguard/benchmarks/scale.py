@@ -32,11 +32,11 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ehrguard.db.builders.postgres import INDEXED
 from ehrguard.evaluation.stats import percentile
 
 FACTORS = (1, 10, 50)
 SCHEMAS = ("mimiciv_hosp", "mimiciv_icu", "mimiciv_derived")
-INDEXED = ("subject_id", "hadm_id", "stay_id", "itemid", "icd_code", "charttime")
 PATIENT_QUERIES = {
     "admissions of a patient": "SELECT COUNT(DISTINCT hadm_id) FROM mimiciv_hosp.admissions WHERE subject_id = {pid}",
     "last heart rate": "SELECT valuenum FROM mimiciv_icu.chartevents WHERE subject_id = {pid} AND itemid = 220045 "

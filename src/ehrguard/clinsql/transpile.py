@@ -46,14 +46,21 @@ def safe_calls(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-def unnest_structs(tree: exp.Expression) -> exp.Expression:
+def _struct_unnests(tree: exp.Expression) -> list[tuple[exp.Unnest, exp.Array]]:
+    """``FROM t, UNNEST([STRUCT(...), ...])`` without an alias: each such UNNEST with its array of structs."""
+    found = []
     for node in list(tree.find_all(exp.Unnest)):
         if not isinstance(node.parent, (exp.From, exp.Join)) or node.args.get("alias") is not None:
             continue
         arrays = node.expressions
-        if len(arrays) != 1 or not isinstance(arrays[0], exp.Array) or not all(isinstance(e, exp.Struct) for e in arrays[0].expressions):
-            continue
-        sub = sqlglot.parse_one(f"SELECT * FROM (SELECT UNNEST({arrays[0].sql(dialect='duckdb')}, recursive := true))", read="duckdb")
+        if len(arrays) == 1 and isinstance(arrays[0], exp.Array) and all(isinstance(e, exp.Struct) for e in arrays[0].expressions):
+            found.append((node, arrays[0]))
+    return found
+
+
+def unnest_structs(tree: exp.Expression) -> exp.Expression:
+    for node, array in _struct_unnests(tree):
+        sub = sqlglot.parse_one(f"SELECT * FROM (SELECT UNNEST({array.sql(dialect='duckdb')}, recursive := true))", read="duckdb")
         node.replace(sub.args["from_"].this if "from_" in sub.args else sub.args["from"].this)
     return tree
 
@@ -72,13 +79,8 @@ def _field_value(field: exp.Expression) -> exp.Expression:
 
 
 def values_structs(tree: exp.Expression) -> exp.Expression:
-    for node in list(tree.find_all(exp.Unnest)):
-        if not isinstance(node.parent, (exp.From, exp.Join)) or node.args.get("alias") is not None:
-            continue
-        arrays = node.expressions
-        if len(arrays) != 1 or not isinstance(arrays[0], exp.Array) or not all(isinstance(e, exp.Struct) for e in arrays[0].expressions):
-            continue
-        structs = arrays[0].expressions
+    for node, array in _struct_unnests(tree):
+        structs = array.expressions
         names = [f.alias_or_name for f in structs[0].expressions]
         if not names or any(not n for n in names):
             continue

@@ -591,6 +591,14 @@ def built_databases() -> list[Path]:
     return sorted(p for p in folder.glob("*") if p.suffix in DB_SUFFIXES) if folder.is_dir() else []
 
 
+def _looks_like_path(name: str) -> bool:
+    return not name or any(c in name for c in "/\\") or name.startswith(".")
+
+
+def _fits_a_file_name(name: str) -> bool:
+    return len(name) <= MAX_NAME and name.isprintable()
+
+
 def named_database(name: str) -> Path:
     """A built database by its name only, for callers over a network (REST, MCP), who never name a server file.
 
@@ -598,9 +606,9 @@ def named_database(name: str) -> Path:
         DatabaseNameError: ``name`` looks like a path.
         DatabaseNotFoundError: no built database of that name.
     """
-    if not name or any(c in name for c in "/\\") or name.startswith("."):
+    if _looks_like_path(name):
         raise DatabaseNameError(f"Name a built database (see the list of databases), not a path: {name!r}.")
-    if len(name) > MAX_NAME or not name.isprintable():
+    if not _fits_a_file_name(name):
         raise DatabaseNameError(f"No database has a name like that ({len(name)} characters); see the list of databases.")
     path = _built(name)
     if path is None:
@@ -644,7 +652,7 @@ def write_link(name: str, link: Link) -> Path:
 
     from ehrguard.config import db_dir
 
-    if not name or any(c in name for c in "/\\") or name.startswith(".") or len(name) > MAX_NAME or not name.isprintable():
+    if _looks_like_path(name) or not _fits_a_file_name(name):
         raise DatabaseNameError(f"A link's name is a plain name (letters, digits, '_'), not {name!r}.")
     folder = db_dir()
     folder.mkdir(parents=True, exist_ok=True)

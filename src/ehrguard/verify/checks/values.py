@@ -103,7 +103,7 @@ def _dictionaries(ctx: SqlContext, table: str, column: str) -> list[str]:
     """The dictionary tables (``d_*``, as MIMIC names them) other than ``table`` that have ``column``: the codes it may
     take (``icd_code``: the diagnosis and the procedure dictionaries)."""
     return [t.qualified_name for t in ctx.db.schema.tables
-            if t.name.lower() != table and t.name.lower().rsplit(".", 1)[-1].startswith("d_") and t.column(column) is not None]
+            if t.name.lower() != table and t.name.lower().startswith("d_") and t.column(column) is not None]
 
 
 def _holds(ctx: SqlContext, tables: list[str], column: str, value: str) -> str | None:
