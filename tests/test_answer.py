@@ -107,7 +107,8 @@ def test_a_scripted_model_writes_the_sql_when_none_is_given(mimic_iv_db, audit):
     (entry,) = audit.entries()
     assert entry["candidate_sql"] == COUNT_SQL and entry["interface"] == "api-ask" and entry["action"] == "preserve"
     out = a.to_dict()
-    assert list(out) == ["generated_sql", "verdict", "result"] and out["verdict"]["audit_id"] == entry["id"]
+    assert list(out) == ["generated_sql", "verdict", "result", "reading", "second_opinion", "answered", "message"]
+    assert out["verdict"]["audit_id"] == entry["id"] and out["answered"] is True
 
 
 def test_a_failed_model_call_is_an_error_not_an_answer(mimic_iv_db, audit):
@@ -161,5 +162,7 @@ def test_the_serialisers(mimic_iv_db):
     assert list(full)[-3:] == ["usage", "audit_id", "receipt"]
     assert a.verdict_summary() == {"action": "preserve", "sql": GENDER_SQL, "subtype": None, "message": a.verdict.message,
                                    "status": "verified", "reason": a.verdict.reason, "findings": [], "receipt": a.receipt}
-    assert a.to_dict() == {"generated_sql": None, "verdict": full, "result": a.result_dict()}
-    assert Answer("q").to_dict() == {"generated_sql": None, "verdict": None, "result": None}
+    assert a.to_dict() == {"generated_sql": None, "verdict": full, "result": a.result_dict(), "reading": None, "second_opinion": None,
+                           "answered": True, "message": a.verdict.message}
+    assert Answer("q").to_dict() == {"generated_sql": None, "verdict": None, "result": None, "reading": None, "second_opinion": None,
+                                     "answered": False, "message": ""}

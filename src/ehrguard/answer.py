@@ -1,7 +1,9 @@
 """``ehrguard.answer()``: one question through the whole safety layer, the one pipeline every interface uses.
 
-    question, with a candidate SQL or a model to write one
-      -> generation    (:mod:`ehrguard.generation`, only when no SQL is given)
+    question, with a candidate SQL, a model to write one, or neither
+      -> generation    (:mod:`ehrguard.generation`, only when no SQL is given: with no model, the offline
+                        reader writes it from the known question it paraphrases, or abstains with its reason;
+                        with a model, the model writes it and the offline reading is a second opinion)
       -> verification  (:func:`ehrguard.verify`: preserve, correct, ambiguous or unanswerable)
       -> execution     (the verdict's SQL, read-only and row-capped, only for preserve / correct)
       -> audit entry   (:class:`ehrguard.audit.AuditLog`, one row per verification)
@@ -18,7 +20,7 @@ got). :meth:`Answer.raise_for_error` raises it for callers that want the excepti
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +34,7 @@ from ehrguard.verify import Verdict, database_context, verify
 from ehrguard.verify.methods import DatabaseContext
 
 if TYPE_CHECKING:
-    from ehrguard.generation import Generation
+    from ehrguard.generation import Generation, OfflineSql
 
 # The verdicts whose SQL answers the question as it stands (the others ask back or refuse).
 EXECUTED_ACTIONS = ("preserve", "correct")
@@ -50,6 +52,11 @@ class Answer:
         audit_id: the id of the verification's audit entry, when an audit log was given.
         receipt: the signed record of the decision (:mod:`ehrguard.receipt`), for every answer with a verdict.
         error: what stopped the pipeline; the steps after it did not run.
+        reading: the offline reader's reading of the question (the known question it read, its SQL and
+            confidence, or why it abstained): the SQL's source when neither SQL nor a model was given, a
+            second opinion on the model's SQL when a model wrote it.
+        second_opinion: with a model, whether the offline reading answers as the model's SQL does
+            (``agrees``, with the reading's known question and SQL); None when there was no reading to compare.
     """
 
     question: str
@@ -59,6 +66,8 @@ class Answer:
     audit_id: int | None = None
     receipt: dict[str, Any] | None = None
     error: EhrguardError | None = None
+    reading: OfflineSql | None = None
+    second_opinion: dict[str, Any] | None = None
 
     @property
     def generated_sql(self) -> str | None:
@@ -98,7 +107,25 @@ class Answer:
         """The SQL the model wrote, the verdict in full and the rows (the REST API's ``/v1/ask``). The error is not
         in it: check ``error`` (or call :meth:`raise_for_error`) first."""
         verdict = self.verdict_dict() if self.verdict is not None else None
-        return {"generated_sql": self.generated_sql, "verdict": verdict, "result": self.result_dict()}
+        return {"generated_sql": self.generated_sql, "verdict": verdict, "result": self.result_dict(),
+                "reading": self.reading.to_dict() if self.reading is not None else None, "second_opinion": self.second_opinion,
+                "answered": self.answered, "message": self.message}
+
+    @property
+    def answered(self) -> bool:
+        """The question got an answer to show: a preserved or corrected SQL that ran."""
+        return self.verdict is not None and self.verdict.action in EXECUTED_ACTIONS and self.result is not None
+
+    @property
+    def message(self) -> str:
+        """What the person reads first: the verdict's reason or clarifying question, or why nothing was answered."""
+        if self.error is not None:
+            return str(self.error).splitlines()[0] if str(self.error) else type(self.error).__name__
+        if self.verdict is not None:
+            return self.verdict.message or self.verdict.reason
+        if self.reading is not None and self.reading.reason:
+            return self.reading.reason
+        return ""
 
     def require_verdict(self) -> Verdict:
         """The verdict; without one, the error that kept the verifier from deciding is raised."""
@@ -111,14 +138,15 @@ def answer(question: str, *, db: str | Path | Database | DatabaseContext, sql: s
            method: str = "offline", verifier_model: str | None = None, operating_point: str | None = None,
            db_id: str | None = None, names_only: bool = False, execute: bool = True, max_rows: int = 1000,
            audit: AuditLog | None = None, caller: str = "local", interface: str = "python", audit_errors: bool = True,
-           audit_execution: str | None = None) -> Answer:
+           audit_execution: str | None = None, penalty: float | None = None) -> Answer:
     """Answer a question over an EHR database: write the SQL if none is given, verify it, run what the verifier allows.
 
     Args:
         question: the user's question, in plain language.
         db: a database file, the name of a built database in ``$EHRGUARD_DB_DIR``, or an open database.
         sql: the candidate SQL from any text-to-SQL model; without it, ``model`` writes it.
-        model: ``provider/model`` that writes the SQL when none is given.
+        model: ``provider/model`` that writes the SQL when none is given; with neither, the offline reader writes it
+            (:mod:`ehrguard.generation.offline`) or abstains.
         method: the verification method (``offline``, ...; see ``ehrguard bench methods``).
         verifier_model: ``provider/model`` for LLM verification methods.
         operating_point: offline: ``balanced`` (default), ``safety-first`` or ``preserve-first``.
@@ -132,6 +160,8 @@ def answer(question: str, *, db: str | Path | Database | DatabaseContext, sql: s
         audit_errors: also record a verification that could not run, with its error.
         audit_execution: the interface name of an own audit entry for each executed query (the MCP
             server writes ``mcp-run``); None records executions in no entry of their own.
+        penalty: how much worse a wrong answer is than none (EHRSQL-2024's c): the offline reader answers only above
+            the bar chosen for it (default 10).
 
     Returns:
         An :class:`Answer`. A failure before there is SQL to verify (the database cannot be opened,
@@ -153,22 +183,21 @@ def answer(question: str, *, db: str | Path | Database | DatabaseContext, sql: s
         if sql is not None:  # a candidate SQL that could not be verified is recorded; a question without one is not
             log.unverified(sql, exc, started)
         return Answer(question, error=exc)
-    generation = None
+    generation = reading = second = None
     if sql is None:
-        try:
-            generation = _generate(question, database_context(target, db_id).db, model)
-        except EhrguardError as exc:
-            return Answer(question, error=exc)
-        if generation.final_sql is None:
-            return Answer(question, generation, error=LLMError("The model wrote no SQL."))
-        sql = generation.final_sql
+        written = _write(question, target, db_id, model, penalty, log, started, options)
+        if isinstance(written, Answer):
+            return written
+        sql, generation, reading = written
         started = time.perf_counter()
     try:
         verdict = verify(question, sql, db=target, method=method, model=verifier_model, db_id=db_id, **options)
     except EhrguardError as exc:
         log.unverified(sql, exc, started)
-        return Answer(question, generation, error=exc)
-    done = Answer(question, generation, verdict, audit_id=log.verified(sql, verdict, started))
+        return Answer(question, generation, error=exc, reading=reading)
+    if generation is not None and reading is not None:
+        verdict, second = second_opinion(verdict, reading, database_context(target, db_id))
+    done = Answer(question, generation, verdict, audit_id=log.verified(sql, verdict, started), reading=reading, second_opinion=second)
     context = database_context(target, db_id)
     database = context.db
     if execute and verdict.action in EXECUTED_ACTIONS:
@@ -251,3 +280,83 @@ def _generate(question: str, db: Database, model: str | None) -> Generation:
     from ehrguard.llm import LLM
 
     return generate(question, db, LLM(model), mode="direct", refine=1, dialect=db.dialect)
+
+
+def _write(question: str, target: str | Path | DatabaseContext, db_id: str | None, model: str | None, penalty: float | None,
+           log: _Entries, started: float, options: dict[str, Any]) -> Answer | tuple[str, Generation | None, OfflineSql | None]:
+    """The SQL to verify when none was given, with what wrote it; or the answer already (nothing to verify, or a failure).
+
+    With no model, the offline reader writes it or abstains. With one, the model writes it and the offline reading
+    (at no bar: every reading counts as an opinion) is kept for the second opinion; a reading that fails is no opinion."""
+    if model is None:
+        try:
+            reading = _read_offline(question, target, db_id, penalty)
+        except EhrguardError as exc:
+            return Answer(question, error=exc)
+        if reading.sql is None:
+            return _not_read(question, reading, target, db_id, log, started, options)
+        return reading.sql, None, reading
+    try:
+        opinion: OfflineSql | None = _read_offline(question, target, db_id, 0.0)
+    except EhrguardError:
+        opinion = None
+    try:
+        generation = _generate(question, database_context(target, db_id).db, model)
+    except EhrguardError as exc:
+        return Answer(question, error=exc, reading=opinion)
+    if generation.final_sql is None:
+        return Answer(question, generation, error=LLMError("The model wrote no SQL."), reading=opinion)
+    return generation.final_sql, generation, opinion
+
+
+def _read_offline(question: str, target: str | Path | DatabaseContext, db_id: str | None, penalty: float | None) -> OfflineSql:
+    """The offline reader's reading of the question (one reader a process: its model is read once)."""
+    from ehrguard.generation import DEFAULT_PENALTY, OfflineWriter
+    from ehrguard.runtime import runtime
+
+    writer = runtime().memo("offline_writer", None, OfflineWriter)
+    return writer.write(question, database_context(target, db_id), penalty=DEFAULT_PENALTY if penalty is None else penalty)
+
+
+def _not_read(question: str, reading: OfflineSql, target: str | Path | DatabaseContext, db_id: str | None, log: _Entries,
+              started: float, options: dict[str, Any]) -> Answer:
+    """No known question fits well enough: the verifier still reads the question alone, so an ambiguous question gets
+    its clarifying question and an unanswerable one its reason; any other stays unanswered with the reader's reason."""
+    from ehrguard.verify.offline.policy import NO_QUERY
+
+    verdict = verify(question, "null", db=target, method="offline", db_id=db_id, **options)
+    evidence = verdict.evidence
+    if evidence is None or verdict.action not in ("ambiguous", "unanswerable"):
+        return Answer(question, reading=reading)
+    category = evidence.question.category
+    if category["ambiguous"] + category["unanswerable"] < category["answerable"]:
+        return Answer(question, reading=reading)  # refused only for the missing query: the question itself reads as answerable
+    message = verdict.message.removeprefix(NO_QUERY)
+    verdict = replace(verdict, message=message, reason=verdict.reason.removeprefix(NO_QUERY))
+    return Answer(question, verdict=verdict, audit_id=log.verified("null", verdict, started), reading=reading)
+
+
+def second_opinion(verdict: Verdict, reading: OfflineSql, context: DatabaseContext) -> tuple[Verdict, dict[str, Any] | None]:
+    """The offline reading beside the model's SQL: agreement raises the verdict's confidence; disagreement lowers it
+    and, for a verified answer, withdraws the verification, with the known question that answers otherwise."""
+    if reading.sql is None or reading.result is None or verdict.action not in EXECUTED_ACTIONS or verdict.sql is None:
+        return verdict, None
+    try:
+        mine = context.db.execute(verdict.sql, max_rows=1000)
+    except EhrguardError:
+        return verdict, None
+    from ehrguard.evaluation.execution_match import answers_match, canonical_answer
+
+    agrees = (not mine.truncated and not reading.result.truncated
+              and answers_match(canonical_answer(reading.result.rows), canonical_answer(mine.rows), reading.sql, context.db_id))
+    strength = reading.confidence or 0.0
+    opinion = {"agrees": agrees, "known_question": reading.known_question, "sql": reading.sql, "confidence": round(strength, 4)}
+    base = verdict.confidence if verdict.confidence is not None else 0.5
+    if agrees:
+        return replace(verdict, confidence=round(1 - (1 - base) * (1 - strength), 4)), opinion
+    lowered = round(base * (1 - strength), 4)
+    if verdict.status != "verified":
+        return replace(verdict, confidence=lowered), opinion
+    reason = (f"The offline reading of this question as the known question \"{reading.known_question}\" answers differently "
+              f"(confidence {strength:.2f}): check which one is meant.")
+    return replace(verdict, confidence=lowered, status="unverified", reason=reason), opinion

@@ -108,12 +108,22 @@ class AuditLog:
             row = self._conn.execute("SELECT receipt FROM decisions WHERE id = ?", (entry_id,)).fetchone()
         return json.loads(row[0]) if row and row[0] else None
 
-    def entries(self, since: float | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        sql = f"SELECT {', '.join(('id',) + FIELDS)} FROM decisions" + (" WHERE time >= ?" if since else "") + " ORDER BY id DESC"
+    def entries(self, since: float | None = None, limit: int | None = None, *, caller: str | None = None) -> list[dict[str, Any]]:
+        """The newest entries first: all, or those since a time, or one caller's."""
+        where: list[str] = []
+        args: list[float | str] = []
+        if since:
+            where.append("time >= ?")
+            args.append(since)
+        if caller is not None:
+            where.append("caller = ?")
+            args.append(caller)
+        sql = f"SELECT {', '.join(('id',) + FIELDS)} FROM decisions"
+        sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id DESC"
         if limit:
             sql += f" LIMIT {int(limit)}"
         with self._lock:
-            rows = self._conn.execute(sql, (since,) if since else ()).fetchall()
+            rows = self._conn.execute(sql, args).fetchall()
         return [dict(zip(("id",) + FIELDS, r, strict=True)) for r in rows]
 
     def export(self, fmt: str = "jsonl", since: float | None = None) -> str:

@@ -71,10 +71,21 @@ def test_a_form_has_typed_slots_and_its_time_filter_as_a_slot():
     assert {"last", "drug", "<time>", "<when>"} <= form.meaning
 
 
+def test_a_decade_refills_both_its_ends(context):
+    # "in their 20s" -> BETWEEN 20 AND 29: the 29 follows from the slot, so it is a field derived from it.
+    form = make_form("How many patients in their 20s were admitted?",
+                     "SELECT COUNT(*) FROM admissions WHERE admissions.age BETWEEN 20 AND 29")
+    assert form is not None and "BETWEEN {n0} AND {n0_end}" in form.sql
+    readings = FormIndex([("How many patients in their 20s were admitted?",
+                           "SELECT COUNT(*) FROM admissions WHERE admissions.age BETWEEN 20 AND 29")]).read(
+        "How many patients in their 40s were admitted?", context)
+    assert readings and readings[0].sql.endswith("BETWEEN 40 AND 49")
+
+
 def test_forms_that_cannot_be_refilled_safely_are_left_out():
-    # "in their 20s" -> BETWEEN 20 AND 29: the 29 follows from the slot and would not follow a new value.
+    # A number the SQL derives from a slot in a way no rule knows (20 -> 35) would not follow a new value.
     assert make_form("How many patients in their 20s were admitted?",
-                     "SELECT COUNT(*) FROM admissions WHERE admissions.age BETWEEN 20 AND 29") is None
+                     "SELECT COUNT(*) FROM admissions WHERE admissions.age BETWEEN 20 AND 35") is None
     # The question asks for a name, the SQL returns a time.
     assert make_form("What was the last drug patient 10004235 was prescribed?",
                      "SELECT prescriptions.starttime FROM prescriptions WHERE prescriptions.subject_id = 10004235 "
@@ -126,3 +137,17 @@ def test_the_verifier_corrects_a_candidate_by_the_form_a_question_paraphrases(sh
     assert ehrguard.verify(question, right, db=mimic_iv_db, db_id="mimic_iv").action == "preserve"
     assert ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv", forms="off").action == "preserve"
     reset_banks()
+
+
+def test_words_that_vary_between_paraphrases_of_one_sql_do_not_block_a_reading(context):
+    # Two paraphrases of one query, one saying "currently" and one "admitted": together they show that neither
+    # word changes the query, so a third wording with both is read; a form's own wording is marked exact.
+    sql = "SELECT COUNT( DISTINCT admissions.subject_id ) FROM admissions WHERE admissions.dischtime IS NULL AND admissions.age >= 30"
+    index = FormIndex([("How many patients aged 30 or above are there currently?", sql),
+                       ("How many patients aged 30 or above are admitted?", sql)])
+    readings = index.read("How many patients aged 60 or above are currently admitted?", context)
+    assert readings and readings[0].sql.endswith(">= 60") and not readings[0].exact
+    exact = index.read("How many patients aged 60 or above are admitted?", context)
+    assert exact and exact[0].exact
+    # A word no paraphrase of the query uses still changes the meaning: no reading.
+    assert index.read("How many female patients aged 60 or above are admitted?", context) == []

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ehrguard.benchmarks.forms import combine, held_out_splits, read_held_out
     from ehrguard.benchmarks.hostile import HostileReport, duckdb_copy, render_markdown, run_hostile
     from ehrguard.benchmarks.mutations import MUTATIONS, generate_cases, split_pairs
+    from ehrguard.benchmarks.offline_ask import fit_reader, out_of_fold, render_offline_ask, run_offline_ask, split_items
     from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, fmt, jsonable, write_scare_report
     from ehrguard.benchmarks.rundir import RunDir, file_sha256
     from ehrguard.benchmarks.safety import SafetyCase, category_metrics, load_cases, run_safety, safety_metrics, write_safety_report
@@ -69,6 +70,7 @@ _LAZY = by_module({
     ".rundir": ("RunDir", "file_sha256"),
     ".hostile": ("HostileReport", "duckdb_copy", "render_markdown", "run_hostile"),
     ".safety": ("SafetyCase", "category_metrics", "load_cases", "run_safety", "safety_metrics", "write_safety_report"),
+    ".offline_ask": ("fit_reader", "out_of_fold", "render_offline_ask", "run_offline_ask", "split_items"),
     ".mutations": ("MUTATIONS", "generate_cases", "split_pairs"),
     ".scale": ("render_scale", "run_scale", "write_scale_report"),
     ".scare": ("ScareItem", "load_scare"),
@@ -83,6 +85,11 @@ __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 __all__ = [
     "LABELS",
+    "fit_reader",
+    "out_of_fold",
+    "render_offline_ask",
+    "run_offline_ask",
+    "split_items",
     "render_scale",
     "run_scale",
     "write_scale_report",

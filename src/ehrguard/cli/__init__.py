@@ -23,6 +23,7 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 # Each command and where it lives, imported only when it runs (or when ``--help`` lists them all): a command then
 # loads none of the libraries the others need.
 COMMANDS = {
+    "ask": "ehrguard.cli.ask:ask_command",
     "db": "ehrguard.cli.db:db_group",
     "bench": "ehrguard.cli.bench:bench_group",
     "clinsql": "ehrguard.cli.clinsql:clinsql_group",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ehrguard.cli.options import console
+from ehrguard.cli.options import console, db_option
 from ehrguard.config import path_setting
 from ehrguard.errors import DatasetError
 
@@ -149,3 +149,38 @@ def banks_command(data_dir: Path | None, out: Path | None) -> None:
     for name, entry in manifest.items():
         console.print(f"{name}: {entry['pairs']} pairs -> {entry['templates']} templates, {entry['forms']} forms; "
                       f"sha256 {entry['sha256'][:16]}")
+
+
+@train_group.command("offline-reader")
+@db_option(help="The database the readings run on (file, or a name in $EHRGUARD_DB_DIR) [default: mimic_iv].", required=False)
+@click.option("--split", "splits", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="EHRSQL-2024 split folders to fit on (repeatable) [default: $EHRGUARD_DATA_DIR/ehrsql-2024/mimic_iv/train and valid].")
+@click.option("--folds", type=int, default=5, show_default=True, help="Folds of the out-of-fold readings.")
+@click.option("--out", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the model [default: the shipped file].")
+def offline_reader_command(db_path: str | None, splits: tuple[str, ...], folds: int, out: Path | None) -> None:
+    """Fit the offline reader's confidence and its bar for each penalty (what `ehrguard ask` answers with, no LLM), out of
+    fold: each fold of the questions read with forms from the others. Never fit it on a split you then score."""
+    from ehrguard.benchmarks import file_sha256, fit_reader, out_of_fold, split_items
+    from ehrguard.db import connect_database
+    from ehrguard.generation import SHIPPED_READER, save_reader_model
+    from ehrguard.verify import database_context
+
+    if folds < 2:
+        raise DatasetError("--folds must be at least 2: the readings are out of fold.")
+    root = path_setting("data_dir") / "ehrsql-2024" / "mimic_iv"
+    folders = [Path(s) for s in splits] or [root / "train", root / "valid"]
+    items = [item for folder in folders for item in split_items(folder)]
+    db = connect_database(db_path or "mimic_iv")
+    try:
+        records = out_of_fold(items, database_context(db), k=folds)
+    finally:
+        db.close()
+    sources = {f"{folder.parent.name}/{folder.name}": file_sha256(folder / "label.json") for folder in folders}
+    model = fit_reader(records, {"splits": sources, "folds": folds})
+    target = out or SHIPPED_READER
+    target.parent.mkdir(parents=True, exist_ok=True)
+    save_reader_model(model, target)
+    console.print(f"Fitted on {model.fitted_on['readings']} out-of-fold readings of {len(items)} questions; bars by penalty: "
+                  + ", ".join(f"c={c}: {bar:.3f}" for c, bar in model.bars.items()))
+    console.print(f"Wrote {target}")

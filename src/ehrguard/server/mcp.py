@@ -2,7 +2,8 @@
 
 Tools: ``list_databases``, ``get_schema``, ``verify_sql``, ``run_sql`` (the query is verified
 first; an ambiguous, unanswerable or refused query is not executed and the result says why;
-a corrected one runs in its corrected form) and ``ask`` (when a model is configured). Every
+a corrected one runs in its corrected form) and ``ask`` (the configured model writes the SQL; with none, the
+offline reader does, or says why it cannot). Every
 call is written to the audit log with the caller ``mcp``. The tools go through
 :func:`ehrguard.answer` and only shape its :class:`~ehrguard.Answer` for agents.
 
@@ -98,12 +99,19 @@ def build_server(audit: AuditLog | None = None, method: str = "offline", model: 
 
     @server.tool()
     def ask(db: str, question: str, allow_unverified: bool = False) -> dict[str, Any]:
-        """Write SQL for a question with the configured model, verify it, and run it if allowed (an unverified query
-        only with allow_unverified)."""
-        if model is None:
-            raise ToolError("No model is configured: start `ehrguard mcp --model provider/model`.")
-        reply = _fail_on_error(checked(db, question))
-        return {"generated_sql": reply.generated_sql, **_run_result(reply, allow_unverified)}
+        """Answer a question: the configured model writes the SQL (with none, the offline reader writes it from the known
+        question it paraphrases, or says why it cannot), it is verified, and run if allowed (an unverified query only
+        with allow_unverified). When nothing can be answered, the reply says why (or asks the clarifying question)."""
+        reply = checked(db, question)
+        if reply.verdict is None:
+            if reply.error is not None:
+                _fail_on_error(reply)
+            reading = reply.reading.to_dict() if reply.reading is not None else None
+            return {"executed": False, "answered": False, "reason": reply.message, "reading": reading}
+        reply = _fail_on_error(reply)
+        reading = reply.reading.to_dict() if reply.reading is not None else None
+        return {"generated_sql": reply.generated_sql, "reading": reading, "second_opinion": reply.second_opinion,
+                **_run_result(reply, allow_unverified)}
 
     return server
 

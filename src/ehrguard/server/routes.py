@@ -18,6 +18,8 @@ from pydantic import BaseModel, Field
 from ehrguard import __version__, answer
 from ehrguard.audit import AuditLog
 from ehrguard.db import built_databases, named_database
+from ehrguard.generation import example_questions
+from ehrguard.runtime import runtime
 from ehrguard.server.auth import caller
 from ehrguard.server.errors import ApiError
 from ehrguard.verify import database_context
@@ -50,7 +52,8 @@ class SqlRequest(BaseModel):
 class AskRequest(BaseModel):
     db: str
     question: str = Field(max_length=MAX_QUESTION)
-    model: str | None = None
+    model: str | None = None  # None: the offline reader writes the SQL (no LLM)
+    penalty: float | None = Field(default=None, ge=0, le=1000)  # the offline reader's bar is the one chosen for it
 
 
 def audit_log(request: Request) -> AuditLog:
@@ -141,10 +144,50 @@ def run_sql(body: SqlRequest, request: Request, who: Caller, log: Audit, enabled
 
 @router.post("/v1/ask")
 def ask(body: AskRequest, who: Caller, log: Audit) -> dict[str, Any]:
-    if not body.model:
-        raise ApiError(400, "no_model", "Asking needs a model to write the SQL: pass \"model\": \"provider/model\".")
-    reply = answer(body.question, db=body.db, model=body.model, names_only=True, max_rows=1000, audit=log, caller=who, interface="api-ask")
-    return reply.raise_for_error().to_dict()
+    reply = answer(body.question, db=body.db, model=body.model or None, names_only=True, max_rows=1000, audit=log, caller=who,
+                   interface="api-ask", penalty=body.penalty)
+    if reply.error is not None and reply.verdict is None:
+        raise reply.error
+    return reply.to_dict()
+
+
+_HISTORY_CHARS = 300  # a question in the history is cut here (one pasted 100 KB question must not flood the page)
+
+
+@router.get("/v1/history")
+def history(who: Caller, log: Audit, limit: int = 10) -> dict[str, Any]:
+    """The caller's own recent questions (never anyone else's), each cut to a few hundred characters."""
+    rows = log.entries(limit=min(max(limit, 1), 50), caller=who)
+    return {"entries": [{"id": e["id"], "time": e["time"], "db": e["db"], "action": e["action"] or ("error" if e["error"] else None),
+                         "status": e["status"], "question": _cut(e["question"] or e["candidate_sql"] or "")} for e in rows]}
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _HISTORY_CHARS else text[:_HISTORY_CHARS - 1] + "…"
+
+
+@router.get("/v1/databases/{db}/examples")
+def examples(db: str, who: Caller, n: int = 6) -> dict[str, Any]:
+    """Questions the offline reader answers on this database, drawn from its known forms."""
+    context = database_context(named_database(db))
+    found = runtime().memo("example_questions", (context.db_id, str(named_database(db))), lambda: example_questions(context, 12))
+    return {"examples": found[: min(max(n, 1), 12)]}
+
+
+@router.get("/v1/databases/{db}/tables/{table}/values")
+def table_values(db: str, table: str, who: Caller) -> dict[str, Any]:
+    """A few example values of each column of one table (the schema browser's)."""
+    context = database_context(named_database(db))
+    known = {t.qualified_name: t for t in context.schema.tables}
+    if table not in known:
+        raise ApiError(404, "no_table", f"{db} has no table {table!r}; GET /v1/databases/{db}/schema lists them.")
+    out: dict[str, list[Any]] = {}
+    quoted = ".".join(f'"{part}"' for part in table.split("."))
+    for column in known[table].columns:
+        rows = context.db.execute(f'SELECT DISTINCT "{column.name}" FROM {quoted} WHERE "{column.name}" IS NOT NULL LIMIT 3',
+                                  max_rows=3).rows
+        out[column.name] = [_cut(str(r[0]))[:80] for r in rows]
+    return {"table": table, "values": out}
 
 
 @router.get("/v1/audit")

@@ -92,9 +92,11 @@ _MEANING = {
     # What is asked about (general EHR vocabulary): a form about specimens is no paraphrase of one about diagnoses.
     "specimen": "specimen", "specimens": "specimen", "culture": "specimen", "cultures": "specimen", "microbiology": "specimen",
     "diagnosis": "diagnosis", "diagnoses": "diagnosis", "diagnosed": "diagnosis",
-    "drug": "drug", "prescribed": "drug", "prescription": "drug", "prescriptions": "drug",
+    "drug": "drug", "prescribed": "drug", "prescription": "drug", "prescriptions": "drug", "medication": "drug",
+    "medications": "drug", "medicine": "drug", "medicines": "drug", "meds": "drug",
     "procedure": "procedure", "procedures": "procedure", "treatment": "procedure", "treatments": "procedure",
-    "underwent": "procedure", "undergone": "procedure",
+    "underwent": "procedure", "undergone": "procedure", "surgery": "procedure", "surgeries": "procedure",
+    "operation": "procedure", "operations": "procedure",
     "lab": "lab", "labs": "lab", "laboratory": "lab",
     "cost": "cost", "costs": "cost", "charge": "cost", "charges": "cost", "expense": "cost", "expenses": "cost",
     "allergy": "allergy", "allergies": "allergy", "allergic": "allergy", "organism": "organism", "organisms": "organism",
@@ -152,6 +154,7 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
            "november", "december")
 _MONTH = "(" + "|".join(_MONTHS) + ")"
 _OP = {"since": ">=", "until": "<="}  # "in", "on": =
+_BACK = r"(this|last|previous)"  # "this year" is 0 years back; "last year", "the previous year" 1
 
 
 def _month(name: str) -> str:
@@ -161,12 +164,12 @@ def _month(name: str) -> str:
 # Question phrases, most specific first (on a canonical question with numbers as digits).
 _TIME_PHRASES: list[tuple[re.Pattern[str], Any]] = [(re.compile(p), f) for p, f in (
     (r"\b(since|until) (\d+) (year|month|day)s? ago\b", lambda m: TimeFilter("ago", m[3], int(m[2]), op=_OP[m[1]])),
-    (r"\b(?:on |in )?(\d{1,2})/(\d{1,2})/(this|last) year\b",
+    (rf"\b(?:on |in )?(\d{{1,2}})/(\d{{1,2}})/{_BACK} year\b",
      lambda m: TimeFilter("calendar", "year", _back(m[3]), "m-%d", value=f"{_two(m[1])}-{_two(m[2])}")),
-    (r"\b(?:in )?(\d{1,2})/(this|last) year\b", lambda m: TimeFilter("calendar", "year", _back(m[2]), "m", value=_two(m[1]))),
-    (rf"\b(?:in )?{_MONTH} (?:of )?(this|last) year\b", lambda m: TimeFilter("calendar", "year", _back(m[2]), "m", value=_month(m[1]))),
-    (r"\b(?:on )?(this|last) month/(\d{1,2})\b", lambda m: TimeFilter("calendar", "month", _back(m[1]), "d", value=_two(m[2]))),
-    (r"\b(this|last) (year|month)\b", lambda m: TimeFilter("calendar", m[2], _back(m[1]))),
+    (rf"\b(?:in )?(\d{{1,2}})/{_BACK} year\b", lambda m: TimeFilter("calendar", "year", _back(m[2]), "m", value=_two(m[1]))),
+    (rf"\b(?:in )?{_MONTH} (?:of )?{_BACK} year\b", lambda m: TimeFilter("calendar", "year", _back(m[2]), "m", value=_month(m[1]))),
+    (rf"\b(?:on )?{_BACK} month/(\d{{1,2}})\b", lambda m: TimeFilter("calendar", "month", _back(m[1]), "d", value=_two(m[2]))),
+    (rf"\b{_BACK} (year|month)\b", lambda m: TimeFilter("calendar", m[2], _back(m[1]))),
     (r"\btoday\b", lambda m: TimeFilter("calendar", "day", 0)),
     (r"\byesterday\b", lambda m: TimeFilter("calendar", "day", 1)),
     (r"\b(in|on|since|until) (\d{1,2})/(\d{1,2})/(\d{4})\b",
@@ -303,6 +306,22 @@ def _numbers_as_digits(text: str) -> str:
     return re.sub(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", lambda m: str(NUMBER_WORDS.index(m.group(1)) + 1), text)
 
 
+_SLOT_FIELD = re.compile(r"\{[a-z]\w*\}")
+_DECADE_SQL = re.compile(r"BETWEEN \{(n\d+)\} AND (\d+)\b", re.IGNORECASE)
+
+
+def _decade_ends(template_sql: str, numbers: dict[str, str]) -> str:
+    """"in their 30s" is ``BETWEEN {n0} AND 39``: the upper end of a decade is a field derived from its slot
+    (``{n0_end}``, the slot's value + 9), so the form refills for any decade."""
+    def end(m: re.Match[str]) -> str:
+        value = numbers.get(m[1])
+        if value is None or not value.isdigit() or int(m[2]) != int(value) + 9:
+            return m[0]
+        return m[0][: m.start(2) - m.start(0)] + "{" + m[1] + "_end}"
+
+    return _DECADE_SQL.sub(end, template_sql)
+
+
 def make_form(question: str, sql: str) -> Form | None:
     """The form of one (question, SQL) pair, or None when its values cannot be placed unambiguously."""
     sql = normalize_gold(sql)
@@ -342,6 +361,7 @@ def make_form(question: str, sql: str) -> Form | None:
         return None  # the question asks for a time and the SQL returns none, or the other way round
     if _BOOLEAN_SQL.match(template_sql) and not _YES_NO.match(masked):
         return None  # a yes/no query for a question not asked as one: its answer type is not the question's
+    template_sql = _decade_ends(template_sql, {name: q[a:b] for a, b, name, _ in pieces if name.startswith("n")})
     if any(s.kind == "number" for s in slots) and _UNSLOTTED_NUMBER.search(re.sub(r"'[^']*'", "''", template_sql)):
         return None  # "in their 20s" -> BETWEEN {n} AND 29: a number derived from a slot cannot be refilled
     numbers = tuple(None if m.group(0) == "<num>" else m.group(0) for m in _NUM_OR_SLOT.finditer(masked))
@@ -355,6 +375,7 @@ class Reading:
     sql: str
     similarity: float
     form: Form
+    exact: bool = True  # the question's meaning words are the form's own (not only those of another paraphrase of its SQL)
 
 
 class _Lexicon:
@@ -413,10 +434,18 @@ class FormIndex:
         """The index of ``pairs``, or of ready ``forms`` (read from a compiled artifact)."""
         self.forms = forms if forms is not None else distinct(pairs, make_form, lambda f: (f.masked, f.sql))
         # Forms by what the question must supply, then by their meaning words (which must be equal).
-        self._by_needs: dict[tuple[int, int, tuple[str, ...], bool], dict[frozenset[str], list[Form]]] = defaultdict(
-            lambda: defaultdict(list))
+        # Forms by what the question must supply, then in groups of one SQL: the paraphrases of one query. A question
+        # may be read as a group's form when its meaning words are among those the group's paraphrases use and
+        # include those all of them use (what varies between paraphrases of one SQL does not change the query).
+        by_sql: dict[tuple[Any, str], list[Form]] = defaultdict(list)
         for f in self.forms:
-            self._by_needs[f.needs][f.meaning].append(f)
+            by_sql[(f.needs, _SLOT_FIELD.sub("{}", f.sql))].append(f)
+        self._groups: dict[tuple[int, int, tuple[str, ...], bool], list[tuple[frozenset[str], frozenset[str], list[Form]]]] = (
+            defaultdict(list))
+        for (needs, _), group in by_sql.items():
+            core = frozenset.intersection(*(f.meaning for f in group))
+            allowed = frozenset.union(*(f.meaning for f in group))
+            self._groups[needs].append((core, allowed, group))
         self.columns = sorted({s.column for f in self.forms for s in f.slots if s.kind == "name"})
         self._lexicons: weakref.WeakKeyDictionary[Any, _Lexicon] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
@@ -443,7 +472,7 @@ class FormIndex:
         occurrences = lex.occurrences([q])[q]
         pids = [(m.start(), m.end()) for m in PATIENT_ID.finditer(q)]
         readings: list[Reading] = []
-        for needs, by_meaning in self._by_needs.items():
+        for needs, groups in self._groups.items():
             n_pid, n_num, columns, timed = needs
             if n_pid != len(pids) or n_pid > 1 or any(c not in occurrences for c in columns) or timed != (time is not None):
                 continue
@@ -456,7 +485,8 @@ class FormIndex:
                     continue
                 masked_num = DIGITS.sub("<num>", masked).replace(_TIME_WORD, "<time>")
                 words = content_words(masked_num)
-                forms = by_meaning.get(meaning_words(masked_num), ())
+                meaning = meaning_words(masked_num)
+                forms = [f for core, allowed, group in groups if core <= meaning <= allowed for f in group]
                 lex.prepare(forms)
                 for form in forms:
                     if len(form.number_pattern) != len(numbers) or not form.words:
@@ -468,7 +498,7 @@ class FormIndex:
                         continue
                     filled = _fill(form, values, numbers, time[0] if time else None)
                     if filled is not None:
-                        readings.append(Reading(filled, sim, form))
+                        readings.append(Reading(filled, sim, form, form.meaning == meaning))
         readings.sort(key=lambda r: -r.similarity)
         out: list[Reading] = []
         for r in readings:
@@ -524,7 +554,9 @@ def _fill(form: Form, values: dict[str, list[str]], numbers: list[str], time: Ti
     slotted = iter(s for s in form.slots if s.kind == "number")
     for literal, number in zip(form.number_pattern, numbers, strict=True):
         if literal is None:
-            fields[next(slotted).name] = number
+            name = next(slotted).name
+            fields[name] = number
+            fields[name + "_end"] = str(int(number) + 9) if number.isdigit() else number
         elif literal != number:
             return None
     for slot in form.slots:  # slots are in question order; values of one column too

@@ -87,6 +87,16 @@ def canonical(question: str) -> str:
     return q.strip()
 
 
+def _one_comparison(sql: str, name: str) -> bool:
+    """The literal ``'name'`` is in the SQL once, or each time compared with one and the same column (a lab test's
+    label in the query and in its subquery for the latest time): one value, refilled everywhere at once."""
+    count = sql.count(f"'{name}'")
+    if count <= 1:
+        return count == 1
+    compared = re.findall(r"([A-Za-z_]\w*\.[A-Za-z_]\w*)\s*(?:=|LIKE)\s*" + re.escape(f"'{name}'"), sql)
+    return len(compared) == count and len(set(compared)) == 1
+
+
 def skeleton(question: str, sql: str, *, allow_empty: bool = False) -> tuple[str, str, list[tuple[int, int, str, str]]] | None:
     """(canonical question, SQL template, slots) of one (question, SQL) pair, or None when none of its
     values can be placed unambiguously (unless ``allow_empty``). A slot is (start, end, name, group regex)
@@ -106,7 +116,7 @@ def skeleton(question: str, sql: str, *, allow_empty: bool = False) -> tuple[str
         if len(low) < 2 or not re.search(r"[a-z]", low) or q.count(low) != 1:
             continue
         a = q.find(low)
-        if taken(a, a + len(low)) or template_sql.count(f"'{name}'") != 1:
+        if taken(a, a + len(low)) or not _one_comparison(template_sql, name):
             continue
         pieces.append((a, a + len(low), f"s{i}", r".+?"))
         template_sql = template_sql.replace(f"'{name}'", f"'{{s{i}}}'")
