@@ -207,3 +207,14 @@ def test_api_and_mcp_ask_with_no_model_use_the_offline_reader(banks, mimic_iv_db
     assert body["verdict"]["action"] == "preserve" and body["result"]["rows"]
     r = client.post("/v1/ask", json={"db": "mimic_iv", "question": GENDER, "penalty": -1}, headers={"Authorization": "Bearer t"})
     assert r.status_code == 422
+
+
+def test_a_reader_model_fits_when_every_reading_was_right():
+    # A small question set (EHRSQL eICU's folds) can give readings all right: the fit still converges, the
+    # confidence stays below 1, and the bars are chosen.
+    from ehrguard.evaluation.threshold import Decision
+    from ehrguard.generation.offline import ReadingFeatures, fit_reader_model
+
+    features = [ReadingFeatures(0.5 + i / 100, 0.1, True, False, False, 2, 3, True) for i in range(40)]
+    model = fit_reader_model(features, [True] * 40, lambda ps: [Decision(True, True, True, float(p)) for p in ps], {})
+    assert all(0 < model.confidence(f) < 1 for f in features) and set(model.bars) == {"0", "5", "10"}

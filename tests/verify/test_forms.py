@@ -151,3 +151,14 @@ def test_words_that_vary_between_paraphrases_of_one_sql_do_not_block_a_reading(c
     assert exact and exact[0].exact
     # A word no paraphrase of the query uses still changes the meaning: no reading.
     assert index.read("How many female patients aged 60 or above are admitted?", context) == []
+
+
+def test_one_of_a_list_of_values_is_a_slot_each(context):
+    # "insulin, heparin, or ondansetron": column IN ( ... ), each value a slot of that column, refilled in order.
+    known = ("Has patient 10004235 been prescribed insulin, heparin, or ondansetron?",
+             "SELECT COUNT(*)>0 FROM prescriptions WHERE prescriptions.subject_id = 10004235 "
+             "AND prescriptions.drug IN ( 'insulin', 'heparin', 'ondansetron' )")
+    form = make_form(*known)
+    assert form is not None and [s.column for s in form.slots if s.kind == "name"] == ["prescriptions.drug"] * 3
+    readings = FormIndex([known]).read("Has patient 10002495 been prescribed furosemide, heparin, or insulin?", context)
+    assert readings and "IN ( 'furosemide', 'heparin', 'insulin' )" in readings[0].sql and "10002495" in readings[0].sql

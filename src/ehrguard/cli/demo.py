@@ -48,6 +48,7 @@ def demo_command(out_dir: Path | None, rebuild: bool, as_json: bool) -> None:
         summary["unsafe_refused"] = True
         summary["unsafe_message"] = str(exc)
     summary["verification"] = _verify_examples(out)
+    summary["asked"] = _ask_examples(out)
     split = data_dir() / "ehrsql-2024" / "mimic_iv" / "valid"
     if name == "mimic_iv" and split.is_dir():
         fidelity = check_fidelity(db, split)
@@ -67,7 +68,12 @@ def demo_command(out_dir: Path | None, rebuild: bool, as_json: bool) -> None:
     for v in summary["verification"]:
         click.echo(f"- Q: {v['question']}\n  SQL: {v['sql']}\n  -> {v['action'].upper()}" + (f" ({v['subtype']})" if v["subtype"] else "")
                    + f", {v['status']}, {v['ms']} ms: {v['message']}" + (f"\n  corrected: {v['corrected']}" if v["corrected"] else ""))
-    click.echo("\nNext: ehrguard verify --db mimic_iv -q '...' -s '...'   |   ehrguard bench scare --help")
+    click.echo("\nAsked with no SQL and no model (the offline reader writes the SQL, the verifier checks it):")
+    for a in summary["asked"]:
+        click.echo(f"- Q: {a['question']}\n  -> " + (f"{a['answer']} ({a['status']}; read as: {a['known_question']})" if a["answered"]
+                                                    else f"not answered: {a['message']}"))
+    click.echo("\nNext: ehrguard ask --db mimic_iv -q '...'   |   ehrguard verify --db mimic_iv -q '...' -s '...'   |   "
+               "ehrguard bench scare --help")
 
 
 def _verify_examples(db_path: Path) -> list[dict]:
@@ -91,4 +97,19 @@ def _verify_examples(db_path: Path) -> list[dict]:
                     "status": verdict.status,
                     "corrected": verdict.sql if verdict.action == "correct" else None,
                     "ms": round(1000 * (time.perf_counter() - start), 1)})
+    return out
+
+
+def _ask_examples(db_path: Path) -> list[dict]:
+    """Two questions asked with nothing else: one a known question answers, one none fits."""
+    from ehrguard import answer
+
+    pid = open_database(db_path).execute("SELECT MIN(subject_id) FROM patients").rows[0][0]
+    out = []
+    for question in (f"What is the gender of patient {pid}?", f"Summarise the hospital course of patient {pid} in plain words."):
+        reply = answer(question, db=db_path, db_id="mimic_iv")
+        value = reply.result.rows[0][0] if reply.answered and reply.result is not None and reply.result.rows else None
+        out.append({"question": question, "answered": reply.answered, "answer": value,
+                    "status": reply.verdict.status if reply.verdict else None,
+                    "known_question": reply.reading.known_question if reply.reading else None, "message": reply.message})
     return out

@@ -238,7 +238,10 @@ def fit_reader_model(features: Sequence[ReadingFeatures], correct: Sequence[bool
 
     x = np.array([f.vector() for f in features], dtype=float)
     y = np.array(correct, dtype=float)
-    w = fit_logistic(x, y, l2=1.0)
+    # One right and one wrong pseudo-reading at the average reading: a weak prior at 50%, so that readings all right (or
+    # all wrong), as a small question set can give, still fit (the unpenalised bias would grow without end).
+    prior = np.vstack([x.mean(axis=0), x.mean(axis=0)])
+    w = fit_logistic(np.vstack([x, prior]), np.concatenate([y, [1.0, 0.0]]), l2=1.0)
     probabilities = 1.0 / (1.0 + np.exp(-(x @ w)))
     bars = {f"{c:g}": float(choose(decisions(probabilities), c).value) for c in penalties}
     return ReaderModel(tuple(float(v) for v in w), bars, fitted_on)

@@ -55,6 +55,8 @@ from ehrguard.verify.offline.templates import (
 
 _NUM_OR_SLOT = re.compile("<num>|" + DIGITS.pattern)
 _COLUMN_BEFORE_SLOT = r"([A-Za-z_]\w*\.[A-Za-z_]\w*)\s*(?:=|LIKE)\s*'\{%s\}'"
+# "insulin, heparin, or aspirin": one of a list of values, column IN ( '{s0}', '{s1}', '{s2}' )
+_COLUMN_IN_LIST = r"([A-Za-z_]\w*\.[A-Za-z_]\w*)\s+IN\s*\((?:\s*'[^']*'\s*,)*\s*'\{%s\}'"
 
 # Words that change what the query computes, each folded to one spelling. General English.
 _MEANING = {
@@ -341,7 +343,7 @@ def make_form(question: str, sql: str) -> Form | None:
     masked, pos = "", 0
     for a, b, name, _ in sorted(pieces):
         if name.startswith("s"):
-            m = re.search(_COLUMN_BEFORE_SLOT % name, template_sql)
+            m = re.search(_COLUMN_BEFORE_SLOT % name, template_sql) or re.search(_COLUMN_IN_LIST % name, template_sql)
             if m is None:
                 return None  # a name the SQL uses other than in a comparison: cannot be refilled safely
             slot = Slot(name, "name", m.group(1).lower())
