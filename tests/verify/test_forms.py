@@ -162,3 +162,37 @@ def test_one_of_a_list_of_values_is_a_slot_each(context):
     assert form is not None and [s.column for s in form.slots if s.kind == "name"] == ["prescriptions.drug"] * 3
     readings = FormIndex([known]).read("Has patient 10002495 been prescribed furosemide, heparin, or insulin?", context)
     assert readings and "IN ( 'furosemide', 'heparin', 'insulin' )" in readings[0].sql and "10002495" in readings[0].sql
+
+
+def test_numbers_fill_the_slots_their_neighbouring_words_name(context):
+    # The form says "top five ... aged 60"; the question "aged 40 ... top three": 40 is the age, 3 the rank.
+    known = ("What are the top five diagnoses of patients aged 60 or above?",
+             "SELECT d_icd_diagnoses.long_title FROM d_icd_diagnoses WHERE d_icd_diagnoses.icd_code IN ( SELECT T1.icd_code FROM "
+             "( SELECT diagnoses_icd.icd_code, DENSE_RANK() OVER ( ORDER BY COUNT(*) DESC ) AS C1 FROM diagnoses_icd WHERE "
+             "diagnoses_icd.hadm_id IN ( SELECT admissions.hadm_id FROM admissions WHERE admissions.age >= 60 ) "
+             "GROUP BY diagnoses_icd.icd_code ) AS T1 WHERE T1.C1 <= 5 )")
+    readings = FormIndex([known]).read("Among patients aged 40 or above, what are the top three diagnoses?", context)
+    assert readings and "admissions.age >= 40" in readings[0].sql and "T1.C1 <= 3" in readings[0].sql
+
+
+def test_a_short_value_is_a_slot_only_as_a_word_of_its_own(context):
+    # 'pr' (a route) is in "prescribed" too; as a word it is once in the question, so it is a slot, refilled with 'po'.
+    known = ("What was the last time patient 10004235 was prescribed a drug via the pr route?",
+             "SELECT prescriptions.starttime FROM prescriptions WHERE prescriptions.subject_id = 10004235 "
+             "AND prescriptions.route = 'pr' ORDER BY prescriptions.starttime DESC LIMIT 1")
+    form = make_form(*known)
+    assert form is not None and ("name", "prescriptions.route") in [(s.kind, s.column) for s in form.slots]
+    assert "<when>" in form.meaning  # "what was the last time ..." asks for a moment
+    readings = FormIndex([known]).read("What was the last time patient 10002495 was prescribed a drug via the po route?", context)
+    assert readings and "prescriptions.route = 'po'" in readings[0].sql
+
+
+def test_what_kind_of_answer_is_asked_is_never_pooled_from_another_paraphrase(context):
+    # Two paraphrases of one SQL: one yes/no after a lead-in ("tell me, was ..."), one not. A question of the one kind
+    # is not read as the form of the other, however much else they share.
+    sql = ("SELECT COUNT(*)>0 FROM prescriptions WHERE prescriptions.subject_id = 10004235 AND prescriptions.drug = 'insulin'")
+    yes_no = make_form("Tell me, was insulin prescribed to patient 10004235?", sql)
+    assert yes_no is not None and "<yes/no>" in yes_no.meaning
+    index = FormIndex([("Tell me, was insulin prescribed to patient 10004235?", sql)])
+    assert index.read("Tell me, was heparin prescribed to patient 10002495?", context)
+    assert index.read("Tell me the amount of heparin prescribed to patient 10002495.", context) == []

@@ -92,7 +92,8 @@ _MEANING = {
     "age": "age", "aged": "age", "old": "age",
     "ever": "ever", "any": "ever",
     # What is asked about (general EHR vocabulary): a form about specimens is no paraphrase of one about diagnoses.
-    "specimen": "specimen", "specimens": "specimen", "culture": "specimen", "cultures": "specimen", "microbiology": "specimen",
+    "specimen": "specimen", "specimens": "specimen", "culture": "microbiology", "cultures": "microbiology",
+    "microbiology": "microbiology", "microbiological": "microbiology", "microbial": "microbiology",
     "diagnosis": "diagnosis", "diagnoses": "diagnosis", "diagnosed": "diagnosis",
     "drug": "drug", "prescribed": "drug", "prescription": "drug", "prescriptions": "drug", "medication": "drug",
     "medications": "drug", "medicine": "drug", "medicines": "drug", "meds": "drug",
@@ -113,7 +114,10 @@ _MEANING = {
     "location": "location", "source": "location", "type": "type",
     "long": "duration", "duration": "duration", "length": "duration", "passed": "elapsed", "elapsed": "elapsed",
 }
-_YES_NO = re.compile(r"^(?:did|does|do|is|are|was|were|has|have|had|can|will)\b")
+# A yes/no question, also after a lead-in ("tell me, was ...", "can you check if ...").
+_YES_NO = re.compile(r"^(?:(?:(?:can|could) you |please )?(?:tell me|check|confirm|verify|say)(?: if| whether)?,? |so,? |and,? )?"
+                     r"(?:did|does|do|is|are|was|were|has|have|had|can|will)\b")
+_ANSWER_TYPE = frozenset(("<yes/no>", "<when>"))  # what kind of answer: never taken from another paraphrase
 _STOP = frozenset((
     "a", "an", "the", "of", "for", "to", "in", "on", "at", "by", "with", "and", "or", "is", "are", "was", "were",
     "be", "been", "do", "does", "did", "what", "which", "who", "whom", "whose", "when", "where", "how", "that",
@@ -263,7 +267,9 @@ def _token(slot: Slot) -> str:
     return {"pid": "<pid>", "number": "<num>", "time": "<time>"}.get(slot.kind, f"<{slot.column}>")
 
 
-_ASKS_TIME = re.compile(r"\bwhen\b|\bwhat time\b|\bthe time\b|\bdates?\b|\bwhat day\b|\btimestamp")
+# "when ...", "the date of ...", and "what was the last time ..." (not "what was the drug ... for the last time").
+_ASKS_TIME = re.compile(r"\bwhen\b|\bwhat time\b|\bthe time\b|\bdates?\b|\bwhat day\b|\btimestamp"
+                        r"|\b(?:what|which)(?: was| is| were|'s) the (?:first|last|latest|earliest|most recent|initial|final) time\b")
 _SELECT_LIST = re.compile(r"\s*select\s+(?:distinct\s+)?([^()]*?)\s+from\b", re.IGNORECASE)
 
 
@@ -390,7 +396,7 @@ class _Lexicon:
 
     def holders(self, phrases: Collection[str]) -> dict[str, set[str]]:
         """The columns holding each phrase as a value (compared in lower case); phrases no column holds are left out."""
-        keys = {p for p in phrases if len(p) >= 3 and re.search(r"[a-z]", p) and p not in _STOP}
+        keys = {p for p in phrases if len(p) >= 2 and re.search(r"[a-z]", p) and p not in _STOP}
         found = self._values.find(list(self._columns), keys, by="lower")
         out: dict[str, set[str]] = defaultdict(set)
         for table_column, hits in found.items():
@@ -450,10 +456,21 @@ class FormIndex:
             self._groups[needs].append((core, allowed, group))
         self.columns = sorted({s.column for f in self.forms for s in f.slots if s.kind == "name"})
         self._lexicons: weakref.WeakKeyDictionary[Any, _Lexicon] = weakref.WeakKeyDictionary()
+        self._fixed: dict[Form, frozenset[str]] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.forms)
+
+    def _literals(self, form: Form) -> frozenset[str]:
+        """The string literals the form's SQL keeps (no slot) that its question states at word boundaries."""
+        found = self._fixed.get(form)
+        if found is None:
+            text = re.sub(r"<[^>]*>", " ", form.masked)
+            found = self._fixed[form] = frozenset(
+                v for v in (m.group(1).lower() for m in re.finditer(r"'([^'{}]+)'", form.sql))
+                if re.search(r"[a-z]", v) and re.search(rf"(?<!\w){re.escape(v)}(?!\w)", text))
+        return found
 
     def _lexicon(self, context: Any) -> _Lexicon:
         """The values of the forms' name columns in one database, built on first use."""
@@ -486,19 +503,22 @@ class FormIndex:
                 if len(numbers) < n_num:
                     continue
                 masked_num = DIGITS.sub("<num>", masked).replace(_TIME_WORD, "<time>")
+                contexts = _number_contexts(masked_num)
                 words = content_words(masked_num)
                 meaning = meaning_words(masked_num)
                 forms = [f for core, allowed, group in groups if core <= meaning <= allowed for f in group]
                 lex.prepare(forms)
                 for form in forms:
-                    if len(form.number_pattern) != len(numbers) or not form.words:
+                    if len(form.number_pattern) != len(numbers) or not form.words or form.meaning & _ANSWER_TYPE != meaning & _ANSWER_TYPE:
                         continue
+                    if any(not re.search(rf"(?<!\w){re.escape(v)}(?!\w)", q) for v in self._literals(form)):
+                        continue  # a value the form's SQL fixes and its question states ("via the pr route") must be stated
                     if any(v not in form.masked for v in left) or any(v not in q for v in lex.stated(form)):
                         continue
                     sim = len(form.words & words) / len(form.words | words)
                     if sim < 0.3:
                         continue
-                    filled = _fill(form, values, numbers, time[0] if time else None)
+                    filled = _fill(form, values, numbers, time[0] if time else None, contexts)
                     if filled is not None:
                         readings.append(Reading(filled, sim, form, form.meaning == meaning))
         readings.sort(key=lambda r: -r.similarity)
@@ -549,18 +569,58 @@ def _mask(q: str, chosen: list[tuple[int, int, str]]) -> tuple[str, dict[str, li
     return re.sub(r"\s+", " ", masked + q[pos:]).strip(), values
 
 
-def _fill(form: Form, values: dict[str, list[str]], numbers: list[str], time: TimeFilter | None) -> str | None:
-    """The form's SQL with the question's values; None when a number the form states literally differs."""
+def _number_contexts(masked: str) -> list[tuple[str, str]]:
+    """The words just before and after each number of a masked question, in order ("top <num> ...", "aged <num> or")."""
+    tokens = re.findall(r"<[^>]+>|[a-z]+", masked)
+    out = []
+    for i, t in enumerate(tokens):
+        if t == "<num>":
+            out.append((tokens[i - 1] if i else "", tokens[i + 1] if i + 1 < len(tokens) else ""))
+    return out
+
+
+def _slot_order(form: Form, rest: list[int], contexts: list[tuple[str, str]] | None) -> tuple[int, ...]:
+    """Which of the question's free numbers (indexes into ``contexts``) fills each number slot of the form: the
+    assignment whose neighbouring words agree most with the form's ("aged <num>" fills the age, "top <num>" the
+    rank), the question's order on a tie."""
+    from itertools import permutations
+
+    if not contexts or len(rest) > 4:
+        return tuple(rest)
+    mine = [c for c, literal in zip(_number_contexts(form.masked), _form_numbers(form), strict=False) if literal is None]
+    if len(mine) != len(rest):
+        return tuple(rest)
+
+    def agreement(order: tuple[int, ...]) -> int:
+        return sum((contexts[i][0] == m[0]) + (contexts[i][1] == m[1]) for i, m in zip(order, mine, strict=True))
+
+    return max(permutations(rest), key=lambda order: (agreement(order), [-i for i in order]))
+
+
+def _form_numbers(form: Form) -> list[str | None]:
+    """The form's numbers in question order as its masked text holds them: None for a slot (``<num>``), else the digits."""
+    return [None if m.group(0) == "<num>" else m.group(0) for m in _NUM_OR_SLOT.finditer(form.masked)]
+
+
+def _fill(form: Form, values: dict[str, list[str]], numbers: list[str], time: TimeFilter | None,
+          contexts: list[tuple[str, str]] | None = None) -> str | None:
+    """The form's SQL with the question's values; None when a number the form states literally is not in the question."""
     fields: dict[str, str] = {}
     used: dict[str, int] = defaultdict(int)
-    slotted = iter(s for s in form.slots if s.kind == "number")
-    for literal, number in zip(form.number_pattern, numbers, strict=True):
-        if literal is None:
-            name = next(slotted).name
-            fields[name] = number
-            fields[name + "_end"] = str(int(number) + 9) if number.isdigit() else number
-        elif literal != number:
-            return None
+    # The numbers the form states itself ("top five") are matched by value, wherever the question puts them; the
+    # others fill the form's number slots in the question's order ("aged 60 or above ... top five" is no 5-year-old).
+    rest = list(range(len(numbers)))
+    for literal in form.number_pattern:
+        if literal is not None:
+            at = next((i for i in rest if numbers[i] == literal), None)
+            if at is None:
+                return None
+            rest.remove(at)
+    if contexts is not None and len(contexts) != len(numbers):
+        contexts = None
+    for slot, i in zip((s for s in form.slots if s.kind == "number"), _slot_order(form, rest, contexts), strict=True):
+        fields[slot.name] = numbers[i]
+        fields[slot.name + "_end"] = str(int(numbers[i]) + 9) if numbers[i].isdigit() else numbers[i]
     for slot in form.slots:  # slots are in question order; values of one column too
         if slot.kind == "pid":
             fields[slot.name] = values["pid"][0]

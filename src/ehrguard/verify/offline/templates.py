@@ -113,9 +113,11 @@ def skeleton(question: str, sql: str, *, allow_empty: bool = False) -> tuple[str
     names = sorted({m.group(1).replace("''", "'") for m in SQL_STRING_LITERAL.finditer(sql)}, key=lambda n: (-len(n), n))
     for i, name in enumerate(names):
         low = name.lower()
-        if len(low) < 2 or not re.search(r"[a-z]", low) or q.count(low) != 1:
+        # Once in the question, as a word or words of its own: "pr" (a route) is not the "pr" of "prescribed".
+        spots = [m.start() for m in re.finditer(rf"(?<![\w]){re.escape(low)}(?![\w])", q)]
+        if len(low) < 2 or not re.search(r"[a-z]", low) or len(spots) != 1:
             continue
-        a = q.find(low)
+        a = spots[0]
         if taken(a, a + len(low)) or not _one_comparison(template_sql, name):
             continue
         pieces.append((a, a + len(low), f"s{i}", r".+?"))
