@@ -68,11 +68,18 @@ def test_an_ambiguous_question_gets_its_clarifying_question_not_an_answer(banks,
     assert not reply.answered
 
 
-def test_a_question_no_known_form_fits_is_not_answered_and_says_why(banks, mimic_iv_db):
-    reply = answer(QUESTION_NO_FORM_FITS, db=mimic_iv_db)
+def test_a_question_no_known_form_fits_is_not_answered_and_says_why(banks, mimic_iv_db, tmp_path):
+    from ehrguard.audit import AuditLog
+
+    log = AuditLog(tmp_path / "audit.sqlite")
+    reply = answer(QUESTION_NO_FORM_FITS, db=mimic_iv_db, audit=log, caller="tester")
     assert reply.error is None and reply.verdict is None and reply.result is None and not reply.answered
     assert reply.reading is not None and reply.reading.sql is None and reply.message == reply.reading.reason
     assert reply.to_dict()["answered"] is False
+    # Nothing asked is lost: the question is in the audit log, not answered, with why.
+    entry = log.entries(caller="tester")[0]
+    assert reply.audit_id == entry["id"] and entry["question"] == QUESTION_NO_FORM_FITS
+    assert entry["status"] == "abstained" and entry["reason"] == reply.reading.reason and entry["action"] is None
 
 
 def test_without_banks_the_reader_says_asking_needs_a_question_set(monkeypatch, mimic_iv_db):

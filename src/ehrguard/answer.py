@@ -241,6 +241,13 @@ class _Entries:
             self.log.record(caller=self.caller, interface=self.interface, db=self.db, question=self.question, candidate_sql=sql,
                             error=f"{type(exc).__name__}: {exc}", duration_ms=1000 * (time.perf_counter() - started))
 
+    def not_read(self, reading: OfflineSql, started: float) -> int | None:
+        """A question the offline reader did not answer: recorded too, with why (nothing asked is lost)."""
+        if self.log is None:
+            return None
+        return self.log.record(caller=self.caller, interface=self.interface, db=self.db, question=self.question, status="abstained",
+                               reason=reading.reason, message=reading.reason, duration_ms=1000 * (time.perf_counter() - started))
+
     def receipt(self, done: Answer) -> None:
         if self.log is not None and done.audit_id is not None and done.receipt is not None:
             self.log.attach_receipt(done.audit_id, done.receipt)
@@ -326,11 +333,11 @@ def _not_read(question: str, reading: OfflineSql, target: str | Path | DatabaseC
 
     verdict = verify(question, "null", db=target, method="offline", db_id=db_id, **options)
     evidence = verdict.evidence
-    if evidence is None or verdict.action not in ("ambiguous", "unanswerable"):
-        return Answer(question, reading=reading)
-    category = evidence.question.category
-    if category["ambiguous"] + category["unanswerable"] < category["answerable"]:
-        return Answer(question, reading=reading)  # refused only for the missing query: the question itself reads as answerable
+    category = evidence.question.category if evidence is not None else None
+    if (category is None or verdict.action not in ("ambiguous", "unanswerable")
+            or category["ambiguous"] + category["unanswerable"] < category["answerable"]):
+        # refused only for the missing query: the question itself reads as answerable, and is not answered
+        return Answer(question, reading=reading, audit_id=log.not_read(reading, started))
     message = verdict.message.removeprefix(NO_QUERY)
     verdict = replace(verdict, message=message, reason=verdict.reason.removeprefix(NO_QUERY))
     return Answer(question, verdict=verdict, audit_id=log.verified("null", verdict, started), reading=reading)

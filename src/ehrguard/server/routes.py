@@ -158,8 +158,15 @@ _HISTORY_CHARS = 300  # a question in the history is cut here (one pasted 100 KB
 def history(who: Caller, log: Audit, limit: int = 10) -> dict[str, Any]:
     """The caller's own recent questions (never anyone else's), each cut to a few hundred characters."""
     rows = log.entries(limit=min(max(limit, 1), 50), caller=who)
-    return {"entries": [{"id": e["id"], "time": e["time"], "db": e["db"], "action": e["action"] or ("error" if e["error"] else None),
+    return {"entries": [{"id": e["id"], "time": e["time"], "db": e["db"], "action": e["action"] or _unanswered(e),
                          "status": e["status"], "question": _cut(e["question"] or e["candidate_sql"] or "")} for e in rows]}
+
+
+def _unanswered(entry: dict[str, Any]) -> str | None:
+    """What an entry with no verdict was: an error, a question not answered, or (None) a raw SQL run."""
+    if entry["error"]:
+        return "error"
+    return "not answered" if entry["status"] == "abstained" else None
 
 
 def _cut(text: str) -> str:
