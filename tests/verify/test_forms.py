@@ -9,8 +9,9 @@ import pytest
 import ehrguard
 from ehrguard.db.engine import open_database
 from ehrguard.verify.methods import DatabaseContext
-from ehrguard.verify.offline.forms import FormIndex, find_time_filter, load_forms, make_form
+from ehrguard.verify.offline.forms import FormIndex, load_forms, make_form
 from ehrguard.verify.offline.templates import reset_banks
+from ehrguard.verify.offline.time_filters import find_time_filter
 
 LAST_HEPARIN = (
     "When was the last time patient 10004235 was prescribed heparin this month?",

@@ -20,7 +20,8 @@ from sqlglot import exp
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, data_fact, found
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
-from ehrguard.verify.offline.forms import TimeFilter, sql_time_filters, stated_time_filter
+from ehrguard.verify.offline.forms import stated_time_filter
+from ehrguard.verify.offline.time_filters import TimeFilter, sql_time_filters
 from ehrguard.verify.verdict import Finding
 
 _NUMBER = r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|few|several|couple of)"
