@@ -172,15 +172,19 @@ def test_bench_offline_ask_fits_on_train_scores_the_split_and_writes_shared_task
     from ehrguard.benchmarks.offline_ask import split_items
 
     items = split_items(shared_data / "ehrsql-2024" / "mimic_iv" / "train")
-    train, scored = _split(tmp_path / "train", items[:900]), _split(tmp_path / "scored", items[900:1000])
+    # Two training splits (as train + valid for a test split), one scored split none of them holds.
+    train, more, scored = (_split(tmp_path / "train", items[:500]), _split(tmp_path / "more", items[500:900]),
+                           _split(tmp_path / "scored", items[900:1000]))
     out, report = tmp_path / "pred.json", tmp_path / "report.md"
     r = CliRunner().invoke(cli, ["bench", "ehrsql", "--method", "offline-ask", "--split", str(scored), "--train", str(train),
+                                 "--train", str(more),
                                  "--db", str(mimic_iv_db), "--penalty", "10", "--no-verifier", "--out", str(out),
                                  "--report", str(report), "--json"])
     assert r.exit_code == 0, r.output
     result = json.loads(r.output)
     s = result["summaries"][0]
     assert s["n"] == 100 and 0 < s["answered"] <= s["read"] and s["penalty"] == 10
+    assert result["models"][0]["fitted_on"]["train"] == [str(train), str(more)] and result["models"][0]["fitted_on"]["questions"] == 900
     predictions = json.loads(out.read_text())
     assert set(predictions) == {i for i, _, _ in items[900:1000]}
     assert sum(v != "null" for v in predictions.values()) == s["answered"]

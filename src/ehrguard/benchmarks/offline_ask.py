@@ -234,28 +234,31 @@ def eicu_items() -> Items:
     return [(f"eicu-{i}", q, sql) for i, (q, sql) in enumerate(pairs)]
 
 
-def run_offline_ask(context: DatabaseContext, *, split: str | Path | None = None, train: str | Path | None = None,
+def run_offline_ask(context: DatabaseContext, *, split: str | Path | None = None, train: str | Path | list[str | Path] | None = None,
                     folds: int = 5, seed: int = 0, verifier: bool = True, penalties: tuple[float, ...] = (0.0, 5.0, 10.0),
                     progress: Progress = None) -> dict[str, Any]:
-    """The offline reader on a scored split with everything fitted on ``train`` (``split`` and ``train`` both given),
-    or cross-validated over the EHRSQL eICU questions (neither given).
+    """The offline reader on a scored split with everything fitted on the ``train`` split(s) (``split`` and ``train``
+    given; train + valid for a test split), or cross-validated over the EHRSQL eICU questions (neither given).
 
     Returns the configuration, one summary per penalty, the predictions of each penalty and the per-part models.
 
     Raises:
-        DatasetError: a split folder or the eICU questions cannot be read; ``split`` and ``train`` are the same folder.
+        DatasetError: a split folder or the eICU questions cannot be read; a training split is the scored one.
     """
     check = verifier_check(context, forms="off", templates="off") if verifier else None
     if split is not None:
-        if train is None:
+        trains = [Path(t) for t in ([] if train is None else train if isinstance(train, list) else [train])]
+        if not trains:
             raise DatasetError("Scoring a split needs a training split to fit on: pass --train (EHRSQL-2024 train).")
-        if Path(split).resolve() == Path(train).resolve():
+        if any(t.resolve() == Path(split).resolve() for t in trains):
             raise DatasetError("--train is the scored split: the forms, the confidence and the bars would be fitted on the "
                                "questions they are scored on. Pass another split (EHRSQL-2024 train).")
-        train_items, test_items = split_items(train), split_items(split)
+        train_items = [item for t in trains for item in split_items(t)]
+        test_items = split_items(split)
+        named = " + ".join(str(t) for t in trains)
         scored = [train_and_read(train_items, test_items, context, k=folds, seed=seed, check=check, progress=progress,
-                                 fitted_on={"train": str(train)})]
-        design = f"forms, confidence and bars from {train} ({folds}-fold out of fold); scored on {split}"
+                                 fitted_on={"train": [str(t) for t in trains]})]
+        design = f"forms, confidence and bars from {named} ({folds}-fold out of fold); scored on {split}"
     else:
         scored = cross_validated(eicu_items(), context, k=folds, seed=seed, check=check, progress=progress)
         design = f"EHRSQL eICU questions, {folds}-fold cross-validation (bars chosen by an inner {folds}-fold one)"

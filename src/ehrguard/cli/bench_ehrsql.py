@@ -28,9 +28,9 @@ from ehrguard.errors import ConfigError
               help="The same system's predictions (with confidences) for --fit-split.")
 @click.option("--penalty", "penalties", multiple=True, type=float, default=(0.0, 5.0, 10.0), show_default=True,
               help="The penalties c whose RS(c) a threshold maximises (repeatable); offline-ask's --out holds the largest's.")
-@click.option("--train", "train_dir", default=None, type=click.Path(exists=True, file_okay=False),
-              help="offline-ask: the split the forms, confidence and bars are fitted on "
-                   "[default: $EHRGUARD_DATA_DIR/ehrsql-2024/mimic_iv/train].")
+@click.option("--train", "train_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="offline-ask: the split(s) the forms, confidence and bars are fitted on, repeatable (train and valid "
+                   "for a test split) [default: $EHRGUARD_DATA_DIR/ehrsql-2024/mimic_iv/train].")
 @click.option("--folds", type=int, default=5, show_default=True, help="offline-ask: folds of the out-of-fold fitting.")
 @click.option("--verifier/--no-verifier", default=True, show_default=True,
               help="offline-ask: the offline verifier may veto a reading (as `ehrguard ask` does).")
@@ -40,7 +40,7 @@ from ehrguard.errors import ConfigError
               help="offline-ask: write the Markdown report here.")
 @json_option
 def ehrsql_command(split_dir: str, db_path: str, method: str, predictions: str | None, fit_split: str | None,
-                   fit_predictions: str | None, penalties: tuple[float, ...], train_dir: str | None, folds: int, verifier: bool,
+                   fit_predictions: str | None, penalties: tuple[float, ...], train_dirs: tuple[str, ...], folds: int, verifier: bool,
                    out: Path | None, report: Path | None, as_json: bool) -> None:
     """Score a text-to-SQL system's predictions: RS(0/5/10/N), execution accuracy, abstention P/R; with --fit-split,
     also RS(c) with the confidence threshold chosen on that split. --method offline-ask: ehrguard's own reader
@@ -49,7 +49,7 @@ def ehrsql_command(split_dir: str, db_path: str, method: str, predictions: str |
     from ehrguard.db import connect_database
 
     if method == "offline-ask":
-        _offline_ask(split_dir, db_path, penalties, train_dir, folds, verifier, out, report, as_json)
+        _offline_ask(split_dir, db_path, penalties, train_dirs, folds, verifier, out, report, as_json)
         return
     if predictions is None:
         raise ConfigError("Pass --predictions FILE (the system's {id: sql | \"null\"}), or --method offline-ask.")
@@ -88,7 +88,7 @@ def ehrsql_command(split_dir: str, db_path: str, method: str, predictions: str |
 EICU_QUESTIONS = "ehrsql-eicu"
 
 
-def _offline_ask(split_dir: str, db_path: str, penalties: tuple[float, ...], train_dir: str | None, folds: int, verifier: bool,
+def _offline_ask(split_dir: str, db_path: str, penalties: tuple[float, ...], train_dirs: tuple[str, ...], folds: int, verifier: bool,
                  out: Path | None, report: Path | None, as_json: bool) -> None:
     """``bench ehrsql --method offline-ask``: read, fit on the training split, score, write predictions and report."""
     from ehrguard.benchmarks import fmt, jsonable, render_offline_ask, run_offline_ask
@@ -101,7 +101,7 @@ def _offline_ask(split_dir: str, db_path: str, penalties: tuple[float, ...], tra
     eicu = split_dir == EICU_QUESTIONS
     if not eicu and not Path(split_dir).is_dir():
         raise ConfigError(f"No split folder at {split_dir}: pass an EHRSQL-2024 split, or '{EICU_QUESTIONS}'.")
-    train = None if eicu else (train_dir or str(data_dir() / "ehrsql-2024" / "mimic_iv" / "train"))
+    train: list[str | Path] | None = None if eicu else (list(train_dirs) or [data_dir() / "ehrsql-2024" / "mimic_iv" / "train"])
     db = connect_database(db_path)
     try:
         context = database_context(db)
