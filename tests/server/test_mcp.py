@@ -120,3 +120,35 @@ def test_a_model_configured_with_the_offline_method_writes_sql_and_the_offline_v
     verified, asked = asyncio.run(calls())
     assert verified["action"] == "preserve", verified
     assert asked["generated_sql"].startswith("SELECT gender") and asked["executed"] and asked["rows"][0][0] in ("f", "m"), asked
+
+
+def test_ask_without_a_model_uses_the_offline_reader(mimic_iv_db: Path, shared_data: Path, tmp_path: Path, monkeypatch):
+    from ehrguard.audit import AuditLog
+    from ehrguard.server.mcp import build_server
+    from ehrguard.verify.offline.templates import reset_banks
+
+    dbs = tmp_path / "dbs"
+    dbs.mkdir()
+    (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
+    monkeypatch.setenv("EHRGUARD_DB_DIR", str(dbs))
+    monkeypatch.setenv("EHRGUARD_TEMPLATE_BANK", "on")
+    reset_banks()
+    server = build_server(audit=AuditLog(tmp_path / "audit.sqlite"))
+
+    async def call(tool: str, arguments: dict) -> dict:
+        _, structured = await server.call_tool(tool, arguments)
+        return structured.get("result", structured)
+
+    async def calls() -> tuple[dict, dict]:
+        known = await call("ask", {"db": "mimic_iv", "question": "What is the gender of patient 10004235?"})
+        stay = "What was the average length of stay, in days, of patient 10000032's hospital admissions?"
+        unknown = await call("ask", {"db": "mimic_iv", "question": stay})
+        return known, unknown
+
+    try:
+        known, unknown = asyncio.run(calls())
+    finally:
+        reset_banks()
+    assert known["executed"] and known["rows"][0][0] in ("f", "m") and known["generated_sql"] is None, known
+    assert known["reading"]["known_question"] == "the gender of patient [patient]"
+    assert not unknown["executed"] and unknown["answered"] is False and unknown["reason"], unknown
