@@ -352,10 +352,9 @@ def second_opinion(verdict: Verdict, reading: OfflineSql, context: DatabaseConte
         mine = context.db.execute(verdict.sql, max_rows=1000)
     except EhrguardError:
         return verdict, None
-    from ehrguard.evaluation.execution_match import answers_match, canonical_answer
+    from ehrguard.generation import same_answer
 
-    agrees = (not mine.truncated and not reading.result.truncated
-              and answers_match(canonical_answer(reading.result.rows), canonical_answer(mine.rows), reading.sql, context.db_id))
+    agrees = same_answer(reading.result, mine, reading.sql, context.db_id)
     strength = reading.confidence or 0.0
     opinion = {"agrees": agrees, "known_question": reading.known_question, "sql": reading.sql, "confidence": round(strength, 4)}
     base = verdict.confidence if verdict.confidence is not None else 0.5

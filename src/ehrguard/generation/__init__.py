@@ -20,13 +20,15 @@ if TYPE_CHECKING:
         ReaderModel,
         example_questions,
         load_reader_model,
+        same_answer,
         save_reader_model,
     )
 
 _LAZY = by_module({".offline": ("DEFAULT_PENALTY", "SHIPPED_READER", "OfflineSql", "OfflineWriter", "ReaderModel", "example_questions",
-                                "load_reader_model", "save_reader_model")})
+                                "load_reader_model", "same_answer", "save_reader_model")})
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 __all__ = ["DEFAULT_PENALTY", "MODES", "SHIPPED_READER", "Attempt", "Generation", "OfflineSql", "OfflineWriter", "ReaderModel",
-           "example_questions", "generate", "last_sql_block", "load_reader_model", "save_reader_model", "schema_text"]
+           "example_questions", "generate", "last_sql_block", "load_reader_model", "same_answer", "save_reader_model",
+           "schema_text"]

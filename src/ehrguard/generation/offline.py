@@ -150,7 +150,9 @@ def _execute(sql: str, context: DatabaseContext) -> Result | None:
         return None
 
 
-def _same_answer(a: Result, b: Result, sql: str, db_id: str) -> bool:
+def same_answer(a: Result, b: Result, sql: str, db_id: str) -> bool:
+    """Two results answer alike by the database profile's answer rule (``sql`` is the reference query); a truncated
+    result never does."""
     if a.truncated or b.truncated:
         return False
     return answers_match(canonical_answer(a.rows), canonical_answer(b.rows), sql, db_id)
@@ -185,7 +187,7 @@ def read_question(index: FormIndex, question: str, context: DatabaseContext, *, 
     others = [(r, res) for r, res in usable[1:]]
     second = others[0] if others else None
     margin = best.similarity - (second[0].similarity if second else 0.3)
-    agrees = second is not None and _same_answer(result, second[1], best.sql, context.db_id)
+    agrees = second is not None and same_answer(result, second[1], best.sql, context.db_id)
     features = ReadingFeatures(
         similarity=best.similarity, margin=margin, second_agrees=agrees, alone=second is None, empty=_is_empty(result),
         slots=len(best.form.slots), meaning=len(best.form.meaning), exact=best.exact)
