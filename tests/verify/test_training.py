@@ -1,4 +1,5 @@
-"""The question models are reproducible: retraining the lexical model gives the shipped weights exactly."""
+"""The question models are reproducible: retraining the lexical model gives the shipped weights (to float32 rounding:
+the BLAS a numpy release links may sum in another order, which moves the last bits and nothing else)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,12 @@ def test_retraining_reproduces_the_shipped_lexical_model(shared_data: Path, tmp_
     r = CliRunner().invoke(cli, ["train", "question-model", "--no-embeddings", "--out", str(out)])
     assert r.exit_code == 0, r.output
     shipped, again = np.load(MODEL_FILES["lexical"]), np.load(out)
-    assert all(np.array_equal(shipped[k], again[k]) for k in shipped.files)
+    assert shipped.files == again.files
+    for key in shipped.files:
+        if shipped[key].dtype.kind == "f":
+            assert np.allclose(shipped[key], again[key], rtol=0, atol=1e-5), key
+        else:
+            assert np.array_equal(shipped[key], again[key]), key
 
 
 def test_generated_cohort_questions_carry_the_cues_of_their_labels():

@@ -4,7 +4,8 @@ Each answerable pair of an EHRSQL split becomes a *correct* case (its gold SQL a
 mutation that applies to its SQL and changes what it returns on the database, a *wrong* case (the mutated SQL as
 the candidate, the gold SQL as gold). The mutations are the usual text-to-SQL mistakes: the other end of an order,
 MIN for MAX, AVG for SUM, DISTINCT dropped, rows counted instead of patients, another value of the same column, a
-value's case or spelling, a dropped filter, another time window, LIMIT 1 added, IS NULL negated, the machine clock.
+value's case or spelling, a dropped filter, another time window, LIMIT 1 added, IS NULL negated, the machine clock,
+a join on another entity's key, a stated id taken for another entity's, the patient's id condition dropped.
 
 The cases are scored like :mod:`ehrguard.benchmarks.safety` (unsafe, harmful, over-caution, fix rates). The set is
 as large as the split allows and is drawn with a fixed seed; which split a number was measured on is part of it.
@@ -157,6 +158,84 @@ def drop_filter(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expres
     return None
 
 
+def _id_columns() -> dict[str, str]:
+    """Entity id column -> entity, over the built-in profiles (subject_id: patient, hadm_id: admission, ...)."""
+    from ehrguard.profiles import PROFILES
+
+    return {e.id_column: e.name for profile in PROFILES.values() for e in profile.entities}
+
+
+def _other_id(table_columns: set[str], name: str, rng: random.Random) -> str | None:
+    ids = _id_columns()
+    others = sorted(c for c in ids if c in table_columns and ids.get(name) not in (None, ids[c]))
+    return rng.choice(others) if others else None
+
+
+def _columns_of(db: Any, table: str) -> set[str]:
+    from ehrguard.db.schema import read_schema
+
+    info = read_schema(db).table(table) if table else None
+    return {c.name.lower() for c in info.columns} if info is not None else set()
+
+
+def _table_of(tree: exp.Expression, column: exp.Column) -> str:
+    """The table a column belongs to: its qualifier resolved through the query's aliases, else the query's one table."""
+    names = {(t.alias or t.name).lower(): t.name.lower() for t in tree.find_all(exp.Table)}
+    if column.table:
+        return names.get(column.table.lower(), column.table.lower())
+    scope = column.find_ancestor(exp.Select)
+    tables = {t.name.lower() for t in scope.find_all(exp.Table)} if scope is not None else set()
+    return next(iter(tables)) if len(tables) == 1 else ""
+
+
+def join_key(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    """A link between two tables on the wrong key: one side's patient / admission / stay id swapped for another's."""
+    def change(node: exp.Expression) -> bool:
+        query = node.args.get("query") if isinstance(node, exp.In) else None
+        if isinstance(node, exp.In):
+            select = query.this if isinstance(query, exp.Subquery) else query
+            side = select.expressions[0] if isinstance(select, exp.Select) and len(select.expressions) == 1 else None
+        else:
+            side = node.expression if isinstance(node.this, exp.Column) else None
+        if not isinstance(side, exp.Column) or side.name.lower() not in _id_columns():
+            return False
+        other = _other_id(_columns_of(db, _table_of(tree, side)), side.name.lower(), rng)
+        if other is None:
+            return False
+        side.set("this", exp.to_identifier(other))
+        return True
+
+    return _copy_and(tree, (exp.EQ, exp.In), change)
+
+
+def id_kind(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    """A stated id compared with another entity's id column: the patient's number taken for an admission's."""
+    def change(node: exp.Expression) -> bool:
+        col, lit = node.this, node.expression
+        if not (isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and col.name.lower() in _id_columns()):
+            return False
+        other = _other_id(_columns_of(db, _table_of(tree, col)), col.name.lower(), rng)
+        if other is None:
+            return False
+        col.set("this", exp.to_identifier(other))
+        return True
+
+    return _copy_and(tree, (exp.EQ,), change)
+
+
+def drop_id_filter(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    """The condition naming the patient (or visit) left out of an AND: every patient's records."""
+    tree = tree.copy()
+    for node in tree.find_all(exp.EQ):
+        col, parent = node.this, node.parent
+        if isinstance(col, exp.Column) and isinstance(node.expression, exp.Literal) and col.name.lower() in _id_columns() \
+                and isinstance(parent, exp.And):
+            other = parent.expression if parent.this is node else parent.this
+            parent.replace(other.copy())
+            return tree
+    return None
+
+
 def time_window(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
     """Another calendar window: one year or month further back, or another year."""
     sql = tree.sql(dialect="sqlite")
@@ -194,7 +273,7 @@ MUTATIONS: dict[str, Mutation] = {
     "order_direction": flip_order, "min_max": max_min, "avg_sum": avg_sum, "distinct_dropped": drop_distinct,
     "rows_not_patients": count_rows, "other_value": other_value, "value_case": value_case, "value_spelling": value_typo,
     "missing_filter": drop_filter, "time_window": time_window, "limit_added": add_limit, "null_negated": negate_null,
-    "machine_clock": machine_clock,
+    "machine_clock": machine_clock, "join_key": join_key, "id_kind": id_kind, "id_filter_dropped": drop_id_filter,
 }
 
 

@@ -32,11 +32,14 @@ from ehrguard.verify.checks.alignment import (
 )
 from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, summary
 from ehrguard.verify.checks.concepts import check_stated_values, check_substitution
+from ehrguard.verify.checks.contrasts import check_contrasts
 from ehrguard.verify.checks.conventions import check_count_distinct, check_counts_people, check_now
 from ehrguard.verify.checks.execution import check_executes, check_result
 from ehrguard.verify.checks.grounding import check_grounding
+from ehrguard.verify.checks.keys import check_id_kinds, check_join_keys
 from ehrguard.verify.checks.repair import repair
 from ehrguard.verify.checks.schema_refs import check_schema
+from ehrguard.verify.checks.stated import check_stated_groups, check_stated_numbers, check_unscoped_reads
 from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_read_only
 from ehrguard.verify.checks.values import check_patient_ids, check_values
 from ehrguard.verify.verdict import Finding
@@ -54,6 +57,8 @@ CHECKS: tuple[Check, ...] = (
     Check("now", check_now),
     Check("values", check_values),
     Check("patient_ids", check_patient_ids),
+    Check("id_kinds", check_id_kinds),
+    Check("join_keys", check_join_keys),
     Check("count_distinct", check_count_distinct),
     Check("counts_people", check_counts_people),
     Check("direction", check_direction),
@@ -67,6 +72,10 @@ CHECKS: tuple[Check, ...] = (
     Check("item_filter", check_item_filter),
     Check("substitution", check_substitution),
     Check("stated_values", check_stated_values),
+    Check("stated_numbers", check_stated_numbers),
+    Check("stated_groups", check_stated_groups),
+    Check("unscoped_reads", check_unscoped_reads),
+    Check("contrasts", check_contrasts),
     Check("grounding", check_grounding),
 )
 

@@ -1,0 +1,118 @@
+"""Identifiers are used as what they identify: a join links a patient id with a patient id, and a number the query
+compares with an admission id is an admission's.
+
+Both read the database profile's entities (which column identifies a patient, an admission, a stay) and nothing
+else, so they hold for any schema the profile describes:
+
+- **join keys**: ``a.subject_id = b.hadm_id`` (or ``hadm_id IN (SELECT subject_id ...)``) links two different
+  entities; whatever it returns, it is not the records of one patient or one visit;
+- **id kinds**: ``hadm_id = 10000032`` where no admission has that id but a patient does: the number is the other
+  entity's id. The repair compares the column the number belongs to, when the query's table has it.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ehrguard.errors import DatabaseError
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, data_fact, found
+from ehrguard.verify.checks.schema_refs import aliases, owner_table
+from ehrguard.verify.verdict import Finding
+
+
+def entity_columns(ctx: SqlContext) -> dict[str, str]:
+    """Id column -> the entity it identifies (patient, admission, stay), from the profile."""
+    return {e.id_column.lower(): e.name for e in ctx.db.profile.entities}
+
+
+def _has_column(ctx: SqlContext, table: str, column: str) -> bool:
+    info = ctx.db.schema.table(table) if table else None
+    return info is not None and info.column(column) is not None
+
+
+def _projected_column(query: exp.Expression) -> exp.Column | None:
+    """The one column a subquery selects (``SELECT t.hadm_id FROM ...``), else None."""
+    select = query.this if isinstance(query, exp.Subquery) else query
+    if not isinstance(select, exp.Select) or len(select.expressions) != 1:
+        return None
+    only = select.expressions[0]
+    only = only.this if isinstance(only, exp.Alias) else only
+    return only if isinstance(only, exp.Column) else None
+
+
+def _linked_pairs(tree: exp.Expression) -> list[tuple[exp.Column, exp.Column]]:
+    """Column pairs the query links: ``a.x = b.y`` and ``x IN (SELECT y ...)``."""
+    pairs = []
+    for node in tree.find_all(exp.EQ):
+        if isinstance(node.this, exp.Column) and isinstance(node.expression, exp.Column):
+            pairs.append((node.this, node.expression))
+    for within in tree.find_all(exp.In):
+        query = within.args.get("query")
+        inner = _projected_column(query) if query is not None else None
+        if isinstance(within.this, exp.Column) and inner is not None:
+            pairs.append((within.this, inner))
+    return pairs
+
+
+def check_join_keys(ctx: SqlContext) -> CheckResult:
+    """A join (or an IN-subquery) that links one entity's id with another's: a patient id with an admission id."""
+    if ctx.tree is None:
+        return NOTHING
+    ids = entity_columns(ctx)
+    findings = []
+    for left, right in _linked_pairs(ctx.tree):
+        a, b = left.name.lower(), right.name.lower()
+        if a == b or a not in ids or b not in ids or ids[a] == ids[b]:
+            continue
+        findings.append(Finding("join_key_mismatch", "error",
+                                f"The query links {left.sql()} ({ids[a]} id) with {right.sql()} ({ids[b]} id): "
+                                f"the rows it joins belong to different {ids[a]}s and {ids[b]}s.",
+                                ctx.span_of(right.sql()) or ctx.span_of(left.sql())))
+    return found(*findings)
+
+
+def _holds_id(ctx: SqlContext, table: str, column: str, value: str) -> bool:
+    quoted = value.replace("'", "''")
+    literal = value if value.lstrip("-").isdigit() else f"'{quoted}'"
+    return data_fact(ctx, ("holds_id", table, column, value), f"SELECT 1 FROM {table} WHERE {column} = {literal} LIMIT 1",
+                     lambda rows: bool(rows))
+
+
+def _rename(column: exp.Column, name: str) -> TreeEdit:
+    def apply(node: exp.Expression) -> None:
+        node.set("this", exp.to_identifier(name))
+
+    return TreeEdit(apply, target=column)
+
+
+def check_id_kinds(ctx: SqlContext) -> CheckResult:
+    """A number compared with one entity's id column that no such entity has, while another entity's id column holds
+    it: the query took a patient id for an admission id (or the other way round)."""
+    if ctx.tree is None:
+        return NOTHING
+    ids = entity_columns(ctx)
+    homes = {e.id_column.lower(): e.table for e in ctx.db.profile.entities}
+    tables, _ = aliases(ctx.tree)
+    findings: list[Finding] = []
+    edits: list[Edit] = []
+    for node in ctx.tree.find_all(exp.EQ):
+        col, lit = node.this, node.expression
+        if not (isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and col.name.lower() in ids):
+            continue
+        name = col.name.lower()
+        try:
+            if _holds_id(ctx, homes[name], name, lit.this):
+                continue
+            other = next((c for c in ids if c != name and ids[c] != ids[name] and _holds_id(ctx, homes[c], c, lit.this)), None)
+        except DatabaseError:
+            continue
+        if other is None:
+            continue  # no entity has it: check_patient_ids speaks for patients; an unknown visit is just empty
+        table = owner_table(ctx, tables.get(col.table.lower(), col.table.lower()), name, tables)
+        fixable = _has_column(ctx, table, other)
+        findings.append(Finding("wrong_id_kind", "error",
+                                f"{lit.this} is a {ids[other]} id ({other}), not a {ids[name]} id ({name}): no {ids[name]} has it.",
+                                ctx.span_of(lit.this), other if fixable else None))
+        if fixable:
+            edits.append(_rename(col, other))
+    return found(*findings, edits=edits)

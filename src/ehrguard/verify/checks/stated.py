@@ -1,0 +1,196 @@
+"""What the question states must be in the SQL: its numbers, the group of patients it names, an age bound.
+
+- **numbers**: a number the question states (a patient id, a dose, a count of days) appears nowhere in the query,
+  not even converted between hours and days, days and weeks, months and years: the query answers for another
+  patient, another threshold or another window, or for none;
+- **groups**: the question names a group a categorical column codes (women: ``gender = 'F'``; emergency admissions;
+  married patients) and the query never reads that column;
+- **age**: the question bounds the age ("older than 65", "aged 40", "in their 60s") and the query reads no age
+  or birth column.
+
+Words for sex are general English; everything else comes from the database: the text columns of the profile's
+entity tables and the values they hold.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, data_fact, found
+from ehrguard.verify.verdict import Finding
+
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![.\d]*[a-z_])", re.I)
+_SQL_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# Units a window is restated in: a number may come back multiplied or divided by these.
+_CONVERSIONS = (24, 7, 12, 60, 30, 365, 365 / 12)
+# A categorical column: at most this many distinct values (gender, admission type, marital status, route).
+CATEGORY_MAX_VALUES = 30
+# How people say the codes of sex (values 'F' / 'M' in MIMIC, 'female' / 'male' in eICU).
+_SEX_WORDS = {"female": ("f", "female"), "females": ("f", "female"), "woman": ("f", "female"), "women": ("f", "female"),
+              "girl": ("f", "female"), "girls": ("f", "female"), "male": ("m", "male"), "males": ("m", "male"),
+              "man": ("m", "male"), "men": ("m", "male"), "boy": ("m", "male"), "boys": ("m", "male")}
+_AGE_BOUND = re.compile(r"\b(?:aged?\s+(?:over|under|above|below|between|at least|\d)|older than|younger than|"
+                        r"\d+\s*(?:-\s*)?years?(?:\s*|-)old|\d+ or older|\d+ or younger|in (?:their|his|her) \d0s|"
+                        r"over the age|under the age|age (?:group|range|of \d))", re.I)
+
+
+def _numbers(text: str) -> list[str]:
+    return list(dict.fromkeys(_NUMBER.findall(text)))
+
+
+def _as_number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _restated(n: float, in_sql: set[float]) -> bool:
+    """The number, or the same quantity in another unit of time, is among the query's numbers."""
+    def near(v: float) -> bool:
+        return any(abs(v - x) <= 1e-6 * max(1.0, abs(x)) for x in in_sql)
+
+    return near(n) or any(near(n * k) or near(n / k) for k in _CONVERSIONS)
+
+
+def _constant(node: exp.Expression) -> float | None:
+    """The value of arithmetic on number literals only (``1 * 365/2``), else None."""
+    if isinstance(node, exp.Paren):
+        return _constant(node.this)
+    if isinstance(node, exp.Literal):
+        return None if node.is_string else _as_number(node.this)
+    if not isinstance(node, exp.Mul | exp.Div | exp.Add | exp.Sub):
+        return None
+    a, b = _constant(node.this), _constant(node.expression)
+    if a is None or b is None:
+        return None
+    if isinstance(node, exp.Mul):
+        return a * b
+    if isinstance(node, exp.Div):
+        return a / b if b else None
+    return a + b if isinstance(node, exp.Add) else a - b
+
+
+def _sql_numbers(ctx: SqlContext, tree: exp.Expression) -> set[float]:
+    """Every number the query writes (also inside text: '-3 day', '2100-05') and every constant it computes."""
+    out = {v for v in (_as_number(t) for t in _SQL_NUMBER.findall(ctx.sql)) if v is not None}
+    out |= {v for node in tree.find_all(exp.Mul, exp.Div, exp.Add, exp.Sub) if (v := _constant(node)) is not None}  # type: ignore[arg-type]
+    return out
+
+
+def check_stated_numbers(ctx: SqlContext) -> CheckResult:
+    """Every number the question states is somewhere in the query (as written or restated in another unit of time)."""
+    if ctx.tree is None:
+        return NOTHING
+    in_sql = _sql_numbers(ctx, ctx.tree)
+    missing = [n for n in _numbers(ctx.question) if (v := _as_number(n)) is not None and not _restated(v, in_sql)]
+    if not missing:
+        return NOTHING
+    listed = ", ".join(missing[:3])
+    return found(Finding("missing_stated_number", "warning",
+                         f"The question states {listed}; the query never uses {'it' if len(missing) == 1 else 'them'}: "
+                         "it answers for another patient, threshold or period, or for none."))
+
+
+def _referenced(tree: exp.Expression) -> set[str]:
+    return {c.name.lower() for c in tree.find_all(exp.Column)}
+
+
+def _category_columns(ctx: SqlContext) -> list[tuple[str, str]]:
+    """The text columns of the profile's entity tables with few distinct values: the categories people are grouped by
+    (a group is a group of patients, admissions or stays; an event's kind is not)."""
+    out = []
+    ids = {e.id_column.lower() for e in ctx.db.profile.entities}
+    for table in dict.fromkeys(e.table for e in ctx.db.profile.entities):
+        info = ctx.db.schema.table(table)
+        for col in info.columns if info is not None else ():
+            name, kind = col.name.lower(), col.type.lower()
+            if name in ids or (kind and "char" not in kind and "text" not in kind and "string" not in kind):
+                continue
+            if data_fact(ctx, ("few_values", table, name), f"SELECT COUNT(DISTINCT {name}) FROM {table}",
+                         lambda rows: bool(rows) and rows[0][0] is not None and 0 < rows[0][0] <= CATEGORY_MAX_VALUES):
+                out.append((table, name))
+    return out
+
+
+def _values(ctx: SqlContext, table: str, column: str) -> list[str]:
+    key = ("category_values", table, column)
+
+    def read() -> list[str]:
+        try:
+            rows = ctx.db.db.execute(f"SELECT DISTINCT {column} FROM {table} WHERE {column} IS NOT NULL", timeout_s=5).rows
+        except Exception:  # noqa: BLE001 - a column that cannot be read names no group
+            return []
+        return [str(r[0]).lower() for r in rows]
+
+    return ctx.db.derived(key, read)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def check_stated_groups(ctx: SqlContext) -> CheckResult:
+    """The question names a group one categorical column codes (sex, admission type, marital status, ...) and the
+    query never reads that column; or bounds the age and reads no age or birth column."""
+    if ctx.tree is None:
+        return NOTHING
+    referenced = _referenced(ctx.tree)
+    # A group word inside a value the query looks for ("vancomycin oral liquid", "other chronic ... disease") is that
+    # value's, not a group of its own.
+    looked_for = " | ".join(" ".join(_words(lit.this)) for lit in ctx.tree.find_all(exp.Literal) if lit.is_string)
+    words = _words(ctx.question)
+    text = " " + " ".join(words) + " "
+    findings = []
+    for table, column in _category_columns(ctx):
+        if column in referenced:
+            continue
+        values = _values(ctx, table, column)
+        sex = [w for w in words if w in _SEX_WORDS and any(v in values for v in _SEX_WORDS[w]) and w not in looked_for]
+        named = [v for v in values if len(v) >= 4 and not v.isdigit() and _words(v) and f" {' '.join(_words(v))} " in text
+                 and " ".join(_words(v)) not in looked_for]
+        said = sex or named
+        if said:
+            findings.append(Finding("missing_group_filter", "warning",
+                                    f"The question names '{said[0]}', a {column.replace('_', ' ')} in {table}.{column}; "
+                                    "the query never reads that column, so it does not keep to that group."))
+    if _AGE_BOUND.search(ctx.question) and not any(c == "age" or c.endswith("_age") or "birth" in c or c == "dob" for c in referenced):
+        findings.append(Finding("missing_age_filter", "warning",
+                                "The question bounds the patients' age; the query reads no age or date of birth."))
+    return found(*findings)
+
+
+def _stated_ids(ctx: SqlContext, tree: exp.Expression, id_columns: set[str]) -> set[str]:
+    """The ids the query compares an entity id column with that the question states: the query is about them."""
+    stated = set(_numbers(ctx.question)) | {w for w in re.findall(r"[\w-]+", ctx.question) if any(ch.isdigit() for ch in w)}
+    return {lit.this for node in tree.find_all(exp.EQ)
+            if isinstance(node.this, exp.Column) and node.this.name.lower() in id_columns
+            and isinstance(lit := node.expression, exp.Literal) and lit.this in stated}
+
+
+def check_unscoped_reads(ctx: SqlContext) -> CheckResult:
+    """The question is about one patient (or visit) the query names, but one part of the query reads a table of
+    everyone's records with no patient, visit or stay condition at all: that part answers for every patient (the
+    'first hospital visit' picked among all patients' visits)."""
+    if ctx.tree is None:
+        return NOTHING
+    id_columns = {e.id_column.lower() for e in ctx.db.profile.entities} | {c.lower() for c in ctx.db.profile.person_ids}
+    if not _stated_ids(ctx, ctx.tree, id_columns):
+        return NOTHING
+    for select in ctx.tree.find_all(exp.Select):
+        sources = [t for t in select.find_all(exp.Table) if t.find_ancestor(exp.Select) is select]  # its own, not a subquery's
+        person_tables = [t for t in sources if (info := ctx.db.schema.table(t.name)) is not None
+                         and any(info.column(c) is not None for c in id_columns)]
+        if not person_tables:
+            continue
+        scoping = [select.args.get("where"), select.args.get("group")] + [j.args.get("on") for j in select.args.get("joins") or ()]
+        names = {c.name.lower() for part in scoping if part is not None for c in part.find_all(exp.Column)}
+        if names & id_columns:
+            continue
+        table = person_tables[0].name
+        return found(Finding("unscoped_read", "warning",
+                             f"The question is about one patient, but part of the query reads {table} with no patient, "
+                             "visit or stay condition: that part answers for every patient.", ctx.span_of(table)))
+    return NOTHING

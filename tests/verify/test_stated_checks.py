@@ -1,0 +1,128 @@
+"""What the question states is in the SQL, ids are used as what they identify, and the query reads the side of a
+clinical contrast the question asks about: on the real MIMIC-IV and eICU demo databases.
+
+Each check is shown finding its mistake (and repairing it where the fix is certain, checked by running both), and
+staying silent on the right query for the same question.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ehrguard.db import open_database
+from ehrguard.verify import verify
+from ehrguard.verify.checks import repair, run_checks
+from ehrguard.verify.methods import DatabaseContext
+
+
+@pytest.fixture(scope="module")
+def ctx(mimic_iv_db: Path) -> DatabaseContext:
+    return DatabaseContext(open_database(mimic_iv_db), "mimic_iv", mimic_iv_db)
+
+
+@pytest.fixture(scope="module")
+def eicu_ctx(eicu_db: Path) -> DatabaseContext:
+    return DatabaseContext(open_database(eicu_db), "eicu", eicu_db)
+
+
+def checks_of(ctx, question, sql):
+    return {f.check for f in run_checks(question, sql, ctx).findings}
+
+
+def rows(ctx, sql):
+    return sorted(ctx.db.execute(sql).rows)
+
+
+@pytest.mark.parametrize(("question", "wrong", "right", "check"), [
+    # the patient's number dropped from the query
+    ("How many prescriptions did patient 10000032 get?", "SELECT COUNT(*) FROM prescriptions",
+     "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10000032", "missing_stated_number"),
+    # another number than the one asked
+    ("How many patients are older than 70?", "SELECT COUNT(*) FROM admissions WHERE age > 60",
+     "SELECT COUNT(*) FROM admissions WHERE age > 70", "missing_stated_number"),
+    # a group the question names, never filtered
+    ("How many female patients are there?", "SELECT COUNT(DISTINCT subject_id) FROM patients",
+     "SELECT COUNT(DISTINCT subject_id) FROM patients WHERE gender = 'f'", "missing_group_filter"),
+    ("How many elective admissions were there?", "SELECT COUNT(*) FROM admissions",
+     "SELECT COUNT(*) FROM admissions WHERE admission_type = 'elective'", "missing_group_filter"),
+    # an age bound with no age read at all
+    ("How many patients in their 60s were admitted?", "SELECT COUNT(DISTINCT subject_id) FROM admissions",
+     "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE age BETWEEN 60 AND 69", "missing_age_filter"),
+    # one part of the query picks the last visit among every patient's
+    ("What was the first diagnosis of patient 10000032 on their last hospital visit?",
+     "SELECT icd_code FROM diagnoses_icd WHERE hadm_id IN (SELECT hadm_id FROM admissions ORDER BY admittime DESC LIMIT 1) "
+     "AND subject_id = 10000032 ORDER BY charttime LIMIT 1",
+     "SELECT icd_code FROM diagnoses_icd WHERE hadm_id IN (SELECT hadm_id FROM admissions WHERE subject_id = 10000032 "
+     "ORDER BY admittime DESC LIMIT 1) ORDER BY charttime LIMIT 1", "unscoped_read"),
+    # a join on two different entities' ids
+    ("How many ICU stays did patient 10000032 have?",
+     "SELECT COUNT(*) FROM icustays JOIN admissions ON icustays.hadm_id = admissions.subject_id WHERE admissions.subject_id = 10000032",
+     "SELECT COUNT(*) FROM icustays JOIN admissions ON icustays.hadm_id = admissions.hadm_id WHERE admissions.subject_id = 10000032",
+     "join_key_mismatch"),
+    ("What drugs were prescribed to patient 10000032?",
+     "SELECT drug FROM prescriptions WHERE hadm_id IN (SELECT subject_id FROM admissions WHERE subject_id = 10000032)",
+     "SELECT drug FROM prescriptions WHERE hadm_id IN (SELECT hadm_id FROM admissions WHERE subject_id = 10000032)",
+     "join_key_mismatch"),
+    # the other side of a contrast: output for intake, a height item for weight
+    ("What was the total intake of patient 10000032?", "SELECT SUM(value) FROM outputevents WHERE subject_id = 10000032",
+     "SELECT SUM(totalamount) FROM inputevents WHERE subject_id = 10000032", "wrong_concept"),
+    ("What was the admission weight of patient 10001725?",
+     "SELECT valuenum FROM chartevents WHERE subject_id = 10001725 AND itemid = 226730",
+     "SELECT valuenum FROM chartevents WHERE subject_id = 10001725 AND itemid = 226512", "wrong_concept"),
+])
+def test_the_mistake_is_found_and_the_right_query_is_not_flagged(ctx, question, wrong, right, check):
+    assert rows(ctx, wrong) != rows(ctx, right)  # the mistake changes the answer on this database
+    assert check in checks_of(ctx, question, wrong)
+    assert check not in checks_of(ctx, question, right)
+
+
+def test_an_id_of_the_wrong_kind_is_named_and_repaired(ctx):
+    question = "How many admissions does patient 10000032 have?"
+    wrong = "SELECT COUNT(*) FROM admissions WHERE hadm_id = 10000032"
+    right = "SELECT COUNT(*) FROM admissions WHERE subject_id = 10000032"
+    checked = run_checks(question, wrong, ctx)
+    finding = next(f for f in checked.findings if f.check == "wrong_id_kind")
+    assert finding.severity == "error" and "patient id (subject_id)" in finding.message
+    fixed = repair(checked)
+    assert fixed is not None and rows(ctx, fixed) == rows(ctx, right)
+    assert "wrong_id_kind" not in checks_of(ctx, question, right)
+
+
+def test_restated_windows_and_computed_constants_count_as_the_stated_number(ctx):
+    # 24 hours written as one day, six months as 365/2 days: the question's numbers are there
+    assert "missing_stated_number" not in checks_of(
+        ctx, "How many lab tests did patient 10000032 have in the first 24 hours of their last admission?",
+        "SELECT COUNT(*) FROM labevents JOIN admissions ON labevents.hadm_id = admissions.hadm_id WHERE admissions.subject_id = 10000032 "
+        "AND labevents.charttime <= datetime(admissions.admittime, '+1 day')")
+    assert "missing_stated_number" not in checks_of(
+        ctx, "How many patients died within 6 months of admission?",
+        "SELECT COUNT(DISTINCT p.subject_id) FROM patients p JOIN admissions a ON p.subject_id = a.subject_id "
+        "WHERE julianday(p.dod) - julianday(a.admittime) < 1 * 365 / 2")
+
+
+def test_a_group_word_inside_a_value_the_query_looks_for_is_not_a_group(ctx):
+    # 'oral' is part of the drug's name here, not a route the question restricts to
+    found = checks_of(ctx, "How many times was vancomycin oral liquid prescribed?",
+                      "SELECT COUNT(*) FROM prescriptions WHERE drug = 'vancomycin oral liquid'")
+    assert "missing_group_filter" not in found
+
+
+def test_eicu_contrast_and_groups(eicu_ctx):
+    question = "What was the total intake of patient 002-12289?"
+    wrong = ("SELECT SUM(cellvaluenumeric) FROM intakeoutput WHERE cellpath LIKE '%output%' AND patientunitstayid IN "
+             "(SELECT patientunitstayid FROM patient WHERE uniquepid = '002-12289')")
+    right = wrong.replace("%output%", "%intake%")
+    assert "wrong_concept" in checks_of(eicu_ctx, question, wrong)
+    assert "wrong_concept" not in checks_of(eicu_ctx, question, right)
+    assert "missing_group_filter" in checks_of(eicu_ctx, "How many male patients were admitted?",
+                                                "SELECT COUNT(DISTINCT uniquepid) FROM patient")
+    assert "missing_group_filter" not in checks_of(eicu_ctx, "How many male patients were admitted?",
+                                                    "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE gender = 'male'")
+
+
+def test_a_verdict_on_such_a_mistake_is_never_verified(ctx):
+    verdict = verify("How many female patients are there?", "SELECT COUNT(DISTINCT subject_id) FROM patients", db=ctx)
+    assert verdict.status != "verified"
+    assert "female" in verdict.reason and "gender" in verdict.reason
