@@ -47,6 +47,10 @@ def rows(ctx, sql):
      "SELECT COUNT(DISTINCT subject_id) FROM patients WHERE gender = 'f'", "missing_group_filter"),
     ("How many elective admissions were there?", "SELECT COUNT(*) FROM admissions",
      "SELECT COUNT(*) FROM admissions WHERE admission_type = 'elective'", "missing_group_filter"),
+    # a route the question names, with the route column never read
+    ("How many times was heparin given subcutaneously to patient 10002495?",
+     "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10002495 AND drug = 'heparin'",
+     "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10002495 AND drug = 'heparin' AND route = 'sc'", "missing_route_filter"),
     # an age bound with no age read at all
     ("How many patients in their 60s were admitted?", "SELECT COUNT(DISTINCT subject_id) FROM admissions",
      "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE age BETWEEN 60 AND 69", "missing_age_filter"),

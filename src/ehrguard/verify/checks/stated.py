@@ -31,6 +31,18 @@ CATEGORY_MAX_VALUES = 30
 _SEX_WORDS = {"female": ("f", "female"), "females": ("f", "female"), "woman": ("f", "female"), "women": ("f", "female"),
               "girl": ("f", "female"), "girls": ("f", "female"), "male": ("m", "male"), "males": ("m", "male"),
               "man": ("m", "male"), "men": ("m", "male"), "boy": ("m", "male"), "boys": ("m", "male")}
+# How people name a route of administration, and the stems databases write it with (general clinical usage: PO is
+# by mouth, SC / SubQ under the skin, ...). A route is named when one of its words is in the question.
+_ROUTES = {
+    "by mouth": ("po", "oral"), "oral": ("po", "oral"), "orally": ("po", "oral"),
+    "intravenous": ("iv", "intraven"), "intravenously": ("iv", "intraven"), "iv": ("iv", "intraven"),
+    "subcutaneous": ("sc", "subq", "subcut"), "subcutaneously": ("sc", "subq", "subcut"),
+    "intramuscular": ("im", "intramusc"), "intramuscularly": ("im", "intramusc"),
+    "rectal": ("pr", "rectal"), "rectally": ("pr", "rectal"), "sublingual": ("sl", "subling"),
+    "inhaled": ("ih", "inhal", "neb"), "inhalation": ("ih", "inhal", "neb"), "nebulized": ("neb", "inhal"),
+    "topical": ("tp", "topical"), "topically": ("tp", "topical"), "transdermal": ("td", "transderm"),
+    "nasogastric": ("ng", "nasogast"),
+}
 _AGE_BOUND = re.compile(r"\b(?:aged?\s+(?:over|under|above|below|between|at least|\d)|older than|younger than|"
                         r"\d+\s*(?:-\s*)?years?(?:\s*|-)old|\d+ or older|\d+ or younger|in (?:their|his|her) \d0s|"
                         r"over the age|under the age|age (?:group|range|of \d))", re.I)
@@ -156,10 +168,29 @@ def check_stated_groups(ctx: SqlContext) -> CheckResult:
             findings.append(Finding("missing_group_filter", "warning",
                                     f"The question names '{said[0]}', a {column.replace('_', ' ')} in {table}.{column}; "
                                     "the query never reads that column, so it does not keep to that group."))
+    route = _missing_route(ctx, text, looked_for, referenced)
+    if route is not None:
+        findings.append(route)
     if _AGE_BOUND.search(ctx.question) and not any(c == "age" or c.endswith("_age") or "birth" in c or c == "dob" for c in referenced):
         findings.append(Finding("missing_age_filter", "warning",
                                 "The question bounds the patients' age; the query reads no age or date of birth."))
     return found(*findings)
+
+
+def _missing_route(ctx: SqlContext, text: str, looked_for: str, referenced: set[str]) -> Finding | None:
+    """The question names a route of administration (by mouth, intravenous, ...), the query reads a table that records
+    routes, and never reads its route column."""
+    named = [phrase for phrase in _ROUTES if f" {phrase} " in text and phrase not in looked_for]
+    if not named:
+        return None
+    for table in {t.name for t in ctx.tree.find_all(exp.Table)} if ctx.tree is not None else ():
+        info = ctx.db.schema.table(table)
+        routes = [c.name.lower() for c in info.columns if "route" in c.name.lower()] if info is not None else []
+        if routes and not set(routes) & referenced:
+            return Finding("missing_route_filter", "warning",
+                           f"The question names a route ('{named[0]}'); the query never reads {table}.{routes[0]}, so it counts "
+                           "every route.")
+    return None
 
 
 def _stated_ids(ctx: SqlContext, tree: exp.Expression, id_columns: set[str]) -> set[str]:
