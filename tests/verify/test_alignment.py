@@ -6,28 +6,14 @@ run and compared with the right one), and staying silent on the right query for 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from ehrguard.db import open_database
 from ehrguard.verify import verify
 from ehrguard.verify.checks import repair, run_checks
-from ehrguard.verify.methods import DatabaseContext
 
 HR = ("chartevents.itemid IN (SELECT d_items.itemid FROM d_items WHERE d_items.label = 'heart rate') "
       "AND chartevents.stay_id IN (SELECT stay_id FROM icustays WHERE subject_id = 10000032)")
 ADMISSIONS = "SELECT admissions.hadm_id FROM admissions WHERE admissions.subject_id = 10007795"
-
-
-@pytest.fixture(scope="module")
-def ctx(mimic_iv_db: Path) -> DatabaseContext:
-    return DatabaseContext(open_database(mimic_iv_db), "mimic_iv", mimic_iv_db)
-
-
-@pytest.fixture(scope="module")
-def eicu_ctx(eicu_db: Path) -> DatabaseContext:
-    return DatabaseContext(open_database(eicu_db), "eicu", eicu_db)
 
 
 def findings(ctx, question, sql):

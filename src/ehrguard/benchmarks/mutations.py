@@ -188,6 +188,15 @@ def _table_of(tree: exp.Expression, column: exp.Column) -> str:
     return next(iter(tables)) if len(tables) == 1 else ""
 
 
+def _swap_id(tree: exp.Expression, column: exp.Column, rng: random.Random, db: Any) -> bool:
+    """Rename an entity id column to another entity's id column of the same table (drawn by ``rng``); False if none."""
+    other = _other_id(_columns_of(db, _table_of(tree, column)), column.name.lower(), rng)
+    if other is None:
+        return False
+    column.set("this", exp.to_identifier(other))
+    return True
+
+
 def join_key(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
     """A link between two tables on the wrong key: one side's patient / admission / stay id swapped for another's."""
     def change(node: exp.Expression) -> bool:
@@ -197,13 +206,7 @@ def join_key(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expressio
             side = select.expressions[0] if isinstance(select, exp.Select) and len(select.expressions) == 1 else None
         else:
             side = node.expression if isinstance(node.this, exp.Column) else None
-        if not isinstance(side, exp.Column) or side.name.lower() not in _id_columns():
-            return False
-        other = _other_id(_columns_of(db, _table_of(tree, side)), side.name.lower(), rng)
-        if other is None:
-            return False
-        side.set("this", exp.to_identifier(other))
-        return True
+        return isinstance(side, exp.Column) and side.name.lower() in _id_columns() and _swap_id(tree, side, rng, db)
 
     return _copy_and(tree, (exp.EQ, exp.In), change)
 
@@ -212,13 +215,8 @@ def id_kind(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression
     """A stated id compared with another entity's id column: the patient's number taken for an admission's."""
     def change(node: exp.Expression) -> bool:
         col, lit = node.this, node.expression
-        if not (isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and col.name.lower() in _id_columns()):
-            return False
-        other = _other_id(_columns_of(db, _table_of(tree, col)), col.name.lower(), rng)
-        if other is None:
-            return False
-        col.set("this", exp.to_identifier(other))
-        return True
+        return (isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and col.name.lower() in _id_columns()
+                and _swap_id(tree, col, rng, db))
 
     return _copy_and(tree, (exp.EQ,), change)
 
