@@ -55,6 +55,10 @@ def rows(ctx, sql):
      "SELECT drug FROM prescriptions WHERE hadm_id IN (SELECT subject_id FROM admissions WHERE subject_id = 10000032)",
      "SELECT drug FROM prescriptions WHERE hadm_id IN (SELECT hadm_id FROM admissions WHERE subject_id = 10000032)",
      "join_key_mismatch"),
+    # another field of the same table returned
+    ("When was patient 10000032 last discharged from the hospital?",
+     "SELECT admittime FROM admissions WHERE subject_id = 10000032 ORDER BY admittime DESC LIMIT 1",
+     "SELECT dischtime FROM admissions WHERE subject_id = 10000032 ORDER BY admittime DESC LIMIT 1", "wrong_column"),
     # the other side of a contrast: output for intake, a height item for weight
     ("What was the total intake of patient 10000032?", "SELECT SUM(value) FROM outputevents WHERE subject_id = 10000032",
      "SELECT SUM(totalamount) FROM inputevents WHERE subject_id = 10000032", "wrong_concept"),
@@ -116,3 +120,16 @@ def test_a_verdict_on_such_a_mistake_is_never_verified(ctx):
     verdict = verify("How many female patients are there?", "SELECT COUNT(DISTINCT subject_id) FROM patients", db=ctx)
     assert verdict.status != "verified"
     assert "female" in verdict.reason and "gender" in verdict.reason
+
+
+def test_words_that_name_the_table_or_a_filtered_column_do_not_point_at_another_field(eicu_ctx, ctx):
+    # "allergic" names the allergy table, not its allergyname column; "hospital" is the discharge time filtered on
+    assert "wrong_column" not in checks_of(
+        eicu_ctx, "What was patient 002-12289 allergic to?",
+        "SELECT drugname FROM allergy WHERE patientunitstayid IN (SELECT patientunitstayid FROM patient WHERE uniquepid = '002-12289')")
+    assert "wrong_column" not in checks_of(
+        eicu_ctx, "How old was patient 002-12289 during the last hospital encounter?",
+        "SELECT age FROM patient WHERE uniquepid = '002-12289' AND hospitaldischargetime IS NOT NULL ORDER BY hospitaladmittime DESC LIMIT 1")
+    # a question that names neither field says nothing about which one is right
+    assert "wrong_column" not in checks_of(ctx, "What was the diagnosis of patient 10000032?",
+                                           "SELECT icd_code FROM diagnoses_icd WHERE subject_id = 10000032")

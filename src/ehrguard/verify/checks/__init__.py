@@ -31,6 +31,7 @@ from ehrguard.verify.checks.alignment import (
     check_visit_order,
 )
 from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, summary
+from ehrguard.verify.checks.columns import check_returned_column
 from ehrguard.verify.checks.concepts import check_stated_values, check_substitution
 from ehrguard.verify.checks.contrasts import check_contrasts
 from ehrguard.verify.checks.conventions import check_count_distinct, check_counts_people, check_now
@@ -76,6 +77,7 @@ CHECKS: tuple[Check, ...] = (
     Check("stated_groups", check_stated_groups),
     Check("unscoped_reads", check_unscoped_reads),
     Check("contrasts", check_contrasts),
+    Check("returned_column", check_returned_column),
     Check("grounding", check_grounding),
 )
 

@@ -1,0 +1,97 @@
+"""The column the query returns is the one the question asks for: "when was the patient discharged" is not answered
+with the admission time.
+
+Read from the schema alone: a question word names a column when the word's first letters appear in the column's
+name (``discharged`` -> ``dischtime``, ``admitted`` -> ``unitadmittime``). The query's returned column is compared
+with the other columns of its table of the same declared type (times with times, text with text), ids left out:
+when the question names one of those better than the returned column (more of its words, counting only words
+that tell the columns apart) and none of the returned column's, the query returns the wrong field.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found
+from ehrguard.verify.checks.schema_refs import aliases, owner_table
+from ehrguard.verify.verdict import Finding
+
+STEM = 4  # letters of a question word looked for in a column name
+
+
+def _stems(question: str) -> set[str]:
+    return {w[:STEM] for w in re.findall(r"[a-z]+", question.lower()) if len(w) >= STEM}
+
+
+def _names(column: str, stems: set[str], words: set[str]) -> set[str]:
+    """The question's words that name a column: a word's first letters inside the name (``disch`` of discharged in
+    ``dischtime``), or a part of the name that starts a word (``org`` of ``org_name``: organism)."""
+    inside = {s for s in stems if s in column}
+    parts = {w[:STEM] for part in column.split("_") if len(part) >= 3 for w in words if w.startswith(part)}
+    return inside | parts
+
+
+def _kind(declared: str) -> str:
+    """The type family of a declared column type: TIMESTAMP(0) and TIMESTAMP are one kind, VARCHAR(50) and TEXT another."""
+    t = declared.lower()
+    if "time" in t or "date" in t:
+        return "time"
+    if "char" in t or "text" in t or "string" in t:
+        return "text"
+    return "number" if t else ""
+
+
+def _returned_columns(tree: exp.Expression) -> list[exp.Column]:
+    """The columns the outermost SELECT returns, bare or inside one function or aggregate (``MAX(x)``)."""
+    select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
+    if select is None:
+        return []
+    out = []
+    for projection in select.expressions:
+        node = projection.this if isinstance(projection, exp.Alias) else projection
+        if isinstance(node, exp.Column):
+            out.append(node)
+        elif isinstance(node, exp.Func) and len(cols := list(node.find_all(exp.Column))) == 1:
+            out.append(cols[0])
+    return out
+
+
+def check_returned_column(ctx: SqlContext) -> CheckResult:
+    """The query returns a column the question names less well than another column of the same table and kind."""
+    if ctx.tree is None:
+        return NOTHING
+    stems = _stems(ctx.question)
+    words = set(re.findall(r"[a-z]+", ctx.question.lower()))
+    tables, _ = aliases(ctx.tree)
+    # A column the query reads elsewhere (filters, joins, orders by) accounts for the question's words about it.
+    elsewhere = {c.name.lower() for c in ctx.tree.find_all(exp.Column)} - {c.name.lower() for c in _returned_columns(ctx.tree)}
+    ids = {e.id_column.lower() for e in ctx.db.profile.entities}
+    findings: list[Finding] = []
+    for col in _returned_columns(ctx.tree):
+        name = col.name.lower()
+        table = owner_table(ctx, tables.get(col.table.lower(), col.table.lower()), name, tables)
+        info = ctx.db.schema.table(table) if table else None
+        mine = info.column(name) if info is not None else None
+        if info is None or mine is None or name in ids or name.endswith("id"):
+            continue
+        peers = [c.name.lower() for c in info.columns
+                 if _kind(c.type) == _kind(mine.type) and not c.name.lower().endswith("id") and c.name.lower() not in ids]
+        if len(peers) < 2:
+            continue
+        named = {p: _names(p, stems, words) for p in peers}
+        # Words that name the table ("allergic": allergy) or a column the query reads elsewhere ("hospital" of the
+        # hospital discharge time it filters on) are accounted for; they cannot point at another column.
+        accounted = {s for s in stems if s in table} | {s for c in elsewhere for s in _names(c, stems, words)}
+        telling = {s for p in peers for s in named[p] if not all(s in named[q] for q in peers)} - accounted
+        score = {p: len(named[p] & telling) if p not in elsewhere or p == name else 0 for p in peers}
+        best = max(score.values())
+        winners = [p for p in peers if score[p] == best]
+        if best == 0 or score[name] > 0:  # the question names something of the returned column: not contradicted
+            continue
+        asked = " or ".join(f"{table}.{w}" for w in winners[:3])
+        # No repair: which field was meant is read from words, not certain enough to answer with.
+        findings.append(Finding("wrong_column", "error", f"The query returns {table}.{name}; the question asks for {asked}.",
+                                ctx.span_of(col.sql()) or ctx.span_of(name)))
+    return found(*findings)
