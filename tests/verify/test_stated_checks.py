@@ -129,7 +129,42 @@ def test_words_that_name_the_table_or_a_filtered_column_do_not_point_at_another_
         "SELECT drugname FROM allergy WHERE patientunitstayid IN (SELECT patientunitstayid FROM patient WHERE uniquepid = '002-12289')")
     assert "wrong_column" not in checks_of(
         eicu_ctx, "How old was patient 002-12289 during the last hospital encounter?",
-        "SELECT age FROM patient WHERE uniquepid = '002-12289' AND hospitaldischargetime IS NOT NULL ORDER BY hospitaladmittime DESC LIMIT 1")
+        "SELECT age FROM patient WHERE uniquepid = '002-12289' AND hospitaldischargetime IS NOT NULL "
+        "ORDER BY hospitaladmittime DESC LIMIT 1")
     # a question that names neither field says nothing about which one is right
     assert "wrong_column" not in checks_of(ctx, "What was the diagnosis of patient 10000032?",
                                            "SELECT icd_code FROM diagnoses_icd WHERE subject_id = 10000032")
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    # everyday words that are also category values ('other' insurance, 'single' marital status) are not groups
+    ("Which other drugs were prescribed to patient 10000032?", "SELECT DISTINCT drug FROM prescriptions WHERE subject_id = 10000032"),
+    ("Did patient 10000032 get more than a single dose of heparin?",
+     "SELECT COUNT(*) > 1 FROM prescriptions WHERE subject_id = 10000032 AND drug = 'heparin'"),
+    # a value two columns hold is read when either is read
+    ("How many stays started in the medical intensive care unit (micu)?",
+     "SELECT COUNT(*) FROM icustays WHERE first_careunit = 'medical intensive care unit (micu)'"),
+    # a roman numeral after a classifier noun is not the route IV; a number after one names a category
+    ("How many patients with stage iv cancer got heparin?",
+     "SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE drug = 'heparin'"),
+    ("How many patients have type 2 diabetes?",
+     "SELECT COUNT(DISTINCT subject_id) FROM diagnoses_icd WHERE icd_code LIKE 'E11%'"),
+    # thousands separators: 1,000 is one number
+    ("Which stays had more than 1,000 ml of output?",
+     "SELECT stay_id FROM outputevents GROUP BY stay_id HAVING SUM(value) > 1000"),
+    # labetalol is a drug, not a lab test
+    ("What was the last heart rate of patient 10000032 after labetalol?",
+     "SELECT valuenum FROM chartevents WHERE subject_id = 10000032 AND itemid = 220045 ORDER BY charttime DESC LIMIT 1"),
+    # a CTE that carries a table's name, restricted to the patient
+    ("When was patient 10000032 last admitted?",
+     "WITH admissions AS (SELECT * FROM main.admissions WHERE subject_id = 10000032) "
+     "SELECT admittime FROM admissions ORDER BY admittime DESC LIMIT 1"),
+    # comparing the patient with everyone reads everyone on purpose
+    ("Was patient 10000032's last heart rate above the average of all patients?",
+     "SELECT (SELECT valuenum FROM chartevents WHERE subject_id = 10000032 AND itemid = 220045 ORDER BY charttime DESC LIMIT 1) "
+     "> (SELECT AVG(valuenum) FROM chartevents WHERE itemid = 220045)"),
+])
+def test_no_false_alarm_from_the_new_checks(ctx, question, sql):
+    new = {"missing_stated_number", "missing_group_filter", "missing_route_filter", "missing_age_filter", "unscoped_read",
+           "join_key_mismatch", "wrong_id_kind", "wrong_concept", "wrong_column"}
+    assert not checks_of(ctx, question, sql) & new

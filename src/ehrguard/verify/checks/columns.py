@@ -92,6 +92,6 @@ def check_returned_column(ctx: SqlContext) -> CheckResult:
             continue
         asked = " or ".join(f"{table}.{w}" for w in winners[:3])
         # No repair: which field was meant is read from words, not certain enough to answer with.
-        findings.append(Finding("wrong_column", "error", f"The query returns {table}.{name}; the question asks for {asked}.",
+        findings.append(Finding("wrong_column", "warning", f"The query returns {table}.{name}; the question asks for {asked}.",
                                 ctx.span_of(col.sql()) or ctx.span_of(name)))
     return found(*findings)

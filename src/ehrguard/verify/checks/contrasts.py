@@ -36,7 +36,7 @@ def _split(name: str) -> str:
     return name.lower().replace("_", " ")
 
 
-def _item_labels(ctx: SqlContext, tree: exp.Expression) -> list[str]:
+def item_labels(ctx: SqlContext, tree: exp.Expression) -> list[str]:
     """The dictionary labels of the items the query selects by number (``itemid = N`` / ``IN (...)``)."""
     numbers: dict[str, set[str]] = {}
     for node in tree.find_all(exp.EQ, exp.In):
@@ -63,20 +63,25 @@ def _item_labels(ctx: SqlContext, tree: exp.Expression) -> list[str]:
 
 
 def _what_the_query_reads(ctx: SqlContext, tree: exp.Expression) -> list[str]:
-    """The names the query reads by: tables, columns (not times: ``charttime`` says nothing of charts), text literals and
+    """The names the query reads by: tables, columns (not times: ``charttime``, ``chartdate`` say nothing of charts), text literals and
     the labels of the items it selects by number."""
     parts = [_split(t.name) for t in tree.find_all(exp.Table)]
-    parts += [_split(c.name) for c in tree.find_all(exp.Column) if not c.name.lower().endswith("time")]
+    parts += [_split(c.name) for c in tree.find_all(exp.Column) if not c.name.lower().endswith(("time", "date"))]
     parts += [lit.this.lower() for lit in tree.find_all(exp.Literal) if lit.is_string]
-    parts += [label.lower() for label in _item_labels(ctx, tree)]
+    parts += [label.lower() for label in item_labels(ctx, tree)]
     return parts
+
+
+# How a question writes a stem when the stem alone would start other words ("lab" starts labetalol and labor).
+_IN_QUESTIONS = {"lab(?!el)": r"labs?\b"}
 
 
 def _says(text: str, stems: tuple[str, ...], *, inside_words: bool = False) -> str | None:
     """The first stem the text holds at the start of a word, or anywhere in a word with ``inside_words`` (schema names
     run words together: ``outputevents``, ``admissionweight``)."""
-    start = "" if inside_words else "(?<![a-z])"
-    return next((s for s in stems if re.search(start + s, text)), None)
+    if inside_words:
+        return next((s for s in stems if re.search(s, text)), None)
+    return next((s for s in stems if re.search("(?<![a-z])" + _IN_QUESTIONS.get(s, s), text)), None)
 
 
 def check_contrasts(ctx: SqlContext) -> CheckResult:

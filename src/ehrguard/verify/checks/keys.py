@@ -15,7 +15,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, data_fact, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
@@ -71,11 +71,16 @@ def check_join_keys(ctx: SqlContext) -> CheckResult:
     return found(*findings)
 
 
-def _holds_id(ctx: SqlContext, table: str, column: str, value: str) -> bool:
-    quoted = value.replace("'", "''")
-    literal = value if value.lstrip("-").isdigit() else f"'{quoted}'"
-    return data_fact(ctx, ("holds_id", table, column, value), f"SELECT 1 FROM {table} WHERE {column} = {literal} LIMIT 1",
-                     lambda rows: bool(rows))
+def _holds_id(ctx: SqlContext, table: str, column: str, lit: exp.Literal) -> bool:
+    """Does an entity have this id? Asked each time (an id lookup is indexed; remembering every id ever asked about
+    would grow a server's memory without bound). The value is written as the query wrote it, a number or a string."""
+    value = exp.Literal.string(lit.this) if lit.is_string else exp.Literal.number(lit.this)
+    query = exp.select("1").from_(exp.to_table(table)).where(exp.column(column).eq(value)).limit(1)
+    return bool(ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows)
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
 
 
 def _rename(column: exp.Column, name: str) -> TreeEdit:
@@ -101,9 +106,9 @@ def check_id_kinds(ctx: SqlContext) -> CheckResult:
             continue
         name = col.name.lower()
         try:
-            if _holds_id(ctx, homes[name], name, lit.this):
+            if _holds_id(ctx, homes[name], name, lit):
                 continue
-            other = next((c for c in ids if c != name and ids[c] != ids[name] and _holds_id(ctx, homes[c], c, lit.this)), None)
+            other = next((c for c in ids if c != name and ids[c] != ids[name] and _holds_id(ctx, homes[c], c, lit)), None)
         except DatabaseError:
             continue
         if other is None:
@@ -111,7 +116,8 @@ def check_id_kinds(ctx: SqlContext) -> CheckResult:
         table = owner_table(ctx, tables.get(col.table.lower(), col.table.lower()), name, tables)
         fixable = _has_column(ctx, table, other)
         findings.append(Finding("wrong_id_kind", "error",
-                                f"{lit.this} is a {ids[other]} id ({other}), not a {ids[name]} id ({name}): no {ids[name]} has it.",
+                                f"{lit.this} is {_a(ids[other])} id ({other}), not {_a(ids[name])} id ({name}): no {ids[name]} "
+                                f"has it.",
                                 ctx.span_of(lit.this), other if fixable else None))
         if fixable:
             edits.append(_rename(col, other))

@@ -19,6 +19,7 @@ import re
 from sqlglot import exp
 
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, data_fact, found
+from ehrguard.verify.checks.schema_refs import aliases
 from ehrguard.verify.verdict import Finding
 
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![.\d]*[a-z_])", re.I)
@@ -48,7 +49,14 @@ _AGE_BOUND = re.compile(r"\b(?:aged?\s+(?:over|under|above|below|between|at leas
                         r"over the age|under the age|age (?:group|range|of \d))", re.I)
 
 
+# Nouns after which a number names a category, not a quantity ("type 2 diabetes", "stage iv", "grade 3").
+_CLASSIFIER = r"(?:type|stage|grade|class|phase|level|category|part|step|lead|factor)"
+
+
 def _numbers(text: str) -> list[str]:
+    """The quantities a text states: thousands separators read ("1,000 ml"), numbers naming a category left out."""
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+    text = re.sub(rf"\b{_CLASSIFIER}\s+\d+\b", " ", text, flags=re.I)
     return list(dict.fromkeys(_NUMBER.findall(text)))
 
 
@@ -87,7 +95,10 @@ def _constant(node: exp.Expression) -> float | None:
 
 def _sql_numbers(ctx: SqlContext, tree: exp.Expression) -> set[float]:
     """Every number the query writes (also inside text: '-3 day', '2100-05') and every constant it computes."""
-    out = {v for v in (_as_number(t) for t in _SQL_NUMBER.findall(ctx.sql)) if v is not None}
+    from ehrguard.verify.checks.contrasts import item_labels  # the labels of items named by number ("nacl 0.9%")
+
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", ctx.sql + " " + " ".join(item_labels(ctx, tree)))
+    out = {v for v in (_as_number(t) for t in _SQL_NUMBER.findall(text)) if v is not None}
     out |= {v for node in tree.find_all(exp.Mul, exp.Div, exp.Add, exp.Sub) if (v := _constant(node)) is not None}  # type: ignore[arg-type]
     return out
 
@@ -140,6 +151,16 @@ def _values(ctx: SqlContext, table: str, column: str) -> list[str]:
     return ctx.db.derived(key, read)
 
 
+# The nouns a group is a group of: a value names a group when it modifies one ("elective admissions", "married
+# patients", "patients who were married"), not when the word is used for something else ("other drugs", "a single dose").
+_GROUPED = r"(?:patients?|people|persons?|admissions?|visits?|stays?|encounters?|cases?|cohort|population)"
+
+
+def _names_group(value: str, text: str) -> bool:
+    v = re.escape(value)
+    return bool(re.search(rf" {v} (?:\w+ )?{_GROUPED} ", text) or re.search(rf" {_GROUPED} (?:who|that) (?:are|were|is|was) {v} ", text))
+
+
 def _words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", text.lower())
 
@@ -156,18 +177,23 @@ def check_stated_groups(ctx: SqlContext) -> CheckResult:
     words = _words(ctx.question)
     text = " " + " ".join(words) + " "
     findings = []
-    for table, column in _category_columns(ctx):
+    columns = _category_columns(ctx)
+    holders: dict[str, set[str]] = {}  # a value -> every category column that holds it (first and last care unit)
+    for table, column in columns:
+        for v in _values(ctx, table, column):
+            holders.setdefault(v, set()).add(column)
+    for table, column in columns:
         if column in referenced:
             continue
         values = _values(ctx, table, column)
         sex = [w for w in words if w in _SEX_WORDS and any(v in values for v in _SEX_WORDS[w]) and w not in looked_for]
-        named = [v for v in values if len(v) >= 4 and not v.isdigit() and _words(v) and f" {' '.join(_words(v))} " in text
-                 and " ".join(_words(v)) not in looked_for]
+        named = [v for v in values if len(v) >= 4 and not v.isdigit() and _words(v) and _names_group(" ".join(_words(v)), text)
+                 and " ".join(_words(v)) not in looked_for and not holders.get(v, set()) & referenced]
         said = sex or named
         if said:
             findings.append(Finding("missing_group_filter", "warning",
-                                    f"The question names '{said[0]}', a {column.replace('_', ' ')} in {table}.{column}; "
-                                    "the query never reads that column, so it does not keep to that group."))
+                                    f"The question asks about '{said[0]}' patients or visits ({table}.{column}); the query never "
+                                    f"reads {table}.{column}, so it does not keep to that group. Add a condition on it."))
     route = _missing_route(ctx, text, looked_for, referenced)
     if route is not None:
         findings.append(route)
@@ -180,16 +206,17 @@ def check_stated_groups(ctx: SqlContext) -> CheckResult:
 def _missing_route(ctx: SqlContext, text: str, looked_for: str, referenced: set[str]) -> Finding | None:
     """The question names a route of administration (by mouth, intravenous, ...), the query reads a table that records
     routes, and never reads its route column."""
-    named = [phrase for phrase in _ROUTES if f" {phrase} " in text and phrase not in looked_for]
+    named = [phrase for phrase in _ROUTES if f" {phrase} " in text and phrase not in looked_for
+             and not re.search(rf"{_CLASSIFIER} {phrase} ", text)]
     if not named:
         return None
-    for table in {t.name for t in ctx.tree.find_all(exp.Table)} if ctx.tree is not None else ():
+    for table in dict.fromkeys(t.name for t in ctx.tree.find_all(exp.Table)) if ctx.tree is not None else ():
         info = ctx.db.schema.table(table)
         routes = [c.name.lower() for c in info.columns if "route" in c.name.lower()] if info is not None else []
         if routes and not set(routes) & referenced:
             return Finding("missing_route_filter", "warning",
-                           f"The question names a route ('{named[0]}'); the query never reads {table}.{routes[0]}, so it counts "
-                           "every route.")
+                           f"The question names a route ('{named[0]}'); the query never reads {table}.{routes[0]}, so it keeps "
+                           "every route. Add a condition on it.")
     return None
 
 
@@ -201,6 +228,11 @@ def _stated_ids(ctx: SqlContext, tree: exp.Expression, id_columns: set[str]) -> 
             and isinstance(lit := node.expression, exp.Literal) and lit.this in stated}
 
 
+# A question that compares the patient with everyone reads everyone's records on purpose.
+_EVERYONE = re.compile(r"\b(?:all|other|every|any) (?:patients?|people|admissions|stays)\b|\beveryone\b|\baverage\b|\bmean\b|"
+                       r"\bmedian\b|\bpercentile\b|\bcompared?\b|\brank", re.I)
+
+
 def check_unscoped_reads(ctx: SqlContext) -> CheckResult:
     """The question is about one patient (or visit) the query names, but one part of the query reads a table of
     everyone's records with no patient, visit or stay condition at all: that part answers for every patient (the
@@ -208,10 +240,12 @@ def check_unscoped_reads(ctx: SqlContext) -> CheckResult:
     if ctx.tree is None:
         return NOTHING
     id_columns = {e.id_column.lower() for e in ctx.db.profile.entities} | {c.lower() for c in ctx.db.profile.person_ids}
-    if not _stated_ids(ctx, ctx.tree, id_columns):
+    if not _stated_ids(ctx, ctx.tree, id_columns) or _EVERYONE.search(ctx.question):
         return NOTHING
+    _, defined = aliases(ctx.tree)  # a CTE may carry a table's name ("WITH admissions AS (... his ...)")
     for select in ctx.tree.find_all(exp.Select):
-        sources = [t for t in select.find_all(exp.Table) if t.find_ancestor(exp.Select) is select]  # its own, not a subquery's
+        sources = [t for t in select.find_all(exp.Table)
+                   if t.find_ancestor(exp.Select) is select and t.name.lower() not in defined]  # its own tables, not a subquery's
         person_tables = [t for t in sources if (info := ctx.db.schema.table(t.name)) is not None
                          and any(info.column(c) is not None for c in id_columns)]
         if not person_tables:
@@ -223,5 +257,6 @@ def check_unscoped_reads(ctx: SqlContext) -> CheckResult:
         table = person_tables[0].name
         return found(Finding("unscoped_read", "warning",
                              f"The question is about one patient, but part of the query reads {table} with no patient, "
-                             "visit or stay condition: that part answers for every patient.", ctx.span_of(table)))
+                             "visit or stay condition: that part answers for every patient. Add the patient's condition "
+                             "to it.", ctx.span_of(table)))
     return NOTHING
