@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ehrguard.verify.offline.lexicon import (
+    CLOSED_CLASS_AFTER_RELATIVE,
     INFEASIBLE_CUES,
     NOT_VAGUE,
     OUT_OF_SCOPE_CUES,
@@ -151,6 +152,17 @@ _TYPOGRAPHIC = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2
                              | {c: '"' for c in "\u201c\u201d"} | {"\u00a0": " ", "\u202f": " "})
 
 
+def _relative(word: str, following: str) -> bool:
+    """Is this "that" (or "this", "these", "those") not a demonstrative pointing at something, but the relative pronoun
+    or conjunction of English grammar ("the stay that began", "the times that patients were seen", "shows that the
+    dose ...")? A demonstrative determiner is followed by its noun; these are followed by a verb (an auxiliary, a
+    modal, a past form in -ed), a determiner, a pronoun or a preposition. "that" is singular, so "that" before a
+    plural or third-person form in -s is not "that + its noun" either ("that involves", "that patients")."""
+    if following in CLOSED_CLASS_AFTER_RELATIVE or re.fullmatch(r"[a-z]{3,}ed", following):
+        return True
+    return word in ("that", "this") and bool(re.fullmatch(r"[a-z]{3,}[^isu]s", following))
+
+
 def question_cues(question: str) -> QuestionCues:
     text = question.translate(_TYPOGRAPHIC).lower().strip()
     words = _WORD.findall(text)
@@ -158,7 +170,7 @@ def question_cues(question: str) -> QuestionCues:
     refs = []
     for m in _DEMONSTRATIVE.finditer(text):
         named = re.match(r"\s*(?:\d{3}-\d{3,7}|\d{4,9})\b", text[m.end():])  # "that patient 10004235 ..." names the patient
-        if m.group(2) not in TIME_NOUNS and not named:
+        if m.group(2) not in TIME_NOUNS and not named and not _relative(m.group(1), m.group(2)):
             refs.append(f"{m.group(1)} {m.group(2)}")
     bare = set(REFERENCE_WORDS) - {"this", "that", "these", "those"}
     if has_id:

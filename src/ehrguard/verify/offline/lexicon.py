@@ -87,6 +87,20 @@ UNRESOLVED_REFERENCES = (
     rf"\b(?:\w+ )(?:this|these|those)(?= {PREPOSITION}\b|\s*[?.!]*\s*$)",
     rf"\b{PREPOSITION} (?:this|that|these|those|it|them)\s*[?.!]*\s*$",
 )
+# Words that follow the relative pronoun or conjunction "that" and never a demonstrative determiner (English grammar's
+# closed classes: auxiliaries and modals, determiners, personal pronouns, prepositions, negation, and the common
+# irregular past forms): "the stay that was", "the times that they", "the drug that began".
+CLOSED_CLASS_AFTER_RELATIVE = frozenset((
+    "is", "are", "was", "were", "be", "been", "being", "am", "has", "have", "had", "do", "does", "did", "will", "would",
+    "shall", "should", "can", "could", "may", "might", "must",
+    "the", "a", "an", "each", "every", "all", "any", "some", "no",
+    "he", "she", "it", "they", "we", "you", "i", "his", "her", "their", "its",
+    "in", "on", "at", "during", "for", "with", "from", "to", "since", "after", "before", "by", "of", "about", "within",
+    "without", "until", "over", "under", "between", "also", "not", "never",
+    "began", "came", "went", "got", "gave", "took", "made", "led", "ran", "saw", "grew", "fell", "rose", "left", "kept",
+    "became", "underwent", "began", "showed", "shown", "given", "taken", "done", "seen", "grown", "written",
+))
+
 # Nouns after a demonstrative that name a time ("this year"), which the database's clock resolves.
 TIME_NOUNS = ("year", "month", "week", "day", "time", "hour", "morning", "afternoon", "evening", "night", "quarter", "decade",
               "century", "weekend", "semester", "season", "spring", "summer", "autumn", "fall", "winter", "minute", "shift")
