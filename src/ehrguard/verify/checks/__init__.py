@@ -10,7 +10,10 @@ Families: :mod:`.syntax` (a query at all, read-only, parses), :mod:`.schema_refs
 columns exist), :mod:`.execution` (runs, returns something), :mod:`.conventions` (the
 database's "now", counting people), :mod:`.values` (literals and patient ids exist), :mod:`.alignment` (the
 question's order, aggregate, window, still-admitted and death are the SQL's), :mod:`.concepts` (the values the
-question names are the ones the SQL looks for),
+question names are the ones the SQL looks for), :mod:`.stated` (the question's numbers, groups, route and age bound
+are in the SQL; a one-patient query reads no one else's records), :mod:`.keys` (ids are used as the entity they
+identify), :mod:`.contrasts` (the side of a clinical contrast the question asks about), :mod:`.columns` (the field
+returned is the one asked for),
 :mod:`.repair`. These modules and :mod:`.base` (what every check shares) are internal; the
 names below are the API (``from ehrguard.verify.checks import run_checks``).
 """
