@@ -146,3 +146,12 @@ class Checked:
         if self.has_rows:
             return "rows"
         return "empty" if isinstance(self.ctx.execution, Result) else "failed"
+
+
+def quoted_names(ctx: SqlContext, table: str, column: str) -> tuple[str, str]:
+    """A table and a column as the database's dialect writes them, quoted (mixed-case or reserved names stay valid)."""
+    source = exp.to_table(table)
+    for part in ("this", "db", "catalog"):
+        if isinstance(ident := source.args.get(part), exp.Identifier):
+            ident.set("quoted", True)
+    return source.sql(dialect=ctx.dialect), exp.to_identifier(column, quoted=True).sql(dialect=ctx.dialect)

@@ -14,7 +14,7 @@ import re
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found, quoted_names
 from ehrguard.verify.verdict import Finding
 
 # Pairs of opposite clinical notions, each side as the stems people and schemas write it (general clinical English).
@@ -49,13 +49,16 @@ def item_labels(ctx: SqlContext, tree: exp.Expression) -> list[str]:
     labels: list[str] = []
     for column, values in numbers.items():
         for table in ctx.db.schema.tables:
-            if not table.name.lower().startswith("d_") or table.column(column) is None or table.column("label") is None:
+            key_column, label_column = table.column(column), table.column("label")
+            if not table.name.lower().startswith("d_") or key_column is None or label_column is None:
                 continue
             listed = ", ".join(v for v in values if v.isdigit())
             if not listed:
                 continue
             try:
-                rows = ctx.db.db.execute(f"SELECT label FROM {table.qualified_name} WHERE {column} IN ({listed})", timeout_s=5).rows
+                source, key = quoted_names(ctx, table.qualified_name, key_column.name)
+                label = quoted_names(ctx, table.qualified_name, label_column.name)[1]
+                rows = ctx.db.db.execute(f"SELECT {label} FROM {source} WHERE {key} IN ({listed})", timeout_s=5).rows
             except DatabaseError:
                 continue
             labels.extend(str(r[0]) for r in rows if r[0] is not None)

@@ -18,7 +18,7 @@ import re
 
 from sqlglot import exp
 
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, data_fact, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, data_fact, found, quoted_names
 from ehrguard.verify.checks.schema_refs import aliases
 from ehrguard.verify.verdict import Finding
 
@@ -128,11 +128,14 @@ def _category_columns(ctx: SqlContext) -> list[tuple[str, str]]:
     ids = {e.id_column.lower() for e in ctx.db.profile.entities}
     for table in dict.fromkeys(e.table for e in ctx.db.profile.entities):
         info = ctx.db.schema.table(table)
-        for col in info.columns if info is not None else ():
+        if info is None:
+            continue
+        for col in info.columns:
             name, kind = col.name.lower(), col.type.lower()
             if name in ids or (kind and "char" not in kind and "text" not in kind and "string" not in kind):
                 continue
-            if data_fact(ctx, ("few_values", table, name), f"SELECT COUNT(DISTINCT {name}) FROM {table}",
+            source, column = quoted_names(ctx, info.qualified_name, col.name)
+            if data_fact(ctx, ("few_values", table, name), f"SELECT COUNT(DISTINCT {column}) FROM {source}",
                          lambda rows: bool(rows) and rows[0][0] is not None and 0 < rows[0][0] <= CATEGORY_MAX_VALUES):
                 out.append((table, name))
     return out
@@ -141,9 +144,15 @@ def _category_columns(ctx: SqlContext) -> list[tuple[str, str]]:
 def _values(ctx: SqlContext, table: str, column: str) -> list[str]:
     key = ("category_values", table, column)
 
+    info = ctx.db.schema.table(table)
+    col = info.column(column) if info is not None else None
+    if info is None or col is None:
+        return []
+    source, name = quoted_names(ctx, info.qualified_name, col.name)
+
     def read() -> list[str]:
         try:
-            rows = ctx.db.db.execute(f"SELECT DISTINCT {column} FROM {table} WHERE {column} IS NOT NULL", timeout_s=5).rows
+            rows = ctx.db.db.execute(f"SELECT DISTINCT {name} FROM {source} WHERE {name} IS NOT NULL", timeout_s=5).rows
         except Exception:  # noqa: BLE001 - a column that cannot be read names no group
             return []
         return [str(r[0]).lower() for r in rows]
