@@ -248,7 +248,8 @@ def other_column(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expre
         col = projection.this if isinstance(projection, exp.Alias) else projection
         if not isinstance(col, exp.Column) or col.name.lower().endswith("id"):
             continue
-        info = read_schema(db).table(_table_of(tree, col)) if _table_of(tree, col) else None
+        table = _table_of(tree, col)
+        info = read_schema(db).table(table) if table else None
         mine = info.column(col.name) if info is not None else None
         if info is None or mine is None:
             continue

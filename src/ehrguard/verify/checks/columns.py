@@ -15,6 +15,7 @@ import re
 from sqlglot import exp
 
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found
+from ehrguard.verify.checks.keys import entity_columns
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
@@ -67,7 +68,7 @@ def check_returned_column(ctx: SqlContext) -> CheckResult:
     tables, _ = aliases(ctx.tree)
     # A column the query reads elsewhere (filters, joins, orders by) accounts for the question's words about it.
     elsewhere = {c.name.lower() for c in ctx.tree.find_all(exp.Column)} - {c.name.lower() for c in _returned_columns(ctx.tree)}
-    ids = {e.id_column.lower() for e in ctx.db.profile.entities}
+    ids = entity_columns(ctx)
     findings: list[Finding] = []
     for col in _returned_columns(ctx.tree):
         name = col.name.lower()

@@ -29,7 +29,7 @@ _NAMES = {"intake": "intake", "input": "intake", "infus": "intake", "output": "o
           "height": "height", "systolic": "systolic", "diastolic": "diastolic", "lab(?!el)": "a lab test",
           "laborator": "a lab test", "chart": "charted values", "vital": "vital signs", "marital": "marital status",
           "married": "marital status", "divorced": "marital status", "widowed": "marital status", "ethnic": "ethnicity",
-          "race": "race", "arterial": "arterial", "venous": "venous"}
+          "race": "race"}
 
 
 def _split(name: str) -> str:

@@ -19,6 +19,9 @@ import re
 from sqlglot import exp
 
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, data_fact, found, quoted_names
+from ehrguard.verify.checks.concepts import _words
+from ehrguard.verify.checks.contrasts import item_labels
+from ehrguard.verify.checks.keys import entity_columns
 from ehrguard.verify.checks.schema_refs import aliases
 from ehrguard.verify.verdict import Finding
 
@@ -53,9 +56,14 @@ _AGE_BOUND = re.compile(r"\b(?:aged?\s+(?:over|under|above|below|between|at leas
 _CLASSIFIER = r"(?:type|stage|grade|class|phase|level|category|part|step|lead|factor)"
 
 
+def _thousands(text: str) -> str:
+    """Thousands separators read: "1,000" is one number."""
+    return re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+
+
 def _numbers(text: str) -> list[str]:
     """The quantities a text states: thousands separators read ("1,000 ml"), numbers naming a category left out."""
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+    text = _thousands(text)
     text = re.sub(rf"\b{_CLASSIFIER}\s+\d+\b", " ", text, flags=re.I)
     return list(dict.fromkeys(_NUMBER.findall(text)))
 
@@ -93,25 +101,31 @@ def _constant(node: exp.Expression) -> float | None:
     return a + b if isinstance(node, exp.Add) else a - b
 
 
-def _sql_numbers(ctx: SqlContext, tree: exp.Expression) -> set[float]:
-    """Every number the query writes (also inside text: '-3 day', '2100-05') and every constant it computes."""
-    from ehrguard.verify.checks.contrasts import item_labels  # the labels of items named by number ("nacl 0.9%")
-
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", ctx.sql + " " + " ".join(item_labels(ctx, tree)))
-    out = {v for v in (_as_number(t) for t in _SQL_NUMBER.findall(text)) if v is not None}
-    out |= {v for node in tree.find_all(exp.Mul, exp.Div, exp.Add, exp.Sub) if (v := _constant(node)) is not None}  # type: ignore[arg-type]
+def _sql_numbers(text: str, tree: exp.Expression | None = None) -> set[float]:
+    """Every number a text writes (the query's: also inside its strings, '-3 day', '2100-05') and, given the query's
+    tree, every constant it computes."""
+    out = {v for v in (_as_number(t) for t in _SQL_NUMBER.findall(_thousands(text))) if v is not None}
+    if tree is not None:
+        out |= {v for node in tree.find_all(exp.Mul, exp.Div, exp.Add, exp.Sub) if (v := _constant(node)) is not None}  # type: ignore[arg-type]
     return out
 
 
 def check_stated_numbers(ctx: SqlContext) -> CheckResult:
-    """Every number the question states is somewhere in the query (as written or restated in another unit of time)."""
+    """Every number the question states is somewhere in the query (as written or restated in another unit of time),
+    or in the label of an item it selects by number ("nacl 0.9%": the labels are read only when needed)."""
     if ctx.tree is None:
         return NOTHING
-    in_sql = _sql_numbers(ctx, ctx.tree)
-    missing = [n for n in _numbers(ctx.question) if (v := _as_number(n)) is not None and not _restated(v, in_sql)]
+    stated = [(n, v) for n in _numbers(ctx.question) if (v := _as_number(n)) is not None]
+    if not stated:
+        return NOTHING
+    in_sql = _sql_numbers(ctx.sql, ctx.tree)
+    missing = [(n, v) for n, v in stated if not _restated(v, in_sql)]
+    if missing:
+        in_labels = _sql_numbers(" ".join(item_labels(ctx, ctx.tree)))
+        missing = [(n, v) for n, v in missing if not _restated(v, in_labels)]
     if not missing:
         return NOTHING
-    listed = ", ".join(missing[:3])
+    listed = ", ".join(n for n, _ in missing[:3])
     return found(Finding("missing_stated_number", "warning",
                          f"The question states {listed}; the query never uses {'it' if len(missing) == 1 else 'them'}: "
                          "it answers for another patient, threshold or period, or for none."))
@@ -125,7 +139,7 @@ def _category_columns(ctx: SqlContext) -> list[tuple[str, str]]:
     """The text columns of the profile's entity tables with few distinct values: the categories people are grouped by
     (a group is a group of patients, admissions or stays; an event's kind is not)."""
     out = []
-    ids = {e.id_column.lower() for e in ctx.db.profile.entities}
+    ids = entity_columns(ctx)
     for table in dict.fromkeys(e.table for e in ctx.db.profile.entities):
         info = ctx.db.schema.table(table)
         if info is None:
@@ -143,7 +157,6 @@ def _category_columns(ctx: SqlContext) -> list[tuple[str, str]]:
 
 def _values(ctx: SqlContext, table: str, column: str) -> list[str]:
     key = ("category_values", table, column)
-
     info = ctx.db.schema.table(table)
     col = info.column(column) if info is not None else None
     if info is None or col is None:
@@ -168,10 +181,6 @@ _GROUPED = r"(?:patients?|people|persons?|admissions?|visits?|stays?|encounters?
 def _names_group(value: str, text: str) -> bool:
     v = re.escape(value)
     return bool(re.search(rf" {v} (?:\w+ )?{_GROUPED} ", text) or re.search(rf" {_GROUPED} (?:who|that) (?:are|were|is|was) {v} ", text))
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9]+", text.lower())
 
 
 def check_stated_groups(ctx: SqlContext) -> CheckResult:
@@ -248,7 +257,7 @@ def check_unscoped_reads(ctx: SqlContext) -> CheckResult:
     'first hospital visit' picked among all patients' visits)."""
     if ctx.tree is None:
         return NOTHING
-    id_columns = {e.id_column.lower() for e in ctx.db.profile.entities} | {c.lower() for c in ctx.db.profile.person_ids}
+    id_columns = set(entity_columns(ctx)) | {c.lower() for c in ctx.db.profile.person_ids}
     if not _stated_ids(ctx, ctx.tree, id_columns) or _EVERYONE.search(ctx.question):
         return NOTHING
     _, defined = aliases(ctx.tree)  # a CTE may carry a table's name ("WITH admissions AS (... his ...)")
