@@ -122,16 +122,7 @@ def test_a_verdict_on_such_a_mistake_is_never_verified(ctx):
     assert "female" in verdict.reason and "gender" in verdict.reason
 
 
-def test_words_that_name_the_table_or_a_filtered_column_do_not_point_at_another_field(eicu_ctx, ctx):
-    # "allergic" names the allergy table, not its allergyname column; "hospital" is the discharge time filtered on
-    assert "wrong_column" not in checks_of(
-        eicu_ctx, "What was patient 002-12289 allergic to?",
-        "SELECT drugname FROM allergy WHERE patientunitstayid IN (SELECT patientunitstayid FROM patient WHERE uniquepid = '002-12289')")
-    assert "wrong_column" not in checks_of(
-        eicu_ctx, "How old was patient 002-12289 during the last hospital encounter?",
-        "SELECT age FROM patient WHERE uniquepid = '002-12289' AND hospitaldischargetime IS NOT NULL "
-        "ORDER BY hospitaladmittime DESC LIMIT 1")
-    # a question that names neither field says nothing about which one is right
+def test_a_question_that_names_neither_field_says_nothing_about_which_is_right(ctx):
     assert "wrong_column" not in checks_of(ctx, "What was the diagnosis of patient 10000032?",
                                            "SELECT icd_code FROM diagnoses_icd WHERE subject_id = 10000032")
 

@@ -3,7 +3,8 @@ with the admission time.
 
 Read from the schema alone: a question word names a column when the word's first letters appear in the column's
 name (``discharged`` -> ``dischtime``, ``admitted`` -> ``unitadmittime``). The query's returned column is compared
-with the other columns of its table of the same declared type (times with times, text with text), ids left out:
+with the other columns of its table of the same declared type (times with times, text with text), ids left out and
+columns the query reads elsewhere (a filter on the route accounts for the word "route"):
 when the question names one of those better than the returned column (more of its words, counting only words
 that tell the columns apart) and none of the returned column's, the query returns the wrong field.
 """
@@ -82,10 +83,7 @@ def check_returned_column(ctx: SqlContext) -> CheckResult:
         if len(peers) < 2:
             continue
         named = {p: _names(p, stems, words) for p in peers}
-        # Words that name the table ("allergic": allergy) or a column the query reads elsewhere ("hospital" of the
-        # hospital discharge time it filters on) are accounted for; they cannot point at another column.
-        accounted = {s for s in stems if s in table} | {s for c in elsewhere for s in _names(c, stems, words)}
-        telling = {s for p in peers for s in named[p] if not all(s in named[q] for q in peers)} - accounted
+        telling = {s for p in peers for s in named[p] if not all(s in named[q] for q in peers)}
         score = {p: len(named[p] & telling) if p not in elsewhere or p == name else 0 for p in peers}
         best = max(score.values())
         winners = [p for p in peers if score[p] == best]
