@@ -51,6 +51,18 @@ def test_columns_of_aliases_ctes_and_subqueries_are_not_flagged(ctx):
     assert "unknown_column" not in found and "unknown_table" not in found and "execution" not in found
 
 
+def test_an_unqualified_column_of_an_in_subquery_is_read_against_the_subquery(ctx):
+    # sqlglot also lists the subquery's unqualified columns under the outer query (they could be correlated): 'label' is
+    # d_labitems', not labevents', and the query is right.
+    sql = ("SELECT valuenum FROM labevents WHERE subject_id = 10000032 AND itemid IN "
+           "(SELECT itemid FROM d_labitems WHERE label = 'glucose') ORDER BY charttime DESC LIMIT 1")
+    _, found = checks(ctx, sql, "What was the last glucose value of patient 10000032?")
+    assert "unknown_column" not in found and "execution" not in found
+    # A name neither scope has is still found, with the subquery's nearest name.
+    _, found = checks(ctx, sql.replace("WHERE label", "WHERE labell"), "What was the last glucose value of patient 10000032?")
+    assert found["unknown_column"].suggestion == "label"
+
+
 def test_engine_errors_empty_and_null_results(ctx):
     _, found = checks(ctx, "SELECT no_such_function(1)")
     assert "execution" in found and "no_such_function" in found["execution"].message

@@ -197,3 +197,109 @@ def test_what_kind_of_answer_is_asked_is_never_pooled_from_another_paraphrase(co
     index = FormIndex([("Tell me, was insulin prescribed to patient 10004235?", sql)])
     assert index.read("Tell me, was heparin prescribed to patient 10002495?", context)
     assert index.read("Tell me the amount of heparin prescribed to patient 10002495.", context) == []
+
+
+def _vital_pairs(label: str, phrase: str, patients: list[str]) -> list[tuple[str, str]]:
+    return [(f"What was the maximum {phrase} of patient {p} today?",
+             "SELECT MAX(chartevents.valuenum) FROM chartevents WHERE chartevents.subject_id = " + p + " AND chartevents.itemid IN "
+             f"( SELECT d_items.itemid FROM d_items WHERE d_items.label = '{label}' ) AND datetime(chartevents.charttime,'start of day') "
+             "= datetime(current_time,'start of day','-0 day')") for p in patients]
+
+
+def test_a_value_the_questions_call_by_another_name_is_learned_as_an_alias(context):
+    # Our own wording: three questions call the chart item 'arterial blood pressure systolic' "upper pressure"; one names
+    # 'heart rate' as the data does. The alias is learned from the pairs, so the form of every one of them has the
+    # item as a slot, and a question about "upper pressure" fills it with the item's own name.
+    pairs = _vital_pairs("arterial blood pressure systolic", "upper pressure", ["10000032", "10001217", "10001725"])
+    pairs += _vital_pairs("heart rate", "heart rate", ["10002495"])
+    index = FormIndex(pairs)
+    assert index.aliases == {"upper pressure": "arterial blood pressure systolic"}
+    assert len({f.masked for f in index.forms}) == 1  # one form: the item is a slot in all of them
+    readings = index.read("What was the maximum upper pressure of patient 10005817 today?", context)
+    assert readings and "d_items.label = 'arterial blood pressure systolic'" in readings[0].sql and "10005817" in readings[0].sql
+    assert index.read("What was the maximum heart rate of patient 10005817 today?", context)[0].sql.count("'heart rate'") == 1
+
+
+def test_a_phrase_used_for_more_than_one_value_is_no_alias():
+    # "pressure" is used for two items: it names neither, and only phrases used at least three times count.
+    pairs = _vital_pairs("arterial blood pressure systolic", "pressure", ["10000032", "10001217", "10001725"])
+    pairs += _vital_pairs("arterial blood pressure mean", "pressure", ["10002495", "10004235", "10005817"])
+    pairs += _vital_pairs("arterial blood pressure diastolic", "low pressure", ["10000032", "10001217"])
+    assert FormIndex(pairs).aliases == {}
+
+
+def test_a_value_with_a_small_number_spelt_out_is_found_from_its_digits(context):
+    # The data writes 'closed fracture of two ribs'; questions write "2 ribs" as often as "two ribs".
+    known = ("How many patients were diagnosed with closed fracture of two ribs?",
+             "SELECT COUNT( DISTINCT admissions.subject_id ) FROM admissions WHERE admissions.hadm_id IN ( SELECT diagnoses_icd.hadm_id "
+             "FROM diagnoses_icd WHERE diagnoses_icd.icd_code = ( SELECT d_icd_diagnoses.icd_code FROM d_icd_diagnoses WHERE "
+             "d_icd_diagnoses.long_title = 'closed fracture of two ribs' ) )")
+    form = make_form(*known)
+    assert form is not None and [s.column for s in form.slots] == ["d_icd_diagnoses.long_title"]
+    readings = FormIndex([known, ("How many patients were diagnosed with hypertension?", known[1].replace(
+        "closed fracture of two ribs", "hypertension"))]).read("How many patients were diagnosed with closed fracture of 2 ribs?", context)
+    assert readings and "long_title = 'closed fracture of two ribs'" in readings[0].sql
+    assert context.db.execute(readings[0].sql).rows == context.db.execute(known[1]).rows
+
+
+_LAB = ("SELECT labevents.valuenum FROM labevents WHERE labevents.subject_id = {p} AND labevents.itemid IN ( SELECT d_labitems.itemid "
+        "FROM d_labitems WHERE d_labitems.label = '{lab}' ) ORDER BY labevents.charttime {order} LIMIT 1")
+_LAB_TIME = ("SELECT labevents.charttime FROM labevents WHERE labevents.subject_id = {p} AND labevents.itemid IN ( SELECT "
+             "d_labitems.itemid FROM d_labitems WHERE d_labitems.label = '{lab}' ) ORDER BY labevents.charttime {order} LIMIT 1")
+_CHART_TIME = ("SELECT chartevents.charttime FROM chartevents WHERE chartevents.subject_id = {p} AND chartevents.itemid IN ( SELECT "
+               "d_items.itemid FROM d_items WHERE d_items.label = '{lab}' ) ORDER BY chartevents.charttime {order} LIMIT 1")
+_CULTURE_TIME = ("SELECT microbiologyevents.charttime FROM microbiologyevents WHERE microbiologyevents.subject_id = {p} AND "
+                 "microbiologyevents.spec_type_desc = '{lab}' ORDER BY microbiologyevents.charttime {order} LIMIT 1")
+_TIMES = (
+    (_LAB_TIME, "glucose", "When was the first time patient {p} had a {lab} test?", "When was the last time patient {p} had a {lab} test?"),
+    (_CHART_TIME, "heart rate", "When was the {lab} of patient {p} first measured?", "When was the {lab} of patient {p} last measured?"),
+    (_CULTURE_TIME, "blood culture", "When did patient {p} first have a {lab} taken?", "When did patient {p} last have a {lab} taken?"),
+)
+
+
+def _first_and_last(times: tuple[tuple[str, str, str, str], ...]) -> list[tuple[str, str]]:
+    pairs = []
+    for template, value, first, last in times:
+        pairs.append((first.format(p="10000032", lab=value), template.format(p="10000032", lab=value, order="ASC")))
+        pairs.append((last.format(p="10000032", lab=value), template.format(p="10000032", lab=value, order="DESC")))
+    pairs.append(("What was the first glucose value of patient 10000032?", _LAB.format(p="10000032", lab="glucose", order="ASC")))
+    return pairs
+
+
+def test_a_swap_of_first_and_last_learned_from_known_pairs_reads_a_query_no_question_asks(context):
+    # Three queries are known in both their first and their last versions (charttime ASC / DESC); a fourth only with
+    # "first". The pairs show what "last" changes, so "the last glucose value" is read as the fourth query with DESC,
+    # marked as derived, and it answers like that query written by hand.
+    pairs = _first_and_last(_TIMES)
+    index = FormIndex(pairs)
+    assert any(s.before == "first" and s.after == "last" and (s.old, s.new) == ("ASC", "DESC") for s in index.swaps)
+    readings = index.read("What was the last creatinine value of patient 10001217?", context)
+    assert readings and readings[0].derived
+    right = _LAB.format(p="10001217", lab="creatinine", order="DESC")
+    assert readings[0].sql == right
+    assert context.db.execute(readings[0].sql).rows == context.db.execute(right).rows != \
+        context.db.execute(_LAB.format(p="10001217", lab="creatinine", order="ASC")).rows
+    # The known question itself is read as known, not derived.
+    assert not index.read("What was the first creatinine value of patient 10001217?", context)[0].derived
+
+
+def test_a_swap_two_pairs_show_is_not_learned(context):
+    index = FormIndex(_first_and_last(_TIMES[:2]))
+    assert index.swaps == ()
+    assert index.read("What was the last creatinine value of patient 10001217?", context) == []
+
+
+def test_the_verifier_lets_a_derived_reading_vouch_but_never_replace(mimic_iv_db, monkeypatch):
+    # The reading of "the last creatinine value" comes from a swap (no known question asks it): a candidate that answers
+    # as it does is vouched for; one that answers otherwise is not replaced by it.
+    from ehrguard.verify.offline import verifier as offline_verifier
+
+    index = FormIndex(_first_and_last(_TIMES))
+    monkeypatch.setattr(offline_verifier, "load_forms", lambda db_id: index)
+    question = "What was the last creatinine value of patient 10001217?"
+    last = _LAB.format(p="10001217", lab="creatinine", order="DESC")
+    second = last.replace("LIMIT 1", "LIMIT 1 OFFSET 1")  # the one before the last: answers otherwise
+    agrees = ehrguard.verify(question, last, db=mimic_iv_db, db_id="mimic_iv", templates="off")
+    assert agrees.action == "preserve" and agrees.details["known_form"] == "form-agrees"
+    differs = ehrguard.verify(question, second, db=mimic_iv_db, db_id="mimic_iv", templates="off")
+    assert differs.action != "correct" and differs.details["known_form"] is None

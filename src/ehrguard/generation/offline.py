@@ -36,7 +36,7 @@ from ehrguard.verify.methods import DatabaseContext
 from ehrguard.verify.offline.forms import FormIndex, Reading, load_forms
 
 SHIPPED_READER = Path(__file__).parent / "data" / "offline_reader.json"
-FEATURES = ("bias", "similarity", "margin", "second_agrees", "alone", "empty", "slots", "meaning", "exact")
+FEATURES = ("bias", "similarity", "margin", "second_agrees", "alone", "empty", "slots", "meaning", "exact", "derived")
 PENALTIES = (0, 5, 10)
 DEFAULT_PENALTY = 10.0
 _RUN_TIMEOUT_S = 10.0
@@ -55,10 +55,11 @@ class ReadingFeatures:
     slots: int  # values filled into the form
     meaning: int  # meaning words the question and the form share
     exact: bool  # the form's own meaning words, not only those of another paraphrase of its SQL
+    derived: bool = False  # read through a swap of one meaning word, not as a known question
 
     def vector(self) -> list[float]:
         return [1.0, self.similarity, self.margin, float(self.second_agrees), float(self.alone), float(self.empty),
-                float(min(self.slots, 4)), float(min(self.meaning, 6)), float(self.exact)]
+                float(min(self.slots, 4)), float(min(self.meaning, 6)), float(self.exact), float(self.derived)]
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,7 @@ def read_question(index: FormIndex, question: str, context: DatabaseContext, *, 
     agrees = second is not None and same_answer(result, second[1], best.sql, context.db_id)
     features = ReadingFeatures(
         similarity=best.similarity, margin=margin, second_agrees=agrees, alone=second is None, empty=_is_empty(result),
-        slots=len(best.form.slots), meaning=len(best.form.meaning), exact=best.exact)
+        slots=len(best.form.slots), meaning=len(best.form.meaning), exact=best.exact, derived=best.derived)
     return Read(best, result, features, tuple(r for r, _ in others), None)
 
 

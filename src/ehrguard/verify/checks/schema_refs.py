@@ -137,7 +137,9 @@ def _scoped_candidates(tree: exp.Expression, columns: dict[str, list[str]]) -> d
                         break
                     pooled += source_names
                 if pooled:
-                    out[id(col)] = sorted(set(pooled))
+                    # sqlglot also lists a subquery's unqualified columns among the enclosing scope's (they might be
+                    # correlated): a name resolves when any scope that sees it has it, the nearest first.
+                    out[id(col)] = sorted(set(pooled) | set(out.get(id(col), ())))
     return out
 
 

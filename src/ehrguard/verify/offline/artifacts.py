@@ -53,12 +53,14 @@ def _sha256(data: bytes) -> str:
 def compile_bank(pairs: list[tuple[str, str]]) -> bytes:
     """The bank file of ``pairs``: their templates and forms as plain values, deterministic for the same pairs."""
     templates = TemplateBank(pairs).templates
-    forms = FormIndex(pairs).forms
+    index = FormIndex(pairs)
+    forms = index.forms
     body = {
         "format": FORMAT,
         "templates": [(t.source, t.sql, tuple(sorted(t.words))) for t in templates],
         "forms": [(f.masked, f.sql, tuple((s.name, s.kind, s.column) for s in f.slots), tuple(sorted(f.meaning)),
                    tuple(sorted(f.words)), f.number_pattern) for f in forms],
+        "aliases": sorted(index.aliases.items()),
     }
     return dump_plain(body)
 
@@ -70,7 +72,8 @@ def _decode(data: bytes, name: str, sha256: str) -> CompiledBank:
     templates = [Template(source, sql, frozenset(words)) for source, sql, words in body["templates"]]
     forms = [Form(masked, sql, tuple(Slot(*s) for s in slots), frozenset(meaning), frozenset(words), tuple(numbers))
              for masked, sql, slots, meaning, words, numbers in body["forms"]]
-    return CompiledBank(name, TemplateBank([], templates=templates), FormIndex([], forms=forms), sha256)
+    index = FormIndex([], forms=forms, aliases=dict(body.get("aliases", ())))  # the swaps are learned again from the forms
+    return CompiledBank(name, TemplateBank([], templates=templates), index, sha256)
 
 
 def read_manifest(folder: Path | None = None) -> dict[str, Any]:

@@ -35,7 +35,7 @@ import re
 import threading
 import weakref
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -168,6 +168,8 @@ class Form:
     words: frozenset[str]
     # The numbers of the question in order: None for a slot, the digits of a number the SQL does not take.
     number_pattern: tuple[str | None, ...]
+    # Not a known question: a known one with one meaning word and its part of the SQL swapped (:class:`Swap`).
+    derived: bool = False
 
     @property
     def readable(self) -> str:
@@ -249,10 +251,103 @@ def _decade_ends(template_sql: str, numbers: dict[str, str]) -> str:
     return _DECADE_SQL.sub(end, template_sql)
 
 
-def make_form(question: str, sql: str) -> Form | None:
-    """The form of one (question, SQL) pair, or None when its values cannot be placed unambiguously."""
+_COMPARED_LITERAL = re.compile(r"([A-Za-z_]\w*\.[A-Za-z_]\w*)\s*(?:=|LIKE)\s*'((?:[^']|'')*)'")
+
+
+_SMALL_NUMBER = re.compile(r"(?<![\w.])([1-9]|10)(?![\w.])")
+
+
+def _as_words(text: str) -> str:
+    """Small numbers spelt out, as value names write them ("closed fracture of four ribs")."""
+    return _SMALL_NUMBER.sub(lambda m: NUMBER_WORDS[int(m[1]) - 1], text)
+
+
+def _phrase_at(q: str, phrase: str) -> list[int]:
+    return [m.start() for m in re.finditer(rf"(?<![\w]){re.escape(phrase)}(?![\w])", q)]
+
+
+def _state_values(q: str, sql: str, aliases: dict[str, str]) -> str:
+    """The question with each value its SQL compares and it states in other words written as the SQL writes it: a
+    learned alias ("spo2" for 'o2 saturation pulseoxymetry') or the value with its numbers in digits ("closed fracture
+    of 4 ribs"); only where that wording occurs once, so the value becomes a slot like any stated value."""
+    literals = {lit.replace("''", "'").lower() for _, lit in _COMPARED_LITERAL.findall(sql)}
+    by_literal: dict[str, list[str]] = defaultdict(list)
+    for phrase, literal in aliases.items():
+        by_literal[literal].append(phrase)
+    for literal in sorted(literals, key=lambda v: (-len(v), v)):
+        if not re.search(r"[a-z]", literal) or _phrase_at(q, literal):
+            continue
+        spoken = _numbers_as_digits(literal)
+        for phrase in sorted(by_literal.get(literal, []) + ([spoken] if spoken != literal else []), key=lambda v: (-len(v), v)):
+            spots = _phrase_at(q, phrase)
+            if len(spots) == 1:
+                q = q[: spots[0]] + literal + q[spots[0] + len(phrase):]
+                break
+    return q
+
+
+# What a query computes (which event, which statistic, which period, a comparison): of two phrases used as often for
+# a value, the one with fewer such words is its name ("top pressure", not "maximum top pressure").
+_OPERATORS = frozenset((
+    "first", "last", "second", "third", "current", "this", "today", "maximum", "top", "minimum", "average", "total",
+    "many", "times", "year", "yearly", "month", "monthly", "day", "daily", "week", "weekly", "hour", "minute", "ago",
+    "since", "after", "before", "within", "same", "until", "greater", "less", "change", "percentile", "rank", "not", "ever",
+))
+
+
+def _operators(phrase: str) -> int:
+    return sum(_MEANING.get(w) in _OPERATORS for w in phrase.split())
+
+
+def learn_aliases(pairs: Iterable[tuple[str, str]], columns: Collection[str], *, min_count: int = 3,
+                  min_precision: float = 0.9, longest: int = 4) -> dict[str, str]:
+    """Phrases questions use for a value their SQL compares a name column with, where they never state the value
+    itself: "diastolic blood pressure" for the chart item 'arterial blood pressure diastolic', "spo2" for 'o2
+    saturation pulseoxymetry'. Learned from the pairs alone: a phrase (1-``longest`` words, not starting or
+    ending with a function word) is an alias of a value when at least ``min_count`` questions use it for that
+    value and at least ``min_precision`` of the questions that use it compare that value; each value takes the
+    phrases that cover most of its questions, greedily (on a tie, the one with fewer words that change what a query
+    computes, then the longer). Only values of ``columns`` (those the forms slot) count."""
+    uses: dict[str, set[int]] = defaultdict(set)  # phrase -> questions using it
+    unstated: dict[str, set[int]] = defaultdict(set)  # value -> questions comparing it without stating it
+    phrases_of: list[set[str]] = []
+    wanted = {c.lower() for c in columns}
+    for i, (question, sql) in enumerate(pairs):
+        words = _numbers_as_digits(canonical(question)).split()
+        grams = {" ".join(words[a:b]) for a in range(len(words)) for b in range(a + 1, min(len(words), a + longest) + 1)
+                 if words[a] not in _STOP and words[b - 1] not in _STOP}
+        grams = {g for g in grams if re.search(r"[a-z]{2}", g) and not PATIENT_ID.search(g)}
+        phrases_of.append(grams)
+        for g in grams:
+            uses[g].add(i)
+        q = " ".join(words)
+        for column, literal in _COMPARED_LITERAL.findall(normalize_gold(sql)):
+            value = literal.replace("''", "'").lower()
+            if column.lower() in wanted and re.search(r"[a-z]", value) and not _phrase_at(q, _numbers_as_digits(value)):
+                unstated[value].add(i)
+    aliases: dict[str, str] = {}
+    claimed: dict[str, int] = defaultdict(int)
+    for value, questions in sorted(unstated.items()):
+        left = set(questions)
+        while True:
+            scored = [(len(uses[g] & left), -_operators(g), len(g), g) for i in left for g in phrases_of[i]
+                      if g != value and len(uses[g] & questions) / len(uses[g]) >= min_precision]
+            if not scored:
+                break
+            count, _, _, best = max(scored)
+            if count < min_count:
+                break
+            aliases[best] = value
+            claimed[best] += 1
+            left -= uses[best]
+    return {p: v for p, v in aliases.items() if claimed[p] == 1}
+
+
+def make_form(question: str, sql: str, aliases: dict[str, str] | None = None) -> Form | None:
+    """The form of one (question, SQL) pair, or None when its values cannot be placed unambiguously. ``aliases``
+    (:func:`learn_aliases`) are other words the questions use for a value."""
     sql = normalize_gold(sql)
-    q = _numbers_as_digits(canonical(question))
+    q = _state_values(_numbers_as_digits(canonical(question)), sql, aliases or {})
     time_columns: tuple[str, ...] = ()
     found_time = find_time_filter(q)
     if found_time is not None:
@@ -295,6 +390,70 @@ def make_form(question: str, sql: str) -> Form | None:
     return Form(masked, template_sql, tuple(slots), meaning_words(masked), content_words(masked), numbers)
 
 
+_SQL_TOKEN = re.compile(r"'[^']*'|\w+|[^\w\s]")
+MIN_SWAP_SUPPORT = 3  # pairs of known queries that show a swap before it is used
+
+
+@dataclass(frozen=True, order=True)
+class Swap:
+    """One meaning word for another, and what that changes in the SQL, as pairs of known queries show it: "first" ->
+    "last" turns ``charttime ASC`` into ``charttime DESC``; "maximum" -> "minimum" turns ``SELECT MAX`` into
+    ``SELECT MIN``. ``context`` is the SQL token before the one replaced."""
+
+    before: str
+    after: str
+    context: str
+    old: str
+    new: str
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        start = r"\b" if re.match(r"\w", self.context) else ""
+        end = r"\b" if re.search(r"\w$", self.old) else ""
+        return re.compile(start + re.escape(self.context) + r"(\s*)" + re.escape(self.old) + end)
+
+    def sql(self, sql: str) -> str | None:
+        """``sql`` with the swap made at every place, or None when it has no such place."""
+        swapped, n = self.pattern.subn(lambda m: self.context + m[1] + self.new, sql)
+        return swapped if n else None
+
+    def question(self, masked: str) -> str:
+        """The masked question with the meaning word swapped ("the first time" -> "the last time")."""
+        if self.before.endswith(" visit"):
+            ordinal, place = self.before.split()[:2]
+            target = self.after.split()[0]
+            return _WHICH_VISIT.sub(lambda m: m[0].replace(m[1], target, 1)
+                                    if _MEANING.get(m[1]) == ordinal and m[2] == place else m[0], masked)
+        text = _WHICH_VISIT.sub(lambda m: m[0].replace(" ", "\0"), masked)  # keep a visit's ordinal as it is
+        text = re.sub(r"[a-z]+", lambda m: self.after if _MEANING.get(m[0]) == self.before else m[0], text)
+        return text.replace("\0", " ")
+
+
+def learn_swaps(groups: Iterable[tuple[frozenset[str], str]], min_support: int = MIN_SWAP_SUPPORT) -> tuple[Swap, ...]:
+    """The swaps that pairs of known queries show: two queries (``(core meaning words, SQL)`` of their groups) whose
+    meaning words differ in one word each and whose SQL differs in one token, the same everywhere it differs, taken
+    when at least ``min_support`` pairs show it."""
+    by_length: dict[int, list[tuple[frozenset[str], list[str]]]] = defaultdict(list)
+    for core, sql in groups:
+        tokens = _SQL_TOKEN.findall(_SLOT_FIELD.sub("{}", sql))
+        by_length[len(tokens)].append((core, tokens))
+    support: dict[Swap, int] = defaultdict(int)
+    for same in by_length.values():
+        for i, (c1, t1) in enumerate(same):
+            for c2, t2 in same[i + 1:]:
+                a, b = c1 - c2, c2 - c1
+                if len(a) != 1 or len(b) != 1:
+                    continue
+                diffs = {(t1[k - 1], t1[k], t2[k]) for k in range(1, len(t1)) if t1[k] != t2[k]}
+                if len(diffs) != 1 or t1[0] != t2[0]:
+                    continue
+                (context, old, new), = diffs
+                (before,), (after,) = a, b
+                support[Swap(before, after, context, old, new)] += 1
+                support[Swap(after, before, context, new, old)] += 1
+    return tuple(sorted(s for s, n in support.items() if n >= min_support))
+
+
 @dataclass(frozen=True)
 class Reading:
     """A question read against one form: the filled SQL and how similar the two questions are."""
@@ -304,6 +463,11 @@ class Reading:
     form: Form
     exact: bool = True  # the question's meaning words are the form's own (not only those of another paraphrase of its SQL)
 
+    @property
+    def derived(self) -> bool:
+        """Read through a swap of one meaning word, not as a known question (:class:`Swap`)."""
+        return self.form.derived
+
 
 class _Lexicon:
     """The values of some name columns in one database, and which of them each form's question states."""
@@ -312,6 +476,7 @@ class _Lexicon:
         self._values = context.values  # the database's value index (not the context: the index is keyed by it)
         self._columns = {tuple(c.split(".", 1)): c for c in columns}
         self._stated: dict[str, frozenset[str]] = {}
+        self._spelt: dict[str, str] = {}
 
     def holders(self, phrases: Collection[str]) -> dict[str, set[str]]:
         """The columns holding each phrase as a value (compared in lower case); phrases no column holds are left out."""
@@ -342,24 +507,46 @@ class _Lexicon:
                 if " " in text[a:b])  # names of several words; one-word ones are often plain words
 
     def occurrences(self, texts: list[str]) -> dict[str, dict[str, list[tuple[int, int]]]]:
-        """Every value of a name column each text contains at word boundaries, by column: one lookup for all texts."""
+        """Every value of a name column each text contains at word boundaries, by column: one lookup for all texts.
+        A stretch with small numbers in digits is also looked up spelt out ("fracture of 4 ribs" is the value
+        'fracture of four ribs'; :meth:`spelt` gives the value's own spelling)."""
         spans = {text: _spans(text) for text in texts}
-        held = self.holders({text[a:b] for text, found in spans.items() for a, b in found})
+        phrases = {text[a:b] for text, found in spans.items() for a, b in found}
+        spelt = {p: w for p in phrases if _SMALL_NUMBER.search(p) and (w := _as_words(p)) != p}
+        held = self.holders(phrases | set(spelt.values()))
         out: dict[str, dict[str, list[tuple[int, int]]]] = {}
         for text, found in spans.items():
             by_column = out[text] = defaultdict(list)
             for a, b in found:
-                for column in held.get(text[a:b], ()):
+                phrase = text[a:b]
+                columns = held.get(phrase, set())
+                if phrase in spelt and spelt[phrase] in held:
+                    self._spelt[phrase] = spelt[phrase]
+                    columns = columns | held[spelt[phrase]]
+                for column in columns:
                     by_column[column].append((a, b))
         return out
+
+    def spelt(self, phrase: str) -> str:
+        """The value as the database writes it: ``phrase`` itself, or with its numbers spelt out when only that is held."""
+        return self._spelt.get(phrase, phrase)
 
 
 class FormIndex:
     """Known forms of one database's question set, searchable through paraphrase."""
 
-    def __init__(self, pairs: list[tuple[str, str]], *, forms: list[Form] | None = None) -> None:
-        """The index of ``pairs``, or of ready ``forms`` (read from a compiled artifact)."""
-        self.forms = forms if forms is not None else distinct(pairs, make_form, lambda f: (f.masked, f.sql))
+    def __init__(self, pairs: list[tuple[str, str]], *, forms: list[Form] | None = None,
+                 aliases: dict[str, str] | None = None) -> None:
+        """The index of ``pairs``, or of ready ``forms`` and ``aliases`` (read from a compiled artifact). From pairs,
+        the aliases are learned from them (:func:`learn_aliases`, for the columns their forms slot)."""
+        if forms is None:
+            plain = distinct(pairs, make_form, lambda f: (f.masked, f.sql))
+            aliases = learn_aliases(pairs, {s.column for f in plain for s in f.slots if s.kind == "name"})
+            forms = distinct(pairs, lambda q, sql: make_form(q, sql, aliases), lambda f: (f.masked, f.sql))
+        self.forms = forms
+        self.aliases = dict(aliases or {})
+        self._alias_pattern = (re.compile(r"(?<!\w)(?:" + "|".join(re.escape(a) for a in sorted(self.aliases, key=lambda a: (-len(a), a)))
+                                          + r")(?!\w)") if self.aliases else None)
         # Forms by what the question must supply, then by their meaning words (which must be equal).
         # Forms by what the question must supply, then in groups of one SQL: the paraphrases of one query. A question
         # may be read as a group's form when its meaning words are among those the group's paraphrases use and
@@ -373,6 +560,8 @@ class FormIndex:
             core = frozenset.intersection(*(f.meaning for f in group))
             allowed = frozenset.union(*(f.meaning for f in group))
             self._groups[needs].append((core, allowed, group))
+        self.swaps = learn_swaps((core, group[0].sql) for groups in self._groups.values() for core, _, group in groups)
+        self._derive(by_sql)
         self.columns = sorted({s.column for f in self.forms for s in f.slots if s.kind == "name"})
         self._lexicons: weakref.WeakKeyDictionary[Any, _Lexicon] = weakref.WeakKeyDictionary()
         self._fixed: dict[Form, frozenset[str]] = {}
@@ -380,6 +569,30 @@ class FormIndex:
 
     def __len__(self) -> int:
         return len(self.forms)
+
+    def _derive(self, by_sql: dict[tuple[Any, str], list[Form]]) -> None:
+        """Add the queries no known question asks but a swap of one meaning word makes from one that does ("the last
+        time" from "the first time"), each a group of derived forms, unless a known query is already that one."""
+        known = set(by_sql)
+        for needs, groups in list(self._groups.items()):
+            for core, allowed, group in list(groups):
+                for swap in self.swaps:
+                    if swap.before not in core or swap.after in allowed:
+                        continue
+                    derived = []
+                    for f in group:
+                        sql = swap.sql(f.sql)
+                        masked = swap.question(f.masked)
+                        meaning = meaning_words(masked)
+                        if sql is None or meaning != (f.meaning - {swap.before}) | {swap.after}:
+                            continue
+                        derived.append(Form(masked, sql, f.slots, meaning, content_words(masked), f.number_pattern, derived=True))
+                    key = (needs, _SLOT_FIELD.sub("{}", derived[0].sql)) if derived else None
+                    if key is None or key in known:
+                        continue
+                    known.add(key)
+                    self._groups[needs].append((frozenset.intersection(*(f.meaning for f in derived)),
+                                                frozenset.union(*(f.meaning for f in derived)), derived))
 
     def _literals(self, form: Form) -> frozenset[str]:
         """The string literals the form's SQL keeps (no slot) that its question states at word boundaries."""
@@ -399,6 +612,21 @@ class FormIndex:
                 lex = self._lexicons[context] = _Lexicon(context, self.columns)
             return lex
 
+    def _state_aliases(self, q: str, lex: _Lexicon) -> str:
+        """The question with each learned alias written as the value it stands for ("spo2" as 'o2 saturation
+        pulseoxymetry'), except inside a longer value the question states ("weight" in "admission weight")."""
+        if self._alias_pattern is None:
+            return q
+        hits = list(self._alias_pattern.finditer(q))
+        if not hits:
+            return q
+        held = [span for spans in lex.occurrences([q])[q].values() for span in spans]
+        for m in reversed(hits):
+            if any(a <= m.start() and m.end() <= b and b - a > m.end() - m.start() for a, b in held):
+                continue
+            q = q[: m.start()] + self.aliases[m[0]] + q[m.end():]
+        return q
+
     def read(self, question: str, context: Any, *, top: int = 3) -> list[Reading]:
         """The filled SQL of the ``top`` most similar forms this question can be a paraphrase of."""
         q = _numbers_as_digits(canonical(question))
@@ -407,14 +635,29 @@ class FormIndex:
             a, b = time[1]
             q = q[:a] + _TIME_WORD + q[b:]
         lex = self._lexicon(context)
+        q = self._state_aliases(q, lex)
         occurrences = lex.occurrences([q])[q]
         pids = [(m.start(), m.end()) for m in PATIENT_ID.finditer(q)]
+        readings = self._read(q, time, lex, occurrences, pids)
+        readings.sort(key=lambda r: -r.similarity)
+        out: list[Reading] = []
+        for r in readings:
+            if all(r.sql != o.sql for o in out):
+                out.append(r)
+            if len(out) == top:
+                break
+        return out
+
+    def _read(self, q: str, time: Any, lex: _Lexicon, occurrences: dict[str, list[tuple[int, int]]],
+              pids: list[tuple[int, int]]) -> list[Reading]:
+        """Every reading of the question, masked as ``q`` with its values found, by a group of one query's paraphrases:
+        its meaning words are among those the paraphrases use and include those all of them use."""
         readings: list[Reading] = []
         for needs, groups in self._groups.items():
             n_pid, n_num, columns, timed = needs
             if n_pid != len(pids) or n_pid > 1 or any(c not in occurrences for c in columns) or timed != (time is not None):
                 continue
-            for masked, values, spans in _placements(q, columns, occurrences, pids[:n_pid]):
+            for masked, values, spans in _placements(q, columns, occurrences, pids[:n_pid], spelt=lex.spelt):
                 # Values the question names that this placement leaves in the text must be in the form's text too.
                 left = {q[a:b] for found in occurrences.values() for a, b in found
                         if b - a >= 4 and all(b <= x or y <= a for x, y in spans)}
@@ -440,14 +683,7 @@ class FormIndex:
                     filled = _fill(form, values, numbers, time[0] if time else None, contexts)
                     if filled is not None:
                         readings.append(Reading(filled, sim, form, form.meaning == meaning))
-        readings.sort(key=lambda r: -r.similarity)
-        out: list[Reading] = []
-        for r in readings:
-            if all(r.sql != o.sql for o in out):
-                out.append(r)
-            if len(out) == top:
-                break
-        return out
+        return readings
 
 
 def _spans(text: str) -> list[tuple[int, int]]:
@@ -459,7 +695,8 @@ def _spans(text: str) -> list[tuple[int, int]]:
 
 
 def _placements(q: str, columns: tuple[str, ...], occurrences: dict[str, list[tuple[int, int]]],
-                pids: list[tuple[int, int]], limit: int = 6) -> list[tuple[str, dict[str, list[str]], list[tuple[int, int]]]]:
+                pids: list[tuple[int, int]], limit: int = 6,
+                spelt: Callable[[str], str] | None = None) -> list[tuple[str, dict[str, list[str]], list[tuple[int, int]]]]:
     """Ways to place the names a form needs: non-overlapping occurrences, longer ones first, at most ``limit``."""
     options = [sorted(occurrences[c], key=lambda s: (-(s[1] - s[0]), s[0]))[:3] for c in columns]
     out: list[tuple[str, dict[str, list[str]], list[tuple[int, int]]]] = []
@@ -468,7 +705,7 @@ def _placements(q: str, columns: tuple[str, ...], occurrences: dict[str, list[tu
         if len(out) >= limit:
             return
         if i == len(columns):
-            out.append((*_mask(q, taken), [(a, b) for a, b, _ in taken]))
+            out.append((*_mask(q, taken, spelt), [(a, b) for a, b, _ in taken]))
             return
         for a, b in options[i]:
             if all(b <= x or y <= a for x, y, _ in taken):
@@ -478,12 +715,12 @@ def _placements(q: str, columns: tuple[str, ...], occurrences: dict[str, list[tu
     return out
 
 
-def _mask(q: str, chosen: list[tuple[int, int, str]]) -> tuple[str, dict[str, list[str]]]:
+def _mask(q: str, chosen: list[tuple[int, int, str]], spelt: Callable[[str], str] | None = None) -> tuple[str, dict[str, list[str]]]:
     values: dict[str, list[str]] = defaultdict(list)
     masked, pos = "", 0
     for a, b, column in sorted(chosen):
         masked += q[pos:a] + (" <pid> " if column == "pid" else f" <{column}> ")
-        values[column].append(q[a:b])
+        values[column].append(q[a:b] if spelt is None else spelt(q[a:b]))
         pos = b
     return re.sub(r"\s+", " ", masked + q[pos:]).strip(), values
 

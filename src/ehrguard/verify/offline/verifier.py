@@ -166,7 +166,8 @@ class OfflineVerifier:
     @staticmethod
     def _form_opinion(checked: Checked) -> KnownQuestion | None:
         """The known form the question paraphrases, when its SQL runs cleanly with rows and the next-best form
-        (if as close) answers the same; it agrees when the candidate answers the same or differs only in tie handling."""
+        (if as close) answers the same; it agrees when the candidate answers the same or differs only in tie handling.
+        A derived reading (:class:`~ehrguard.verify.offline.forms.Swap`) only counts when it agrees."""
         ctx = checked.ctx
         index = load_forms(ctx.db.db_id)
         readings = index.read(ctx.question, ctx.db, top=2) if index is not None else []
@@ -181,6 +182,8 @@ class OfflineVerifier:
             return None  # two forms fit about equally and disagree: no opinion
         same = _answers_like(ctx.execution, clean)
         agrees = same.match or _nested(same.answer, same.other)
+        if best.derived and not agrees:
+            return None  # a query no known question asks (a swap of one meaning word) may vouch, never replace
         return KnownQuestion("form", agrees, best.sql, tuple(clean.findings), f"{best.form.readable} (similarity {best.similarity:.2f})")
 
     @staticmethod
