@@ -220,6 +220,19 @@ def test_a_value_the_questions_call_by_another_name_is_learned_as_an_alias(conte
     assert index.read("What was the maximum heart rate of patient 10005817 today?", context)[0].sql.count("'heart rate'") == 1
 
 
+def test_an_alias_inside_a_longer_value_the_question_states_is_left_alone(context):
+    # "weight" names 'daily weight' for these questions, but "feeding weight" is an item of its own: a question about
+    # it keeps its own value, not 'feeding daily weight'.
+    pairs = _vital_pairs("daily weight", "weight", ["10000032", "10001217", "10001725"])
+    pairs += _vital_pairs("heart rate", "heart rate", ["10002495"])  # the item label is a slot of these forms
+    index = FormIndex(pairs)
+    assert index.aliases == {"weight": "daily weight"}
+    own = index.read("What was the maximum feeding weight of patient 10005817 today?", context)
+    assert own and "d_items.label = 'feeding weight'" in own[0].sql
+    plain = index.read("What was the maximum weight of patient 10005817 today?", context)
+    assert plain and "d_items.label = 'daily weight'" in plain[0].sql
+
+
 def test_a_phrase_used_for_more_than_one_value_is_no_alias():
     # "pressure" is used for two items: it names neither, and only phrases used at least three times count.
     pairs = _vital_pairs("arterial blood pressure systolic", "pressure", ["10000032", "10001217", "10001725"])
@@ -303,3 +316,13 @@ def test_the_verifier_lets_a_derived_reading_vouch_but_never_replace(mimic_iv_db
     assert agrees.action == "preserve" and agrees.details["known_form"] == "form-agrees"
     differs = ehrguard.verify(question, second, db=mimic_iv_db, db_id="mimic_iv", templates="off")
     assert differs.action != "correct" and differs.details["known_form"] is None
+
+
+def test_no_query_is_derived_for_meaning_words_a_known_query_already_reads(context):
+    # A known query reads "the last ... value" already (written its own way): the swap's twin of the "first" query would
+    # compete with it for the same questions, so it is not derived, and the known one is what is read.
+    own_way = _LAB.format(p="10000032", lab="glucose", order="DESC").replace("SELECT labevents", "SELECT DISTINCT labevents")
+    index = FormIndex(_first_and_last(_TIMES) + [("What was the last glucose value of patient 10000032?", own_way)])
+    assert index.swaps
+    readings = index.read("What was the last creatinine value of patient 10001217?", context)
+    assert readings and not any(r.derived for r in readings) and readings[0].sql.startswith("SELECT DISTINCT")

@@ -572,7 +572,8 @@ class FormIndex:
 
     def _derive(self, by_sql: dict[tuple[Any, str], list[Form]]) -> None:
         """Add the queries no known question asks but a swap of one meaning word makes from one that does ("the last
-        time" from "the first time"), each a group of derived forms, unless a known query is already that one."""
+        time" from "the first time"), each a group of derived forms, unless a known query is already that one or
+        already reads those meaning words (the swap's query would compete with a known one for the same questions)."""
         known = set(by_sql)
         for needs, groups in list(self._groups.items()):
             for core, allowed, group in list(groups):
@@ -590,6 +591,8 @@ class FormIndex:
                     key = (needs, _SLOT_FIELD.sub("{}", derived[0].sql)) if derived else None
                     if key is None or key in known:
                         continue
+                    if any(c <= f.meaning <= a for c, a, g in groups if not g[0].derived for f in derived):
+                        continue  # a known query already reads these meaning words ("last ... than the second to last")
                     known.add(key)
                     self._groups[needs].append((frozenset.intersection(*(f.meaning for f in derived)),
                                                 frozenset.union(*(f.meaning for f in derived)), derived))

@@ -167,10 +167,13 @@ class OfflineVerifier:
     def _form_opinion(checked: Checked) -> KnownQuestion | None:
         """The known form the question paraphrases, when its SQL runs cleanly with rows and the next-best form
         (if as close) answers the same; it agrees when the candidate answers the same or differs only in tie handling.
-        A derived reading (:class:`~ehrguard.verify.offline.forms.Swap`) only counts when it agrees."""
+        A derived reading (:class:`~ehrguard.verify.offline.forms.Swap`) is heard only when no known question fits,
+        and only when it agrees."""
         ctx = checked.ctx
         index = load_forms(ctx.db.db_id)
-        readings = index.read(ctx.question, ctx.db, top=2) if index is not None else []
+        readings = index.read(ctx.question, ctx.db, top=3) if index is not None else []
+        # Known questions speak first; a derived reading (a swap of one meaning word) only when no known one fits.
+        readings = [r for r in readings if not r.derived][:2] or readings[:1]
         if not readings:
             return None
         best = readings[0]
