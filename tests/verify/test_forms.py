@@ -326,3 +326,64 @@ def test_no_query_is_derived_for_meaning_words_a_known_query_already_reads(conte
     assert index.swaps
     readings = index.read("What was the last creatinine value of patient 10001217?", context)
     assert readings and not any(r.derived for r in readings) and readings[0].sql.startswith("SELECT DISTINCT")
+
+
+@pytest.mark.parametrize("candidate, known, otherwise", [
+    # the same value from another column: ordered (prescriptions) vs given (the ICU inputs)
+    ("SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE drug = 'potassium chloride'",
+     "SELECT COUNT(*) FROM inputevents WHERE itemid IN (SELECT itemid FROM d_items WHERE d_items.label = 'potassium chloride')", True),
+    # the value and its variants through a pattern
+    ("SELECT COUNT(*) FROM diagnosis WHERE diagnosisname LIKE 'septic shock%'",
+     "SELECT COUNT(*) FROM diagnosis WHERE diagnosis.diagnosisname = 'septic shock'", True),
+    # the same column, another value, or the value misspelt: a mistake a known question may repair
+    ("SELECT COUNT(*) FROM diagnosis WHERE diagnosisname = 'sepsis'",
+     "SELECT COUNT(*) FROM diagnosis WHERE diagnosis.diagnosisname = 'septic shock'", False),
+    ("SELECT COUNT(*) FROM diagnosis WHERE diagnosisname LIKE 'septic shok%'",
+     "SELECT COUNT(*) FROM diagnosis WHERE diagnosis.diagnosisname = 'septic shock'", False),
+    ("SELECT COUNT(*) FROM diagnosis WHERE diagnosisname = 'septic shock'",
+     "SELECT COUNT(*) FROM diagnosis WHERE diagnosis.diagnosisname = 'septic shock' AND diagnosis.diagnosistime > '2100-01-01'", False),
+])
+def test_a_value_read_another_way_is_told_from_a_mistake(candidate, known, otherwise):
+    from ehrguard.verify.offline.verifier import reads_value_otherwise
+
+    assert reads_value_otherwise(candidate, known) is otherwise
+
+
+def _known_only(monkeypatch, pairs):
+    from ehrguard.verify.offline import verifier as offline_verifier
+
+    index = FormIndex(pairs)
+    monkeypatch.setattr(offline_verifier, "load_forms", lambda db_id: index)
+
+
+def test_a_list_answers_a_yes_no_question_as_the_known_count_does(mimic_iv_db, monkeypatch):
+    # "Has patient ... undergone any procedure?" answered by the list of procedures: no rows is "no", as the known
+    # COUNT(*)>0 is 0; some rows is "yes". Neither is replaced by the known yes/no query, nor vouched for by it (an
+    # empty list and a 0 agree too cheaply for that).
+    _known_only(monkeypatch, [("Has patient 10000032 undergone any procedure?",
+                               "SELECT COUNT(*)>0 FROM procedures_icd WHERE procedures_icd.subject_id = 10000032")])
+    for patient in ("10002428", "10001217"):  # no procedure coded; three
+        question = f"Has patient {patient} undergone any procedure?"
+        listing = f"SELECT icd_code FROM procedures_icd WHERE subject_id = {patient}"
+        verdict = ehrguard.verify(question, listing, db=mimic_iv_db, db_id="mimic_iv", templates="off")
+        assert verdict.action == "preserve" and verdict.details["known_form"] is None, (patient, verdict)
+
+
+def test_a_known_question_that_reads_the_value_from_another_table_does_not_replace_the_candidate(mimic_iv_db, monkeypatch):
+    # The known question counts patients given potassium chloride in the ICU (inputevents); the candidate counts those it
+    # was ordered for, matching its variants. They answer differently (38 and 23 on the demo), by reading the question
+    # otherwise: not a correction. The same candidate with a misspelt value would be one.
+    known = ("How many patients were given potassium chloride?",
+             "SELECT COUNT( DISTINCT admissions.subject_id ) FROM admissions WHERE admissions.hadm_id IN ( SELECT icustays.hadm_id "
+             "FROM icustays WHERE icustays.stay_id IN ( SELECT inputevents.stay_id FROM inputevents WHERE inputevents.itemid IN "
+             "( SELECT d_items.itemid FROM d_items WHERE d_items.label = 'potassium chloride' ) ) )")
+    _known_only(monkeypatch, [known, (known[0].replace("potassium chloride", "heparin sodium"),
+                                      known[1].replace("potassium chloride", "heparin sodium"))])
+    ordered = "SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE drug LIKE 'potassium chloride%'"
+    db = ehrguard.open_database(mimic_iv_db)
+    assert db.execute(ordered).rows != db.execute(known[1]).rows
+    verdict = ehrguard.verify(known[0], ordered, db=mimic_iv_db, db_id="mimic_iv", templates="off")
+    assert verdict.action == "preserve" and verdict.details["known_form"] is None, verdict
+    wrong_count = "SELECT COUNT(*) FROM inputevents WHERE itemid IN (SELECT itemid FROM d_items WHERE label = 'potassium chloride')"
+    corrected = ehrguard.verify(known[0], wrong_count, db=mimic_iv_db, db_id="mimic_iv", templates="off")
+    assert corrected.action == "correct" and db.execute(corrected.sql).rows == db.execute(known[1]).rows, corrected

@@ -7,8 +7,12 @@ database, the models and the banks); :func:`~ehrguard.verify.offline.policy.deci
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
+
+import sqlglot
+from sqlglot import exp
 
 from ehrguard.config import setting, switch_setting
 from ehrguard.db.engine import Result
@@ -76,6 +80,64 @@ def _nested(a: list[list[str]] | None, b: list[list[str]] | None) -> bool:
         return False
     rows_a, rows_b = {tuple(r) for r in a}, {tuple(r) for r in b}
     return rows_a <= rows_b or rows_b <= rows_a
+
+
+_YES_NO_SQL = re.compile(r"\s*select\s+count\s*\(\s*\*\s*\)\s*>\s*0\b", re.IGNORECASE)
+
+
+def _says_yes(rows: list[list[str]]) -> bool:
+    """What rows say to a yes/no question: yes when some row's first value is there and is not 0 (a list of procedures
+    says yes; no rows, NULL or a count of 0 say no)."""
+    return any(row and row[0] not in ("", "0", "0.0", "None", "null", "false", "False") for row in rows)
+
+
+def _same_yes_no(comparison: Comparison, known_sql: str) -> bool:
+    """A known yes/no query (``COUNT(*)>0``) and the candidate say the same when the candidate's rows do: "has the
+    patient undergone any procedure?" answered by the (empty) list of them is "no", as the known query's 0 is."""
+    if comparison.answer is None or comparison.other is None or not _YES_NO_SQL.match(known_sql):
+        return False
+    return _says_yes(comparison.answer) == _says_yes(comparison.other)
+
+
+def _string_comparisons(sql: str) -> list[tuple[str, str, bool]]:
+    """(column name, string, is a LIKE pattern) of each comparison of a column with a string in ``sql``."""
+    try:
+        tree = sqlglot.parse_one(sql, read="sqlite")
+    except sqlglot.errors.SqlglotError:
+        return []
+    out = []
+    for node in tree.find_all(exp.EQ, exp.Like, exp.ILike, exp.In):
+        column = node.this if isinstance(node, exp.In) else node.left
+        values = node.expressions if isinstance(node, exp.In) else [node.right]
+        if not isinstance(column, exp.Column):
+            continue
+        for value in values:
+            if isinstance(value, exp.Literal) and value.is_string:
+                out.append((column.name.lower(), value.this.lower(), isinstance(node, (exp.Like, exp.ILike))))
+    return out
+
+
+def _like(pattern: str, value: str) -> bool:
+    regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, value, re.DOTALL) is not None
+
+
+def reads_value_otherwise(candidate_sql: str, known_sql: str) -> bool:
+    """Does the candidate read a value the known query compares in another way: the same string from another column
+    (a drug the known query takes from the ICU inputs, the candidate from the prescriptions), or through a pattern
+    that takes it and its variants (``LIKE 'septic shock%'`` for ``= 'septic shock'``)? Then the two answer
+    differently because they read the question differently, not because the candidate made a mistake a known question
+    can repair."""
+    known = [(column, value) for column, value, like in _string_comparisons(known_sql) if not like]
+    if not known:
+        return False
+    for column, text, like in _string_comparisons(candidate_sql):
+        for known_column, value in known:
+            if like and text != value and _like(text, value):
+                return True
+            if not like and text == value and column != known_column:
+                return True
+    return False
 
 
 class OfflineVerifier:
@@ -185,8 +247,11 @@ class OfflineVerifier:
             return None  # two forms fit about equally and disagree: no opinion
         same = _answers_like(ctx.execution, clean)
         agrees = same.match or _nested(same.answer, same.other)
-        if best.derived and not agrees:
-            return None  # a query no known question asks (a swap of one meaning word) may vouch, never replace
+        if not agrees and (best.derived or reads_value_otherwise(ctx.sql, best.sql) or _same_yes_no(same, best.sql)):
+            # a query no known question asks (a swap of one meaning word) may vouch, never replace; nor may a known
+            # query that reads the question's value otherwise than the candidate does (a choice, not a mistake); rows
+            # that say what a known yes/no query says are no mistake either, but too cheap an agreement to vouch
+            return None
         return KnownQuestion("form", agrees, best.sql, tuple(clean.findings), f"{best.form.readable} (similarity {best.similarity:.2f})")
 
     @staticmethod
@@ -201,7 +266,10 @@ class OfflineVerifier:
         if len(runs) != 1:
             return None
         fit = runs[0]
-        return KnownQuestion("template", _answers_like(ctx.execution, fit).match, fit.ctx.sql, tuple(fit.findings))
+        same = _answers_like(ctx.execution, fit)
+        if not same.match and (reads_value_otherwise(ctx.sql, fit.ctx.sql) or _same_yes_no(same, fit.ctx.sql)):
+            return None
+        return KnownQuestion("template", same.match, fit.ctx.sql, tuple(fit.findings))
 
 
 @register_method("offline", "no LLM: SQL checks on the database + question classifier + local repair",
