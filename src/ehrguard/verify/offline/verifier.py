@@ -107,8 +107,8 @@ def _string_comparisons(sql: str) -> list[tuple[str, str, bool]]:
         return []
     out = []
     for node in tree.find_all(exp.EQ, exp.Like, exp.ILike, exp.In):
-        column = node.this if isinstance(node, exp.In) else node.left
-        values = node.expressions if isinstance(node, exp.In) else [node.right]
+        column = node.this  # the left side of a comparison, the tested expression of an IN
+        values = node.expressions if isinstance(node, exp.In) else [node.expression]
         if not isinstance(column, exp.Column):
             continue
         for value in values:
