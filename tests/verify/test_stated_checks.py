@@ -96,6 +96,17 @@ def test_restated_windows_and_computed_constants_count_as_the_stated_number(ctx)
         "WHERE julianday(p.dod) - julianday(a.admittime) < 1 * 365 / 2")
 
 
+def test_a_number_inside_a_stated_range_the_query_uses_is_the_case_the_range_is_drawn_around(ctx):
+    # "a 71-year-old man ... patients aged 66-76": the query filters 66-76; 71 is the case in front, not a filter
+    question = ("I am seeing a 71-year-old man. Among male patients aged 66-76, how many admissions were emergencies?")
+    cohort = ("SELECT COUNT(*) FROM admissions JOIN patients ON admissions.subject_id = patients.subject_id "
+              "WHERE patients.gender = 'm' AND admissions.age BETWEEN 66 AND 76 AND admissions.admission_type LIKE '%emer%'")
+    assert "missing_stated_number" not in checks_of(ctx, question, cohort)
+    # a number outside the range the query uses is still missing
+    outside = question.replace("71-year-old", "81-year-old")
+    assert "missing_stated_number" in checks_of(ctx, outside, cohort)
+
+
 def test_a_group_word_inside_a_value_the_query_looks_for_is_not_a_group(ctx):
     # 'oral' is part of the drug's name here, not a route the question restricts to
     found = checks_of(ctx, "How many times was vancomycin oral liquid prescribed?",

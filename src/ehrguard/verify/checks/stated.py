@@ -120,6 +120,10 @@ def check_stated_numbers(ctx: SqlContext) -> CheckResult:
         return NOTHING
     in_sql = _sql_numbers(ctx.sql, ctx.tree)
     missing = [(n, v) for n, v in stated if not _restated(v, in_sql)]
+    # A number inside a range the question states and the query uses describes a case the range is drawn around
+    # ("a 68-year-old man ... patients aged 63-73"): the range accounts for it.
+    bounds = sorted(v for _, v in stated if _restated(v, in_sql))
+    missing = [(n, v) for n, v in missing if not any(lo < v < hi for lo in bounds for hi in bounds)]
     if missing:
         in_labels = _sql_numbers(" ".join(item_labels(ctx, ctx.tree)))
         missing = [(n, v) for n, v in missing if not _restated(v, in_labels)]
