@@ -17,10 +17,12 @@ CLEAR_NEAREST = 0.85
 CLEAR_MARGIN = 0.05
 
 
-def literal_comparisons(tree: exp.Expression, tables: dict[str, str]) -> list[tuple[str, str, exp.Literal]]:
-    """(table, column, string literal) for every ``column = / IN / LIKE 'literal'`` in the tree."""
+def literal_comparisons(tree: exp.Expression, tables: dict[str, str],
+                        kinds: tuple[type[exp.Expression], ...] = (exp.EQ, exp.In, exp.Like)) -> list[tuple[str, str, exp.Literal]]:
+    """(table, column, string literal) for every ``column = / IN / LIKE 'literal'`` (comparisons of ``kinds``) in the
+    tree; the literal's parent is its comparison."""
     out = []
-    for node in tree.find_all(exp.EQ, exp.In, exp.Like):
+    for node in tree.find_all(*kinds):
         col = node.this if isinstance(node.this, exp.Column) else None
         if col is None:
             continue

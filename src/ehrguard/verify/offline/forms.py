@@ -128,7 +128,8 @@ _STOP = frozenset((
 
 
 _UNSLOTTED_NUMBER = re.compile(r"(?<![\w.{])(?!(?:0|1|24|60|100)\b)\d+(?![\w.}])")
-_BOOLEAN_SQL = re.compile(r"\s*select\s+count\s*\(\s*\*\s*\)\s*>\s*0\b", re.IGNORECASE)
+# A yes/no query: its answer is whether any row matches.
+YES_NO_SQL = re.compile(r"\s*select\s+count\s*\(\s*\*\s*\)\s*>\s*0\b", re.IGNORECASE)
 _TIME_WORD = "timephrase"  # stands for the phrase in a question while slots are placed
 _TIME_SLOTS = "abcdefghij"  # a form's time filters are the fields ta, tb, ... of its SQL
 
@@ -381,7 +382,7 @@ def make_form(question: str, sql: str, aliases: dict[str, str] | None = None) ->
     masked = re.sub(r"\s+", " ", (masked + q[pos:]).replace(_TIME_WORD, "<time>")).strip()
     if asks_time(masked) != selects_time(template_sql):
         return None  # the question asks for a time and the SQL returns none, or the other way round
-    if _BOOLEAN_SQL.match(template_sql) and not _YES_NO.match(masked):
+    if YES_NO_SQL.match(template_sql) and not _YES_NO.match(masked):
         return None  # a yes/no query for a question not asked as one: its answer type is not the question's
     template_sql = _decade_ends(template_sql, {name: q[a:b] for a, b, name, _ in pieces if name.startswith("n")})
     if any(s.kind == "number" for s in slots) and _UNSLOTTED_NUMBER.search(re.sub(r"'[^']*'", "''", template_sql)):
@@ -615,16 +616,14 @@ class FormIndex:
                 lex = self._lexicons[context] = _Lexicon(context, self.columns)
             return lex
 
-    def _state_aliases(self, q: str, lex: _Lexicon) -> str:
+    def _state_aliases(self, q: str, occurrences: dict[str, list[tuple[int, int]]]) -> str:
         """The question with each learned alias written as the value it stands for ("spo2" as 'o2 saturation
-        pulseoxymetry'), except inside a longer value the question states ("weight" in "admission weight")."""
+        pulseoxymetry'), except inside a longer value the question states (``occurrences``: "weight" in "admission
+        weight")."""
         if self._alias_pattern is None:
             return q
-        hits = list(self._alias_pattern.finditer(q))
-        if not hits:
-            return q
-        held = [span for spans in lex.occurrences([q])[q].values() for span in spans]
-        for m in reversed(hits):
+        held = [span for spans in occurrences.values() for span in spans]
+        for m in reversed(list(self._alias_pattern.finditer(q))):
             if any(a <= m.start() and m.end() <= b and b - a > m.end() - m.start() for a, b in held):
                 continue
             q = q[: m.start()] + self.aliases[m[0]] + q[m.end():]
@@ -638,10 +637,12 @@ class FormIndex:
             a, b = time[1]
             q = q[:a] + _TIME_WORD + q[b:]
         lex = self._lexicon(context)
-        q = self._state_aliases(q, lex)
         occurrences = lex.occurrences([q])[q]
+        stated = self._state_aliases(q, occurrences)
+        if stated != q:  # an alias was written as its value: find the values again
+            q, occurrences = stated, lex.occurrences([stated])[stated]
         pids = [(m.start(), m.end()) for m in PATIENT_ID.finditer(q)]
-        readings = self._read(q, time, lex, occurrences, pids)
+        readings = self._readings(q, time, lex, occurrences, pids)
         readings.sort(key=lambda r: -r.similarity)
         out: list[Reading] = []
         for r in readings:
@@ -651,10 +652,10 @@ class FormIndex:
                 break
         return out
 
-    def _read(self, q: str, time: Any, lex: _Lexicon, occurrences: dict[str, list[tuple[int, int]]],
-              pids: list[tuple[int, int]]) -> list[Reading]:
-        """Every reading of the question, masked as ``q`` with its values found, by a group of one query's paraphrases:
-        its meaning words are among those the paraphrases use and include those all of them use."""
+    def _readings(self, q: str, time: Any, lex: _Lexicon, occurrences: dict[str, list[tuple[int, int]]],
+                  pids: list[tuple[int, int]]) -> list[Reading]:
+        """Every reading of the question (``q``, its values found) by a group of one query's paraphrases: its meaning
+        words are among those the paraphrases use and include those all of them use."""
         readings: list[Reading] = []
         for needs, groups in self._groups.items():
             n_pid, n_num, columns, timed = needs

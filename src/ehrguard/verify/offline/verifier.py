@@ -11,7 +11,6 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
 
 from ehrguard.config import setting, switch_setting
@@ -20,10 +19,11 @@ from ehrguard.errors import ConfigError, DatabaseError
 from ehrguard.evaluation.execution_match import answers_match, canonical_answer
 from ehrguard.verify.checks import Checked, repair, run_checks
 from ehrguard.verify.checks.base import EXECUTION_MAX_ROWS, EXECUTION_TIMEOUT_S
+from ehrguard.verify.checks.values import literal_comparisons
 from ehrguard.verify.methods import Case, DatabaseContext, register_method
 from ehrguard.verify.offline.calibration import load_calibration
 from ehrguard.verify.offline.evidence import Evidence, KnownQuestion, Outcome, Repair
-from ehrguard.verify.offline.forms import load_forms
+from ehrguard.verify.offline.forms import YES_NO_SQL, load_forms
 from ehrguard.verify.offline.policy import OPERATING_POINTS, Policy, clarifying_message, decide, refusal_message
 from ehrguard.verify.offline.question import shared_classifier
 from ehrguard.verify.offline.templates import load_bank
@@ -82,9 +82,6 @@ def _nested(a: list[list[str]] | None, b: list[list[str]] | None) -> bool:
     return rows_a <= rows_b or rows_b <= rows_a
 
 
-_YES_NO_SQL = re.compile(r"\s*select\s+count\s*\(\s*\*\s*\)\s*>\s*0\b", re.IGNORECASE)
-
-
 def _says_yes(rows: list[list[str]]) -> bool:
     """What rows say to a yes/no question: yes when some row's first value is there and is not 0 (a list of procedures
     says yes; no rows, NULL or a count of 0 say no)."""
@@ -94,27 +91,17 @@ def _says_yes(rows: list[list[str]]) -> bool:
 def _same_yes_no(comparison: Comparison, known_sql: str) -> bool:
     """A known yes/no query (``COUNT(*)>0``) and the candidate say the same when the candidate's rows do: "has the
     patient undergone any procedure?" answered by the (empty) list of them is "no", as the known query's 0 is."""
-    if comparison.answer is None or comparison.other is None or not _YES_NO_SQL.match(known_sql):
+    if comparison.answer is None or comparison.other is None or not YES_NO_SQL.match(known_sql):
         return False
     return _says_yes(comparison.answer) == _says_yes(comparison.other)
 
 
-def _string_comparisons(sql: str) -> list[tuple[str, str, bool]]:
-    """(column name, string, is a LIKE pattern) of each comparison of a column with a string in ``sql``."""
-    try:
-        tree = sqlglot.parse_one(sql, read="sqlite")
-    except sqlglot.errors.SqlglotError:
+def _string_comparisons(tree: exp.Expression | None) -> list[tuple[str, str, bool]]:
+    """(column name, string, is a LIKE pattern) of each comparison of a column with a string in a parse tree."""
+    if tree is None:
         return []
-    out = []
-    for node in tree.find_all(exp.EQ, exp.Like, exp.ILike, exp.In):
-        column = node.this  # the left side of a comparison, the tested expression of an IN
-        values = node.expressions if isinstance(node, exp.In) else [node.expression]
-        if not isinstance(column, exp.Column):
-            continue
-        for value in values:
-            if isinstance(value, exp.Literal) and value.is_string:
-                out.append((column.name.lower(), value.this.lower(), isinstance(node, (exp.Like, exp.ILike))))
-    return out
+    found = literal_comparisons(tree, {}, (exp.EQ, exp.Like, exp.ILike, exp.In))
+    return [(column, literal.this.lower(), isinstance(literal.parent, (exp.Like, exp.ILike))) for _, column, literal in found]
 
 
 def _like(pattern: str, value: str) -> bool:
@@ -122,17 +109,17 @@ def _like(pattern: str, value: str) -> bool:
     return re.fullmatch(regex, value, re.DOTALL) is not None
 
 
-def reads_value_otherwise(candidate_sql: str, known_sql: str) -> bool:
+def reads_value_otherwise(candidate: exp.Expression | None, known: exp.Expression | None) -> bool:
     """Does the candidate read a value the known query compares in another way: the same string from another column
     (a drug the known query takes from the ICU inputs, the candidate from the prescriptions), or through a pattern
     that takes it and its variants (``LIKE 'septic shock%'`` for ``= 'septic shock'``)? Then the two answer
     differently because they read the question differently, not because the candidate made a mistake a known question
-    can repair."""
-    known = [(column, value) for column, value, like in _string_comparisons(known_sql) if not like]
-    if not known:
+    can repair. Both are parse trees (each query's own, as its checks read it)."""
+    compared = [(column, value) for column, value, like in _string_comparisons(known) if not like]
+    if not compared:
         return False
-    for column, text, like in _string_comparisons(candidate_sql):
-        for known_column, value in known:
+    for column, text, like in _string_comparisons(candidate):
+        for known_column, value in compared:
             if like and text != value and _like(text, value):
                 return True
             if not like and text == value and column != known_column:
@@ -247,7 +234,7 @@ class OfflineVerifier:
             return None  # two forms fit about equally and disagree: no opinion
         same = _answers_like(ctx.execution, clean)
         agrees = same.match or _nested(same.answer, same.other)
-        if not agrees and (best.derived or reads_value_otherwise(ctx.sql, best.sql) or _same_yes_no(same, best.sql)):
+        if not agrees and (best.derived or reads_value_otherwise(ctx.tree, clean.ctx.tree) or _same_yes_no(same, best.sql)):
             # a query no known question asks (a swap of one meaning word) may vouch, never replace; nor may a known
             # query that reads the question's value otherwise than the candidate does (a choice, not a mistake); rows
             # that say what a known yes/no query says are no mistake either, but too cheap an agreement to vouch
@@ -267,7 +254,7 @@ class OfflineVerifier:
             return None
         fit = runs[0]
         same = _answers_like(ctx.execution, fit)
-        if not same.match and (reads_value_otherwise(ctx.sql, fit.ctx.sql) or _same_yes_no(same, fit.ctx.sql)):
+        if not same.match and (reads_value_otherwise(ctx.tree, fit.ctx.tree) or _same_yes_no(same, fit.ctx.sql)):
             return None
         return KnownQuestion("template", same.match, fit.ctx.sql, tuple(fit.findings))
 
