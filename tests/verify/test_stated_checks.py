@@ -170,3 +170,110 @@ def test_no_false_alarm_from_the_new_checks(ctx, question, sql):
     new = {"missing_stated_number", "missing_group_filter", "missing_route_filter", "missing_age_filter", "unscoped_read",
            "join_key_mismatch", "wrong_id_kind", "wrong_concept", "wrong_column"}
     assert not checks_of(ctx, question, sql) & new
+
+
+@pytest.mark.parametrize(("question", "wrong", "right", "check"), [
+    # the one number the question states and the query never uses, written where the query compares another
+    ("How many prescriptions did patient 10000032 get?", "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10000033",
+     "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10000032", "missing_stated_number"),
+    ("How many heart rate values above 100 did patient 10000032 have?",
+     "SELECT COUNT(*) FROM chartevents WHERE subject_id = 10000032 AND itemid = 220045 AND valuenum > 120",
+     "SELECT COUNT(*) FROM chartevents WHERE subject_id = 10000032 AND itemid = 220045 AND valuenum > 100", "missing_stated_number"),
+    # a window written in a smaller unit is converted: 2 weeks are '-14 day'
+    ("How many lab tests did patient 10000032 have in the 2 weeks before 2100-08-27?",
+     "SELECT COUNT(*) FROM labevents WHERE subject_id = 10000032 AND charttime BETWEEN datetime('2100-08-27', '-7 day') AND '2100-08-27'",
+     "SELECT COUNT(*) FROM labevents WHERE subject_id = 10000032 AND charttime BETWEEN datetime('2100-08-27', '-14 day') AND '2100-08-27'",
+     "missing_stated_number"),
+    # the patient the question names, dropped: the condition is added on the table the query reads
+    ("How many prescriptions did patient 10000032 get?", "SELECT COUNT(*) FROM prescriptions",
+     "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10000032", "missing_stated_number"),
+    # a join on two entities' ids: the key the schema declares between the tables
+    ("How many ICU stays did patient 10000032 have?",
+     "SELECT COUNT(*) FROM icustays JOIN admissions ON icustays.hadm_id = admissions.subject_id WHERE admissions.subject_id = 10000032",
+     "SELECT COUNT(*) FROM icustays JOIN admissions ON icustays.hadm_id = admissions.hadm_id WHERE admissions.subject_id = 10000032",
+     "join_key_mismatch"),
+    # two tables joined by their own row numbers: joined by their foreign key instead
+    ("What diagnoses were coded for admission 22595853?",
+     "SELECT d_icd_diagnoses.long_title FROM diagnoses_icd JOIN d_icd_diagnoses ON diagnoses_icd.row_id = d_icd_diagnoses.row_id "
+     "WHERE diagnoses_icd.hadm_id = 22595853",
+     "SELECT d_icd_diagnoses.long_title FROM diagnoses_icd JOIN d_icd_diagnoses ON diagnoses_icd.icd_code = d_icd_diagnoses.icd_code "
+     "WHERE diagnoses_icd.hadm_id = 22595853", "row_key_join"),
+    # output read for intake: the intake table, its columns matched by kind
+    ("What was the total intake of patient 10000032?",
+     "SELECT SUM(outputevents.value) FROM outputevents WHERE outputevents.subject_id = 10000032",
+     "SELECT SUM(totalamount) FROM inputevents WHERE subject_id = 10000032", "wrong_concept"),
+])
+def test_a_certain_mistake_is_repaired_to_the_right_answer(ctx, question, wrong, right, check):
+    assert rows(ctx, wrong) != rows(ctx, right)
+    checked = run_checks(question, wrong, ctx)
+    assert any(f.check == check and f.suggestion for f in checked.findings)
+    fixed = repair(checked)
+    assert fixed is not None and rows(ctx, fixed) == rows(ctx, right)
+    assert check not in checks_of(ctx, question, right)
+
+
+def test_the_eicu_pattern_for_the_other_side_is_rewritten_with_the_questions_word(eicu_ctx):
+    question = "What was the total intake of patient 002-12289?"
+    wrong = ("SELECT SUM(cellvaluenumeric) FROM intakeoutput WHERE cellpath LIKE '%output%' AND patientunitstayid IN "
+             "(SELECT patientunitstayid FROM patient WHERE uniquepid = '002-12289')")
+    fixed = repair(run_checks(question, wrong, eicu_ctx))
+    assert fixed is not None and "'%intake%'" in fixed
+    assert rows(eicu_ctx, fixed) == rows(eicu_ctx, wrong.replace("%output%", "%intake%"))
+
+
+@pytest.mark.parametrize(("question", "sql"), [
+    # two numbers the query compares that the question does not state: which one is wrong is a guess
+    ("How many heart rate values above 100 did patient 10000032 have?",
+     "SELECT COUNT(*) FROM chartevents WHERE subject_id = 10000031 AND itemid = 220045 AND valuenum > 120"),
+    # a window in days where the question counts months: no exact conversion
+    ("How many lab tests did patient 10000032 have in the 2 months before 2180-07-01?",
+     "SELECT COUNT(*) FROM labevents WHERE subject_id = 10000032 AND charttime BETWEEN datetime('2180-07-01', '-7 day') AND '2180-07-01'"),
+    # a stated number with a unit against a plain threshold: not the same kind of slot
+    ("Which stays lasted more than 3 days?", "SELECT stay_id FROM icustays WHERE los > 5"),
+    # a limit is not a comparison: "top 3" against LIMIT 5 is left alone
+    ("What were the top 3 drugs prescribed?", "SELECT drug FROM prescriptions GROUP BY drug ORDER BY COUNT(*) DESC LIMIT 5"),
+])
+def test_an_uncertain_mistake_is_named_but_not_repaired(ctx, question, sql):
+    checked = run_checks(question, sql, ctx)
+    assert "missing_stated_number" in {f.check for f in checked.findings}
+    assert not any(f.suggestion for f in checked.findings if f.check == "missing_stated_number")
+
+
+def test_counting_patients_through_a_join_counts_distinct_patients(ctx):
+    question = "How many patients had enteral infusion of concentrated nutritional substances?"
+    title = "enteral infusion of concentrated nutritional substances"
+    wrong = ("SELECT COUNT(*) FROM procedures_icd JOIN d_icd_procedures ON procedures_icd.icd_code = d_icd_procedures.icd_code "
+             f"WHERE d_icd_procedures.long_title = '{title}'")
+    right = wrong.replace("COUNT(*)", "COUNT(DISTINCT procedures_icd.subject_id)")
+    assert rows(ctx, wrong) != rows(ctx, right)
+    checked = run_checks(question, wrong, ctx)
+    assert "counts_rows_not_patients" in {f.check for f in checked.findings}
+    fixed = repair(checked)
+    assert fixed is not None and rows(ctx, fixed) == rows(ctx, right)
+    assert "counts_rows_not_patients" not in checks_of(ctx, question, right)
+
+
+def test_counting_patients_from_eicu_events_joins_the_patients_table(eicu_ctx):
+    # eICU's events carry the unit stay, not the patient: the patient is read through the declared key
+    question = "How many patients received propofol?"
+    wrong = "SELECT COUNT(*) FROM medication WHERE drugname LIKE '%propofol%'"
+    right = ("SELECT COUNT(DISTINCT patient.uniquepid) FROM medication JOIN patient ON medication.patientunitstayid = "
+             "patient.patientunitstayid WHERE drugname LIKE '%propofol%'")
+    assert rows(eicu_ctx, wrong) != rows(eicu_ctx, right)
+    checked = run_checks(question, wrong, eicu_ctx)
+    assert "counts_rows_not_patients" in {f.check for f in checked.findings}
+    fixed = repair(checked)
+    assert fixed is not None and rows(eicu_ctx, fixed) == rows(eicu_ctx, right)
+    assert "counts_rows_not_patients" not in checks_of(eicu_ctx, question, right)
+
+
+def test_a_category_code_in_other_letter_case_is_fixed_a_drug_name_is_asked_about(ctx, eicu_ctx):
+    checked = run_checks("How many female patients are there?", "SELECT COUNT(*) FROM patients WHERE gender = 'F'", ctx)
+    finding = next(f for f in checked.findings if f.check == "unknown_value")
+    assert finding.clarify is None and finding.suggestion == "'f'"
+    assert rows(ctx, repair(checked)) == rows(ctx, "SELECT COUNT(*) FROM patients WHERE gender = 'f'")
+    # a drug the records name in several ways: which of them the user meant is theirs to say
+    checked = run_checks("How many patients received Propofol?",
+                         "SELECT COUNT(DISTINCT patientunitstayid) FROM medication WHERE drugname = 'Propofol'", eicu_ctx)
+    finding = next(f for f in checked.findings if f.check == "unknown_value")
+    assert finding.clarify is not None and finding.suggestion is None

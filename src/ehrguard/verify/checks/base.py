@@ -116,6 +116,18 @@ def data_fact(ctx: SqlContext, key: tuple[Any, ...], sql: str, read: Callable[[l
     return ctx.db.derived(key, ask)
 
 
+# A category column: at most this many distinct values (sex, admission type, marital status, route, care unit).
+CATEGORY_MAX_VALUES = 30
+
+
+def few_values(ctx: SqlContext, table: str, column: str) -> bool:
+    """A category column of ``table`` (a qualified name): at most :data:`CATEGORY_MAX_VALUES` distinct values, read
+    from the data once per open database."""
+    source, name = quoted_names(ctx, table, column)
+    return data_fact(ctx, ("few_values", table.lower(), column.lower()), f"SELECT COUNT(DISTINCT {name}) FROM {source}",
+                     lambda rows: bool(rows) and rows[0][0] is not None and 0 < rows[0][0] <= CATEGORY_MAX_VALUES)
+
+
 def found(*findings: Finding, edits: Sequence[Edit] = ()) -> CheckResult:
     return CheckResult(tuple(findings), tuple(edits))
 

@@ -35,7 +35,7 @@ def _names(column: str, stems: set[str], words: set[str]) -> set[str]:
     return inside | parts
 
 
-def _kind(declared: str) -> str:
+def column_kind(declared: str) -> str:
     """The type family of a declared column type: TIMESTAMP(0) and TIMESTAMP are one kind, VARCHAR(50) and TEXT another."""
     t = declared.lower()
     if "time" in t or "date" in t:
@@ -79,7 +79,7 @@ def check_returned_column(ctx: SqlContext) -> CheckResult:
         if info is None or mine is None or name in ids or name.endswith("id"):
             continue
         peers = [c.name.lower() for c in info.columns
-                 if _kind(c.type) == _kind(mine.type) and not c.name.lower().endswith("id") and c.name.lower() not in ids]
+                 if column_kind(c.type) == column_kind(mine.type) and not c.name.lower().endswith("id") and c.name.lower() not in ids]
         if len(peers) < 2:
             continue
         named = {p: _names(p, stems, words) for p in peers}

@@ -10,11 +10,15 @@ counts only when the question names it and not the other, and the query names th
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found, quoted_names
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, quoted_names
+from ehrguard.verify.checks.columns import column_kind
+from ehrguard.verify.checks.keys import rename
+from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
 # Pairs of opposite clinical notions, each side as the stems people and schemas write it (general clinical English).
@@ -94,6 +98,7 @@ def check_contrasts(ctx: SqlContext) -> CheckResult:
     question = ctx.question.lower()
     reads = _what_the_query_reads(ctx, ctx.tree)
     findings = []
+    edits: list[Edit] = []
     for one, other in CONTRASTS:
         # A name holding both sides (eICU's ``intakeoutput``) says neither.
         sides = [(_says(part, one, inside_words=True), _says(part, other, inside_words=True)) for part in reads]
@@ -104,6 +109,113 @@ def check_contrasts(ctx: SqlContext) -> CheckResult:
                 continue
             took = next((s[1 - index] for s in sides if s[1 - index] is not None), None)
             if took is not None and not any(s[index] is not None for s in sides):
+                swaps = _other_side(ctx, ctx.tree, wrong, asked, said)
                 findings.append(Finding("wrong_concept", "error",
-                                        f"The question asks about {_NAMES[said]}; the query reads {_NAMES[took]} instead."))
-    return found(*findings)
+                                        f"The question asks about {_NAMES[said]}; the query reads {_NAMES[took]} instead.",
+                                        None, _NAMES[said] if swaps else None))
+                edits += swaps
+    return found(*findings, edits=edits)
+
+
+# The whole words a side is written with in names and values, for a repair that writes the other side (stems such as
+# "infus" or "lab" name no table or value on their own).
+_WRITTEN = {"intake": ("intake", "input"), "input": ("intake", "input"), "infus": ("intake", "input"), "output": ("output",),
+            "weight": ("weight",), "height": ("height",), "systolic": ("systolic",), "diastolic": ("diastolic",)}
+
+
+def _other_side(ctx: SqlContext, tree: exp.Expression, wrong: tuple[str, ...], asked: tuple[str, ...], said: str) -> list[Edit]:
+    """Edits that make the query read the asked side where it reads the other: a table named for the other side
+    becomes the table named for the asked one (its columns matched by kind, one to one), a value or pattern becomes
+    the same with the asked side's word, when the database holds such a table or value. Nothing when any part that
+    reads the other side has no single such counterpart: then what was meant is a guess."""
+    words = _WRITTEN.get(said, ())
+    # The question's own word first ("intake" where "intake" and "input" both name something), then any of the side's.
+    tries = [(said,), words] if said in words else [words]
+    edits: list[Edit] = []
+    for table in tree.find_all(exp.Table):
+        stem = _says(table.name.lower(), wrong, inside_words=True)
+        if stem is None or _says(table.name.lower(), asked, inside_words=True) is not None:
+            continue  # a name holding both sides (``intakeoutput``) says neither
+        moved = next((m for w in tries if (m := _moved_table(ctx, tree, table, stem, w)) is not None), None)
+        if moved is None:
+            return []
+        edits += moved
+    for lit in tree.find_all(exp.Literal):
+        stem = _says(lit.this.lower(), wrong, inside_words=True) if lit.is_string else None
+        if stem is None:
+            continue
+        held = next((h for w in tries if len(h := _held_values(ctx, tree, lit, stem, w)) == 1), None)
+        if held is None:
+            return []
+        edits.append(TreeEdit(_replace(exp.Literal.string(held[0])), target=lit))
+    return edits
+
+
+def _held_values(ctx: SqlContext, tree: exp.Expression, lit: exp.Literal, stem: str, words: tuple[str, ...]) -> list[str]:
+    """The literal with ``stem`` written as each of ``words``, those some row holds."""
+    return [new for word in words if _holds(ctx, tree, lit, new := re.sub(stem, word, lit.this, flags=re.I))]
+
+
+def _replace(new: exp.Expression) -> Callable[[exp.Expression], None]:
+    def apply(node: exp.Expression) -> None:
+        node.replace(new.copy())
+
+    return apply
+
+
+def _holds(ctx: SqlContext, tree: exp.Expression, lit: exp.Literal, value: str) -> bool:
+    """Some row holds ``value`` where the query compares ``lit`` (``=`` or LIKE on one column of one table)."""
+    comparison = lit.parent
+    column = comparison.this if isinstance(comparison, exp.EQ | exp.Like | exp.ILike) else None
+    if not isinstance(column, exp.Column):
+        return False
+    tables, _ = aliases(tree)
+    table = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name.lower(), tables)
+    info = ctx.db.schema.table(table) if table else None
+    if info is None or info.column(column.name) is None:
+        return False
+    source, name = quoted_names(ctx, info.qualified_name, column.name)
+    test = exp.Literal.string(value).sql(dialect=ctx.dialect)
+    op = "=" if isinstance(comparison, exp.EQ) else "LIKE"
+    try:
+        return bool(ctx.db.db.execute(f"SELECT 1 FROM {source} WHERE {name} {op} {test} LIMIT 1", timeout_s=5).rows)
+    except DatabaseError:
+        return False
+
+
+def _moved_table(ctx: SqlContext, tree: exp.Expression, table: exp.Table, stem: str, words: tuple[str, ...]) -> list[Edit] | None:
+    """Read the table named for the asked side instead of ``table``: the new name, and each column the query reads
+    from the old table renamed to the one column of the new table of its kind (times, numbers, text; ids keep their
+    names). None when there is no such table or a column has no single counterpart."""
+    names = [new for word in words if ctx.db.schema.table(new := re.sub(stem, word, table.name, flags=re.I)) is not None]
+    old_info = ctx.db.schema.table(table.name)
+    if len(names) != 1 or old_info is None:
+        return None
+    new_info = ctx.db.schema.table(names[0])
+    assert new_info is not None
+    edits: list[Edit] = [rename(table, names[0])]
+    tables, _ = aliases(tree)
+    for column in tree.find_all(exp.Column):
+        if owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name.lower(), tables) != table.name.lower():
+            continue
+        name = column.name
+        if new_info.column(name) is None:
+            mine = old_info.column(name)
+            kind = column_kind(mine.type) if mine is not None else ""
+            peers = [c.name for c in new_info.columns if kind and column_kind(c.type) == kind and old_info.column(c.name) is None]
+            if len(peers) != 1:
+                return None
+            name = peers[0]
+        qualifier = names[0] if column.table.lower() == table.name.lower() else column.table
+        if (name, qualifier) != (column.name, column.table):
+            edits.append(TreeEdit(_column_to(name, qualifier), target=column))
+    return edits
+
+
+def _column_to(name: str, qualifier: str) -> Callable[[exp.Expression], None]:
+    def apply(node: exp.Expression) -> None:
+        node.set("this", exp.to_identifier(name))
+        if qualifier:
+            node.set("table", exp.to_identifier(qualifier))
+
+    return apply

@@ -134,21 +134,55 @@ def check_counts_people(ctx: SqlContext) -> CheckResult:
                 findings.append(finding[0])
                 edits.append(finding[1])
             continue
-        if not isinstance(table, exp.Table) or select.args.get("joins"):
-            continue  # counting over a derived table or a join
+        if not isinstance(table, exp.Table):
+            continue  # counting over a derived table
         arg = count.this
         if isinstance(arg, exp.Distinct) or (isinstance(arg, exp.Column) and arg.name.lower() in ctx.db.profile.person_ids):
             continue  # DISTINCT, or the person id (count_distinct covers a missing DISTINCT there)
         if not isinstance(arg, exp.Star | exp.Column):
             continue
-        info = ctx.db.schema.table(table.name)
-        person = next((c for c in person_ids if info is not None and info.column(c) is not None), None)
-        if person is None or _one_row_per_person(ctx, table.name, person):
-            continue
+        joined = [j.this for j in select.args.get("joins") or () if isinstance(j.this, exp.Table)]
+        if len(joined) != len(select.args.get("joins") or ()):
+            continue  # a join with a derived table: not this shape
+        person = person_ids[0]
+        holders = [t for t in [table, *joined] if (info := ctx.db.schema.table(t.name)) is not None and info.column(person) is not None]
+        several = [t.name for t in [table, *joined] if not (t in holders and _one_row_per_person(ctx, t.name, person))]
+        if not several:
+            continue  # every table it reads holds one row per patient
         what = "rows" if isinstance(arg, exp.Star) else f"values of {arg.name}"
-        column = exp.column(person, table=table.alias_or_name if table.alias else None)
-        findings.append(Finding("counts_rows_not_patients", "warning",
-                                f"The question counts patients; the query counts {what} of {table.name}, which holds several per patient.",
+        message = f"The question counts patients; the query counts {what} of {several[0]}, which holds several per patient."
+        if holders:
+            column = exp.column(person, table=holders[0].alias_or_name if holders[0].alias or joined else None)
+            edits.append(TreeEdit(_distinct_person(column), target=count))
+        else:  # the events of a stay (eICU): the patient is read through the table of patients the schema links
+            link = _person_link(ctx, table, person) if not joined else None
+            if link is None:
+                findings.append(Finding("counts_rows_not_patients", "warning", message, ctx.span_of(count.sql(dialect="sqlite"))))
+                continue
+            column, edit = link
+            edits.append(edit)
+            edits.append(TreeEdit(_distinct_person(column), target=count))
+        findings.append(Finding("counts_rows_not_patients", "warning", message,
                                 ctx.span_of(count.sql(dialect="sqlite")), f"COUNT(DISTINCT {column.sql(dialect='sqlite')})"))
-        edits.append(TreeEdit(_distinct_person(column), target=count))
     return found(*findings, edits=edits)
+
+
+def _person_link(ctx: SqlContext, table: exp.Table, person: str) -> tuple[exp.Column, TreeEdit] | None:
+    """The patients' table joined to a table of events that has no patient id, by the foreign key the schema declares
+    from one to the other (eICU's ``medication.patientunitstayid`` -> ``patient``): the patient id column, and the join."""
+    home = next((e.table for e in ctx.db.profile.entities if e.id_column.lower() == person.lower()), None)
+    info = ctx.db.schema.table(table.name)
+    if home is None or info is None:
+        return None
+    keys = [fk for fk in info.foreign_keys if fk.ref_table.lower() == home.lower()]
+    if len(keys) != 1:
+        return None
+    key = keys[0]
+    mine = table.alias_or_name
+    condition = exp.column(key.column, table=mine).eq(exp.column(key.ref_column, table=home))
+
+    def join(select: exp.Expression) -> None:
+        if isinstance(select, exp.Select):
+            select.join(exp.to_table(home), on=condition.copy(), copy=False)
+
+    return exp.column(person, table=home), TreeEdit(join, target=table.find_ancestor(exp.Select))

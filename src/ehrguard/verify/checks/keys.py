@@ -6,6 +6,8 @@ else, so they hold for any schema the profile describes:
 
 - **join keys**: ``a.subject_id = b.hadm_id`` (or ``hadm_id IN (SELECT subject_id ...)``) links two different
   entities; whatever it returns, it is not the records of one patient or one visit;
+- **row keys**: ``a.row_id = b.row_id`` links two tables by their own row numbers (primary keys neither refers to):
+  the rows it pairs are unrelated; the repair joins them by the one foreign key the schema declares between them;
 - **id kinds**: ``hadm_id = 10000032`` where no admission has that id but a patient does: the number is the other
   entity's id. The repair compares the column the number belongs to, when the query's table has it.
 """
@@ -59,19 +61,98 @@ def check_join_keys(ctx: SqlContext) -> CheckResult:
     if ctx.tree is None:
         return NOTHING
     ids = entity_columns(ctx)
+    tables, _ = aliases(ctx.tree)
     findings = []
+    edits: list[Edit] = []
     for left, right in _linked_pairs(ctx.tree):
         a, b = left.name.lower(), right.name.lower()
         if a == b or a not in ids or b not in ids or ids[a] == ids[b]:
             continue
+        # The repair links one entity on both sides: the side whose table also has the other side's id column takes
+        # it; when both could, the one the schema declares a foreign key for. Otherwise which was meant is a guess.
+        homes = {id(left): _table_of(ctx, left, tables), id(right): _table_of(ctx, right, tables)}
+        options = [(col, other, partner) for col, other, partner in ((right, a, left), (left, b, right))
+                   if _has_column(ctx, homes[id(col)], other)]
+        if len(options) > 1:
+            options = [o for o in options if _declared(ctx, homes[id(o[0])], homes[id(o[2])], o[1])]
+        fix = options[0][:2] if len(options) == 1 else None
         findings.append(Finding("join_key_mismatch", "error",
                                 f"The query links {left.sql()} ({ids[a]} id) with {right.sql()} ({ids[b]} id): "
                                 f"the rows it joins belong to different {ids[a]}s and {ids[b]}s.",
-                                ctx.span_of(right.sql()) or ctx.span_of(left.sql())))
-    return found(*findings)
+                                ctx.span_of(right.sql()) or ctx.span_of(left.sql()), fix[1] if fix else None))
+        if fix is not None:
+            edits.append(rename(*fix))
+    return found(*findings, edits=edits)
 
 
-def _holds_id(ctx: SqlContext, table: str, column: str, lit: exp.Literal) -> bool:
+def check_row_keys(ctx: SqlContext) -> CheckResult:
+    """A join that links two tables by their own row numbers (each table's primary key, neither referring to the
+    other): the rows it pairs are unrelated. The repair joins them by the one foreign key the schema declares between
+    the two tables, when there is exactly one."""
+    if ctx.tree is None:
+        return NOTHING
+    ids = entity_columns(ctx)
+    tables, _ = aliases(ctx.tree)
+    findings = []
+    edits: list[Edit] = []
+    for left, right in _linked_pairs(ctx.tree):
+        one, other = _table_of(ctx, left, tables), _table_of(ctx, right, tables)
+        a, b = left.name.lower(), right.name.lower()
+        if not one or not other or one == other or a in ids or b in ids:
+            continue
+        if not (_is_key(ctx, one, a) and _is_key(ctx, other, b)) or _declared(ctx, one, other, a) or _declared(ctx, one, other, b):
+            continue
+        links = _foreign_keys(ctx, one, other)
+        findings.append(Finding("row_key_join", "error",
+                                f"The query links {left.sql()} with {right.sql()}: each numbers its own table's rows, so the rows "
+                                "it pairs are unrelated." + (f" Join them on {links[0][1]} instead." if len(links) == 1 else ""),
+                                ctx.span_of(left.sql()), links[0][1] if len(links) == 1 else None))
+        if len(links) == 1:
+            column, referred, referring = links[0]
+            mine, theirs = (column, referred) if referring == one else (referred, column)
+            edits += [rename(left, mine), rename(right, theirs)]
+    return found(*findings, edits=edits)
+
+
+def _is_key(ctx: SqlContext, table: str, column: str) -> bool:
+    info = ctx.db.schema.table(table)
+    col = info.column(column) if info is not None else None
+    return col is not None and col.primary_key
+
+
+def _foreign_keys(ctx: SqlContext, one: str, other: str) -> list[tuple[str, str, str]]:
+    """The foreign keys the schema declares between two tables: (column in the referring table, column referred to,
+    the referring table)."""
+    out = []
+    for a, b in ((one, other), (other, one)):
+        info = ctx.db.schema.table(a)
+        for fk in info.foreign_keys if info is not None else ():
+            if fk.ref_table.lower() == b:
+                out.append((fk.column.lower(), fk.ref_column.lower(), a))
+    return out
+
+
+def _declared(ctx: SqlContext, one: str, other: str, column: str) -> bool:
+    """The schema declares a foreign key on ``column`` between the two tables (either way)."""
+    for a, b in ((one, other), (other, one)):
+        info = ctx.db.schema.table(a) if a else None
+        if info is not None and any(fk.column.lower() == column and fk.ref_table.lower() == b and fk.ref_column.lower() == column
+                                    for fk in info.foreign_keys):
+            return True
+    return False
+
+
+def _table_of(ctx: SqlContext, column: exp.Column, tables: dict[str, str]) -> str:
+    """The table a column is read from: its qualifier's, else the one table of its own SELECT that has it."""
+    if column.table:
+        return tables.get(column.table.lower(), column.table.lower())
+    select = column.find_ancestor(exp.Select)
+    own = {t.alias_or_name.lower(): t.name.lower() for t in select.find_all(exp.Table)
+           if t.find_ancestor(exp.Select) is select} if select is not None else {}
+    return owner_table(ctx, "", column.name.lower(), own)
+
+
+def holds_id(ctx: SqlContext, table: str, column: str, lit: exp.Literal) -> bool:
     """Does an entity have this id? Asked each time (an id lookup is indexed; remembering every id ever asked about
     would grow a server's memory without bound). The value is written as the query wrote it, a number or a string."""
     value = exp.Literal.string(lit.this) if lit.is_string else exp.Literal.number(lit.this)
@@ -83,11 +164,12 @@ def _a(noun: str) -> str:
     return ("an " if noun[:1] in "aeiou" else "a ") + noun
 
 
-def _rename(column: exp.Column, name: str) -> TreeEdit:
+def rename(target: exp.Column | exp.Table, name: str) -> TreeEdit:
+    """An edit that gives a column (or a table) another name, keeping its qualifier (or alias)."""
     def apply(node: exp.Expression) -> None:
         node.set("this", exp.to_identifier(name))
 
-    return TreeEdit(apply, target=column)
+    return TreeEdit(apply, target=target)
 
 
 def check_id_kinds(ctx: SqlContext) -> CheckResult:
@@ -106,9 +188,9 @@ def check_id_kinds(ctx: SqlContext) -> CheckResult:
             continue
         name = col.name.lower()
         try:
-            if _holds_id(ctx, homes[name], name, lit):
+            if holds_id(ctx, homes[name], name, lit):
                 continue
-            other = next((c for c in ids if c != name and ids[c] != ids[name] and _holds_id(ctx, homes[c], c, lit)), None)
+            other = next((c for c in ids if c != name and ids[c] != ids[name] and holds_id(ctx, homes[c], c, lit)), None)
         except DatabaseError:
             continue
         if other is None:
@@ -120,5 +202,5 @@ def check_id_kinds(ctx: SqlContext) -> CheckResult:
                                 f"has it.",
                                 ctx.span_of(lit.this), other if fixable else None))
         if fixable:
-            edits.append(_rename(col, other))
+            edits.append(rename(col, other))
     return found(*findings, edits=edits)

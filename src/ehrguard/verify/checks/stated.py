@@ -15,13 +15,15 @@ entity tables and the values they hold.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from sqlglot import exp
 
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, data_fact, found, quoted_names
+from ehrguard.errors import DatabaseError
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, few_values, found, quoted_names
 from ehrguard.verify.checks.concepts import _words
 from ehrguard.verify.checks.contrasts import item_labels
-from ehrguard.verify.checks.keys import entity_columns
+from ehrguard.verify.checks.keys import entity_columns, holds_id
 from ehrguard.verify.checks.schema_refs import aliases
 from ehrguard.verify.verdict import Finding
 
@@ -29,8 +31,6 @@ _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![.\d]*[a-z_])", re.I)
 _SQL_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 # Units a window is restated in: a number may come back multiplied or divided by these.
 _CONVERSIONS = (24, 7, 12, 60, 30, 365, 365 / 12)
-# A categorical column: at most this many distinct values (gender, admission type, marital status, route).
-CATEGORY_MAX_VALUES = 30
 # How people say the codes of sex (values 'F' / 'M' in MIMIC, 'female' / 'male' in eICU).
 _SEX_WORDS = {"female": ("f", "female"), "females": ("f", "female"), "woman": ("f", "female"), "women": ("f", "female"),
               "girl": ("f", "female"), "girls": ("f", "female"), "male": ("m", "male"), "males": ("m", "male"),
@@ -68,6 +68,16 @@ def _numbers(text: str) -> list[str]:
     return list(dict.fromkeys(_NUMBER.findall(text)))
 
 
+_DATE = re.compile(r"\b\d{4}[-\u2010-\u2014]\d{1,2}(?:[-\u2010-\u2014]\d{1,2})?\b")
+_RANGE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:[-\u2010-\u2014]|to|and)\s*(\d+(?:\.\d+)?)(?![\w.])", re.I)
+
+
+def _ranges(text: str) -> list[tuple[float, float]]:
+    """The ranges a text states ("aged 63-73", "between 40 and 60", "5 to 10 days"); dates are not ranges."""
+    text = _DATE.sub(" ", _thousands(text))
+    return [(lo, hi) for a, b in _RANGE.findall(text) if (lo := float(a)) < (hi := float(b))]
+
+
 def _as_number(text: str) -> float | None:
     try:
         return float(text)
@@ -78,7 +88,7 @@ def _as_number(text: str) -> float | None:
 def _restated(n: float, in_sql: set[float]) -> bool:
     """The number, or the same quantity in another unit of time, is among the query's numbers."""
     def near(v: float) -> bool:
-        return any(abs(v - x) <= 1e-6 * max(1.0, abs(x)) for x in in_sql)
+        return any(abs(v - x) <= 1e-9 * max(1.0, abs(x)) for x in in_sql)  # ids differ in the last digit
 
     return near(n) or any(near(n * k) or near(n / k) for k in _CONVERSIONS)
 
@@ -122,17 +132,148 @@ def check_stated_numbers(ctx: SqlContext) -> CheckResult:
     missing = [(n, v) for n, v in stated if not _restated(v, in_sql)]
     # A number inside a range the question states and the query uses describes a case the range is drawn around
     # ("a 68-year-old man ... patients aged 63-73"): the range accounts for it.
-    bounds = sorted(v for _, v in stated if _restated(v, in_sql))
-    missing = [(n, v) for n, v in missing if not any(lo < v < hi for lo in bounds for hi in bounds)]
+    ranges = [(lo, hi) for lo, hi in _ranges(ctx.question) if _restated(lo, in_sql) and _restated(hi, in_sql)]
+    missing = [(n, v) for n, v in missing if not any(lo < v < hi for lo, hi in ranges)]
     if missing:
         in_labels = _sql_numbers(" ".join(item_labels(ctx, ctx.tree)))
         missing = [(n, v) for n, v in missing if not _restated(v, in_labels)]
     if not missing:
         return NOTHING
     listed = ", ".join(n for n, _ in missing[:3])
-    return found(Finding("missing_stated_number", "warning",
-                         f"The question states {listed}; the query never uses {'it' if len(missing) == 1 else 'them'}: "
-                         "it answers for another patient, threshold or period, or for none."))
+    message = (f"The question states {listed}; the query never uses {'it' if len(missing) == 1 else 'them'}: "
+               "it answers for another patient, threshold or period, or for none.")
+    swap = _substitution(ctx, ctx.tree, missing, [v for _, v in stated]) if len(missing) == 1 else None
+    if swap is None:
+        added = _id_condition(ctx, ctx.tree, missing[0][0]) if len(missing) == 1 else None
+        if added is None:
+            return found(Finding("missing_stated_number", "warning", message))
+        condition, edit = added
+        return found(Finding("missing_stated_number", "warning", f"{message} Added {condition}.", None, condition),
+                     edits=[edit])
+    slot, text = swap
+    return found(Finding("missing_stated_number", "warning", f"{message} It compares {slot.this!r} instead.",
+                         ctx.span_of(slot.this), text),
+                 edits=[TreeEdit(_write(text, slot.is_string), target=slot)])
+
+
+# A time unit after a number ("3 days", "48-hour"), and a window a query writes as a string ('-7 day', INTERVAL '7' DAY).
+_UNITS = ("minute", "hour", "day", "week", "month", "year")
+_UNIT_AFTER = re.compile(r"\s*-?\s*(minute|hour|day|week|month|year)s?\b", re.I)
+_WINDOW = re.compile(r"^\s*([-+]?)\s*(\d+(?:\.\d+)?)\s*(minute|hour|day|week|month|year)s?\s*$", re.I)
+# How many of the second unit one of the first holds, where that is exact (a month is not a fixed number of days).
+_EXACT = {("week", "day"): 7, ("day", "hour"): 24, ("hour", "minute"): 60, ("week", "hour"): 168, ("year", "month"): 12,
+          ("day", "minute"): 1440}
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In)
+
+
+def _stated_unit(question: str, number: str) -> str | None:
+    """The time unit the question writes right after a number ("within 3 days" -> day), else None."""
+    text = _thousands(question)
+    for match in re.finditer(rf"(?<![\w.]){re.escape(number)}(?![\w.])", text):
+        if (unit := _UNIT_AFTER.match(text, match.end())) is not None:
+            return unit.group(1).lower()
+    return None
+
+
+def _slots(tree: exp.Expression, entities: set[str]) -> list[tuple[exp.Literal, float, str | None]]:
+    """The numbers a query compares data with, each with its time unit when it is a window: a number literal (or a
+    string holding only a number) in a comparison with a column, and a window string ('-7 day', INTERVAL '7' DAY).
+    Zero is left out (``> 0`` asks whether there is any), as are LIMIT, OFFSET, calendar formats and the numbers of
+    items and rows (ids other than the ``entities``' columns)."""
+    out: list[tuple[exp.Literal, float, str | None]] = []
+    for lit in tree.find_all(exp.Literal):
+        parent = lit.parent
+        if isinstance(parent, exp.Interval) and lit.arg_key == "this":
+            unit = str(parent.args.get("unit") or "").lower().rstrip("s")
+            value = _as_number(lit.this)
+            if unit in _UNITS and value is not None and value != 0:
+                out.append((lit, value, unit))
+            continue
+        window = _WINDOW.match(lit.this) if lit.is_string else None
+        if window is not None:
+            value = float(window.group(2))
+            if value != 0:
+                out.append((lit, value, window.group(3).lower()))
+            continue
+        value = _as_number(lit.this)
+        operand = lit.parent if isinstance(lit.parent, exp.Neg) else lit  # a direct operand, not a factor inside one
+        if value is None or value == 0 or not isinstance(operand.parent, _COMPARISONS):
+            continue
+        columns = [c.name.lower() for c in operand.parent.find_all(exp.Column)]
+        # an item's or a row's number selects a thing the question names in words; an entity's id is stated as a number
+        if columns and not any(c.endswith("id") and c not in entities for c in columns):
+            out.append((lit, value, None))
+    return out
+
+
+def _substitution(ctx: SqlContext, tree: exp.Expression, missing: list[tuple[str, float]],
+                  stated: list[float]) -> tuple[exp.Literal, str] | None:
+    """The one number the query compares that the question does not state, and what to write there instead: the one
+    stated number it never uses (converted when the query counts the window in a smaller unit). None unless exactly one
+    of each is there and their units agree: with two candidates either way, which replaces which is a guess."""
+    (text, value), = missing
+    free = [(lit, v, unit) for lit, v, unit in _slots(tree, set(entity_columns(ctx))) if not any(_restated(n, {v}) for n in stated)]
+    if len(free) != 1:
+        return None
+    slot, _, slot_unit = free[0]
+    unit = _stated_unit(ctx.question, text)
+    if (unit is None) != (slot_unit is None):
+        return None
+    if unit is not None and slot_unit is not None and unit != slot_unit:
+        factor = _EXACT.get((unit, slot_unit))
+        if factor is None:
+            return None
+        value *= factor
+        text = f"{value:g}"
+    if slot.is_string and (window := _WINDOW.match(slot.this)) is not None:
+        start, end = window.span(2)
+        text = slot.this[:start] + text + slot.this[end:]
+    return slot, text
+
+
+def _id_condition(ctx: SqlContext, tree: exp.Expression, number: str) -> tuple[str, TreeEdit] | None:
+    """The condition that keeps a one-SELECT query to the patient, admission or stay whose id the question states and
+    the query drops: only when exactly one kind of entity has that id, the query's filter compares no id, and the table
+    it reads from (or the one table it joins that has it) holds that id column."""
+    if not number.isdigit() or not isinstance(tree, exp.Select) or sum(1 for _ in tree.find_all(exp.Select)) != 1:
+        return None
+    ids = entity_columns(ctx)
+    where = tree.args.get("where")
+    if where is not None and {c.name.lower() for c in where.find_all(exp.Column)} & set(ids):
+        return None  # the query does keep to some entity: which one it should be is the substitution's question
+    owners = []
+    for entity in ctx.db.profile.entities:
+        try:
+            found_id = holds_id(ctx, entity.table, entity.id_column, exp.Literal(this=number, is_string=False))
+        except DatabaseError:
+            return None
+        if found_id:
+            owners.append(entity.id_column.lower())
+    if len(owners) != 1:
+        return None
+    column = owners[0]
+    sources = [t for t in tree.find_all(exp.Table) if (info := ctx.db.schema.table(t.name)) is not None and info.column(column) is not None]
+    start = tree.args.get("from_") or tree.args.get("from")
+    first = start.this if start is not None else None
+    source = first if first in sources else (sources[0] if len(sources) == 1 else None)
+    if not isinstance(source, exp.Table):
+        return None
+    qualifier = source.alias_or_name
+    condition = exp.column(column, table=qualifier).eq(exp.Literal.number(number))
+    text = condition.sql(dialect=ctx.dialect)
+
+    def apply(select: exp.Expression) -> None:
+        if isinstance(select, exp.Select):
+            select.where(condition.copy(), copy=False)
+
+    return text, TreeEdit(apply)
+
+
+def _write(text: str, as_string: bool) -> Callable[[exp.Expression], None]:
+    def apply(node: exp.Expression) -> None:
+        node.replace(exp.Literal.string(text) if as_string else exp.Literal.number(text))
+
+    return apply
 
 
 def _referenced(tree: exp.Expression) -> set[str]:
@@ -152,9 +293,7 @@ def _category_columns(ctx: SqlContext) -> list[tuple[str, str]]:
             name, kind = col.name.lower(), col.type.lower()
             if name in ids or (kind and "char" not in kind and "text" not in kind and "string" not in kind):
                 continue
-            source, column = quoted_names(ctx, info.qualified_name, col.name)
-            if data_fact(ctx, ("few_values", table, name), f"SELECT COUNT(DISTINCT {column}) FROM {source}",
-                         lambda rows: bool(rows) and rows[0][0] is not None and 0 < rows[0][0] <= CATEGORY_MAX_VALUES):
+            if few_values(ctx, info.qualified_name, col.name):
                 out.append((table, name))
     return out
 

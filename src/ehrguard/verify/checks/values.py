@@ -8,7 +8,7 @@ from sqlglot import exp
 
 from ehrguard.db.values import Match
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, few_values, found
 from ehrguard.verify.checks.schema_refs import aliases, all_columns
 from ehrguard.verify.verdict import Finding
 
@@ -89,6 +89,12 @@ def check_values(ctx: SqlContext) -> CheckResult:
         # a finding, not a typo to fix.
         stated = value.lower() in ctx.question.lower()
         clearly = best is not None and _clearly_nearest(lookup.nearest)
+        # A code of a category column in other letter case ('F', 'Male' where the records write 'f', 'male') is what
+        # the user asked for, written as the records write it: a certain fix. Not so for a drug or a test ('Propofol'):
+        # the records name it in several ways ('propofol 1% inj'), and which were meant is the user's to say.
+        same = [n for n in lookup.nearest if n.value.casefold().strip() == value.casefold().strip()]
+        if len(same) == 1 and info is not None and few_values(ctx, info.qualified_name, col.name):
+            best, clearly, stated = same[0], True, False
         clear = clearly and not stated
         message = f"{value!r} is not a value of {table}.{column}" + (f"; nearest: {best.value!r}" if best else "")
         # Stated by the user and absent, with one clear nearest value: ask back, do not guess.
