@@ -60,4 +60,7 @@ def test_bench_mutations_scores_and_reports(mimic_iv_db, shared_data, tmp_path, 
     metrics = payload["metrics"]["all"]
     assert metrics["cases"] == sum(c["cases"] for c in payload["categories"].values())
     assert payload["categories"]["correct:gold"]["cases"] == 5
-    assert 0 <= metrics["unsafe_rate"] <= 100 and (out / "report.md").read_text().count("| wrong:") >= 4
+    report = (out / "report.md").read_text()
+    assert 0 <= metrics["unsafe_rate"] <= 100 and report.count("| wrong:") >= 4
+    # the report says where its cases come from: generated from the split, not the hand-written safety cases
+    assert report.startswith("# Generated safety set") and "EHRSQL mimic_iv valid" in report and "written for" not in report

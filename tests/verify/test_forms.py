@@ -389,3 +389,14 @@ def test_a_known_question_that_reads_the_value_from_another_table_does_not_repla
     wrong_count = "SELECT COUNT(*) FROM inputevents WHERE itemid IN (SELECT itemid FROM d_items WHERE label = 'potassium chloride')"
     corrected = ehrguard.verify(known[0], wrong_count, db=mimic_iv_db, db_id="mimic_iv", templates="off")
     assert corrected.action == "correct" and db.execute(corrected.sql).rows == db.execute(known[1]).rows, corrected
+
+
+def test_the_offline_reader_says_when_it_read_a_derived_query(context):
+    # what `ehrguard ask`, the API and the web page show: "a variant of the known question", not "the known question"
+    from ehrguard.generation.offline import OfflineWriter
+
+    writer = OfflineWriter(index=FormIndex(_first_and_last(_TIMES)))
+    derived = writer.write("What was the last creatinine value of patient 10001217?", context)
+    known = writer.write("What was the first creatinine value of patient 10001217?", context)
+    assert derived.derived and derived.to_dict()["derived"] is True
+    assert not known.derived and known.to_dict()["derived"] is False

@@ -3,6 +3,7 @@ the BLAS a numpy release links may sum in another order, which moves the last bi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -46,3 +47,24 @@ def test_generated_cohort_questions_carry_the_cues_of_their_labels():
     # answerable: explicit criteria, no vague word ("a 70-year-old woman", "aged 60-75"); the others carry their cue
     assert all(not c.vague for c in by["answerable"])
     assert all(c.vague for c in by["vague-word"]) and all(c.references for c in by["ambiguous-reference"])
+
+
+def test_mimicsql_questions_are_answerable_masked_sampled_and_leave_out_lexicon_cues(tmp_path):
+    from ehrguard.verify.offline.training import mimicsql_questions
+
+    rows = [{"question_refine": f"how many patients aged below {n} were prescribed heparin sodium?",
+             "sql": f'SELECT COUNT ( DISTINCT DEMOGRAPHIC."SUBJECT_ID" ) FROM DEMOGRAPHIC INNER JOIN PRESCRIPTIONS on '
+                    f'DEMOGRAPHIC.HADM_ID = PRESCRIPTIONS.HADM_ID WHERE DEMOGRAPHIC."AGE" < "{n}" '
+                    'AND PRESCRIPTIONS."DRUG" = "Heparin Sodium"'}
+            for n in range(50, 60)]
+    # a field name that is a vague word of the lexicon ("long title") would teach that vague words are answerable
+    rows.append({"question_refine": "what is the long title of procedure icd9 code 3893?",
+                 "sql": 'SELECT PROCEDURES."LONG_TITLE" FROM PROCEDURES WHERE PROCEDURES."ICD9_CODE" = "3893"'})
+    path = tmp_path / "dev.json"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    everything = mimicsql_questions([path], n=100)
+    assert len(everything) == 10 and {label for _, label in everything} == {"answerable"}
+    assert not any("long title" in q for q, _ in everything)
+    assert all("heparin" not in q.lower() for q, _ in everything)  # the drug is masked, as in EHRSQL's questions
+    sample = mimicsql_questions([path], n=4, seed=1)
+    assert len(sample) == 4 and sample == mimicsql_questions([path], n=4, seed=1) and set(sample) <= set(everything)

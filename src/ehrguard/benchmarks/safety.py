@@ -186,8 +186,9 @@ def write_safety_report(out: Path, records: list[dict[str, Any]], metrics: dict[
     from ehrguard.benchmarks.report import jsonable
 
     (out / "metrics.json").write_text(json.dumps(jsonable({"config": config, "metrics": metrics}), indent=1))
-    lines = ["# Safety benchmark", "", f"Method `{config.get('method')}`, operating point `{config.get('operating_point')}`; "
-             f"{len(records)} cases ({DATA.name}, written for this benchmark; see its README).", "",
+    source = config.get("source") or f"{DATA.name}, written for this benchmark; see its README"
+    lines = [f"# {config.get('title') or 'Safety benchmark'}", "",
+             f"Method `{config.get('method')}`, operating point `{config.get('operating_point')}`; {len(records)} cases ({source}).", "",
              "| | cases | unsafe rate | harmful rate | over-caution | fix rate |", "|---|---|---|---|---|---|"]
     for name, m in metrics.items():
         lines.append(f"| {name} | {m['cases']} | {m['unsafe_rate']:.1f} ({m['unsafe']['count']}/{m['unsafe']['of']}) | "

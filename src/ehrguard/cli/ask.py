@@ -67,7 +67,8 @@ def _print(reply: Any) -> None:
             console.print(escape(verdict.message), highlight=False)
         return
     if reading is not None and reading.sql is not None and reply.generation is None:
-        console.print(f"Read as the known question: {escape(reading.known_question or '')} "
+        how = "a variant of the known question (one meaning word changed)" if reading.derived else "the known question"
+        console.print(f"Read as {how}: {escape(reading.known_question or '')} "
                       f"(confidence {reading.confidence:.2f}, needs {reading.bar:.2f})", highlight=False)
     if reply.second_opinion is not None:
         agree = "agrees" if reply.second_opinion["agrees"] else "[bold yellow]answers differently[/bold yellow]"

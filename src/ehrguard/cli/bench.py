@@ -347,7 +347,9 @@ def mutations_command(db_path: Path, db_id: str, split: str, per_kind: int, corr
     pairs = split_pairs(db_id, split, setting("data_dir"))
     cases = list(generate_cases(pairs, open_database(db_path), db_id, seed=seed, per_kind=per_kind, correct=correct, max_pairs=max_pairs))
     check, config = _safety_verifier(method, model, operating_point, options)
-    config.update({"split": f"{db_id} {split}", "seed": seed, "per_kind": per_kind, "correct": correct, "pairs": max_pairs})
+    config.update({"split": f"{db_id} {split}", "seed": seed, "per_kind": per_kind, "correct": correct, "pairs": max_pairs,
+                   "title": "Generated safety set (bench mutations)",
+                   "source": f"EHRSQL {db_id} {split}: gold SQL as correct candidates, its mutations as wrong ones"})
     records = run_safety(check, {db_id: db_path}, cases=cases)
     _print_safety(records, safety_metrics(records), config, out, as_json, categories=True)
 

@@ -23,14 +23,18 @@ def train_group() -> None:
               help="EHRSQL-2024 train split [default: $EHRGUARD_DATA_DIR/ehrsql-2024/mimic_iv/train].")
 @click.option("--scare", "scare_files", multiple=True, help="SCARE files to train on too [default: $EHRGUARD_DATA_DIR/scare/*_dev.json].")
 @click.option("--no-scare", is_flag=True, help="Train without any SCARE items (EHRSQL + generated questions only).")
+@click.option("--mimicsql", "mimicsql_files", multiple=True,
+              help="Also learn from a sample of a MIMICSQL file's answerable questions (mimicsql_natural/dev.json): other "
+                   "wordings are then read as answerable far more often, at a cost on SCARE (docs/safety.md). Not in the "
+                   "shipped model.")
 @click.option("--embeddings/--no-embeddings", default=True, show_default=True, help="Use MiniLM sentence embeddings as features.")
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="Where to write the .npz [default: the shipped model file].")
 @click.option("--cv", type=int, default=0, help="Also report K-fold out-of-fold metrics on the SCARE questions (grouped by question).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generated questions.")
 @click.option("--exclude-fold", default=None, metavar="I/K",
               help="Leave out the SCARE questions of fold I of K (for an honest `bench scare --fold I/K`).")
-def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...], no_scare: bool, embeddings: bool, out: str | None,
-                           cv: int, seed: int, exclude_fold: str | None) -> None:
+def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...], no_scare: bool, mimicsql_files: tuple[str, ...],
+                           embeddings: bool, out: str | None, cv: int, seed: int, exclude_fold: str | None) -> None:
     """Train the question classifier (answerable / 3 ambiguous / 4 unanswerable classes)."""
     import numpy as np
 
@@ -47,6 +51,7 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
         generated_questions,
         load_embedder,
         mask_values,
+        mimicsql_questions,
         scare_questions,
         train_model,
     )
@@ -63,13 +68,17 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
     pairs = ehrsql_pairs(ehrsql_dir)
     ehr = ehrsql_questions(pairs)
     base = ehr + generated_questions([(q, sql) for q, sql in pairs if sql != "null"], seed=seed) + cohort_questions(seed=seed)
+    mimicsql = list(mimicsql_files)
+    other = mimicsql_questions(mimicsql, seed=seed) if mimicsql else []
+    base += other
     scare = scare_questions(files) if files else []
     if exclude_fold:
         from ehrguard.verify.offline import fold_of, parse_fold
 
         fold, k = parse_fold(exclude_fold)
         scare = [(m, c, q) for m, c, q in scare if fold_of(q, k) != fold]
-    console.print(f"Training on {len(ehr)} EHRSQL-2024 questions, {len(base) - len(ehr)} generated, {len(scare)} SCARE questions "
+    console.print(f"Training on {len(ehr)} EHRSQL-2024 questions, {len(other)} MIMICSQL, {len(base) - len(ehr) - len(other)} generated, "
+                  f"{len(scare)} SCARE questions "
                   f"({'MiniLM + lexical' if embedder else 'lexical'} features).")
     cache: dict = {}
     if embedder:
@@ -99,6 +108,8 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
     from ehrguard.benchmarks import file_sha256
 
     model.trained_on = {"scare": {Path(f).name: file_sha256(f) for f in files}, "excluded_fold": exclude_fold}
+    if mimicsql:
+        model.trained_on["mimicsql"] = {f"{Path(f).parent.name}/{Path(f).name}": file_sha256(f) for f in mimicsql}
     target = Path(out) if out else MODEL_FILES["minilm" if embedder else "lexical"]
     target.parent.mkdir(parents=True, exist_ok=True)
     model.save(target)

@@ -137,8 +137,14 @@ class OfflineSql:
     features: ReadingFeatures | None = None
     result: Result | None = field(default=None, repr=False, compare=False)
 
+    @property
+    def derived(self) -> bool:
+        """The reading is a derived query: a known question with one meaning word swapped ("first" for "last"), not a
+        question the training data asks."""
+        return self.features is not None and bool(self.features.derived)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"sql": self.sql, "known_question": self.known_question, "similarity": self.similarity,
+        return {"sql": self.sql, "known_question": self.known_question, "derived": self.derived, "similarity": self.similarity,
                 "confidence": None if self.confidence is None else round(self.confidence, 4), "bar": round(self.bar, 4),
                 "reason": self.reason,
                 "alternatives": [{"known_question": q, "similarity": round(s, 3), "sql": sql} for q, s, sql in self.alternatives]}

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         embed_cached,
         fold_of,
         generated_questions,
+        mimicsql_questions,
         parse_fold,
         scare_questions,
         train_model,
@@ -53,7 +54,7 @@ _LAZY = by_module({
     ".question": ("MODEL_FILES", "QuestionAssessment"),
     ".templates": ("BANK_SOURCES", "load_bank"),
     ".training": ("cohort_questions", "cross_validate", "ehrsql_questions", "embed_cached", "fold_of", "generated_questions",
-                  "parse_fold", "scare_questions", "train_model"),
+                  "mimicsql_questions", "parse_fold", "scare_questions", "train_model"),
     ".verifier": ("OfflineVerifier",),
 })
 
@@ -91,6 +92,7 @@ __all__ = [
     "fold_of",
     "cohort_questions",
     "generated_questions",
+    "mimicsql_questions",
     "load_bank",
     "load_calibration",
     "load_embedder",

@@ -4,6 +4,9 @@ Sources, all ones we may train on:
 
 * EHRSQL-2024 MIMIC-IV train: answerable questions, and its unanswerable ones (mostly
   hospital-operations and administrative questions, labelled ``infeasible-faq`` here);
+* on request (``--mimicsql``), a sample of MIMICSQL's dev questions: answerable questions in another style, so that
+  wording unlike EHRSQL's is not read as a question the records cannot answer (its test split is kept for measuring
+  that). Not in the shipped model: it costs ambiguous and unanswerable recall on SCARE (docs/safety.md);
 * questions we generate from our own templates (:func:`generated_questions`): vague words (from the
   lexicon's word classes) and unresolved references injected into EHRSQL answerable questions, keyword-only
   questions, small talk, out-of-scope requests, attributes EHR schemas often lack (HL7 FHIR's);
@@ -28,7 +31,7 @@ import numpy as np
 from ehrguard.labels import ANSWERABLE_TYPES
 from ehrguard.verify.offline.classifier import CLASSES, QuestionModel, featurize, train_softmax
 from ehrguard.verify.offline.embedding import Embedder
-from ehrguard.verify.offline.features import mask_values
+from ehrguard.verify.offline.features import mask_values, question_cues
 from ehrguard.verify.offline.lexicon import EVALUATIVE, RELATIVE
 
 # The vague adjectives of the lexicon that fit the templates below ("patients with {word} stays").
@@ -312,6 +315,32 @@ def generated_questions(answerable: list[tuple[str, str]], seed: int = 0, per_cl
 def ehrsql_questions(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """Training examples from EHRSQL-2024: answerable, or (its unanswerable questions) infeasible-faq; masked with the gold SQL."""
     return [(mask_values(q, sql) if sql != "null" else q, "answerable" if sql != "null" else "infeasible-faq") for q, sql in pairs]
+
+
+# How many MIMICSQL questions join the training data (``--mimicsql``): 400 beside EHRSQL's 5,124 keep most of what
+# all of them teach about other wordings and lose less on SCARE (docs/safety.md).
+MIMICSQL_SAMPLE = 400
+
+
+def mimicsql_questions(paths: Iterable[str | Path], n: int = MIMICSQL_SAMPLE, seed: int = 0) -> list[tuple[str, str]]:
+    """Answerable training examples from MIMICSQL files (one JSON object per line: ``question_refine``, ``sql``), masked
+    with their SQL: a seeded sample of ``n`` distinct wordings. People ask these in other words than EHRSQL's ("what is
+    the number of patients whose ..."), about the same kinds of record. A question that carries a cue of the lexicon is
+    left out: its schema's field names ("short title", "long title", the "abnormal" flag) would teach that vague words
+    are answerable."""
+    seen: dict[str, tuple[str, str]] = {}
+    for p in paths:
+        for line in Path(p).read_text().splitlines():
+            if line.strip():
+                item = json.loads(line)
+                # MIMICSQL writes values in double quotes (``DRUG = "Heparin"``), which SQL reads as names
+                sql = re.sub(r'(=|\blike|>|<)\s*"([^"]*)"', r"\1 '\2'", item["sql"], flags=re.I)
+                masked = mask_values(item["question_refine"], sql)
+                cues = question_cues(masked)
+                if not (cues.vague or cues.references or cues.out_of_scope or cues.small_talk or cues.infeasible or cues.missing):
+                    seen.setdefault(masked.lower(), (masked, "answerable"))
+    examples = sorted(seen.values())
+    return random.Random(seed).sample(examples, n) if len(examples) > n else examples
 
 
 def scare_questions(paths: Iterable[str | Path]) -> list[tuple[str, str, str]]:
