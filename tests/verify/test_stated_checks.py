@@ -127,10 +127,15 @@ def test_eicu_contrast_and_groups(eicu_ctx):
                                                     "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE gender = 'male'")
 
 
-def test_a_verdict_on_such_a_mistake_is_never_verified(ctx):
-    verdict = verify("How many female patients are there?", "SELECT COUNT(DISTINCT subject_id) FROM patients", db=ctx)
+def test_a_verdict_on_such_a_mistake_is_never_verified_as_it_stands(ctx):
+    # a nested query the repair does not touch: named, not verified
+    verdict = verify("How many female patients are there?",
+                     "SELECT COUNT(DISTINCT subject_id) FROM patients WHERE subject_id IN (SELECT subject_id FROM admissions)", db=ctx)
     assert verdict.status != "verified"
     assert "female" in verdict.reason and "gender" in verdict.reason
+    # a plain one is corrected, and the message says what was wrong
+    verdict = verify("How many female patients are there?", "SELECT COUNT(DISTINCT subject_id) FROM patients", db=ctx)
+    assert verdict.action == "correct" and "gender = 'f'" in verdict.sql and "female" in verdict.message
 
 
 def test_a_question_that_names_neither_field_says_nothing_about_which_is_right(ctx):
@@ -277,3 +282,37 @@ def test_a_category_code_in_other_letter_case_is_fixed_a_drug_name_is_asked_abou
                          "SELECT COUNT(DISTINCT patientunitstayid) FROM medication WHERE drugname = 'Propofol'", eicu_ctx)
     finding = next(f for f in checked.findings if f.check == "unknown_value")
     assert finding.clarify is not None and finding.suggestion is None
+
+
+@pytest.mark.parametrize(("question", "wrong", "right"), [
+    # the group's table is read: the condition goes on it, with the code as the column writes it
+    ("How many elective admissions were there?", "SELECT COUNT(*) FROM admissions",
+     "SELECT COUNT(*) FROM admissions WHERE admission_type = 'elective'"),
+    # it is not: joined by the patient id it holds once per row, the query's bare columns qualified
+    ("How many female patients were prescribed heparin?",
+     "SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE drug = 'heparin'",
+     "SELECT COUNT(DISTINCT prescriptions.subject_id) FROM prescriptions JOIN patients ON patients.subject_id = "
+     "prescriptions.subject_id WHERE drug = 'heparin' AND patients.gender = 'f'"),
+])
+def test_a_named_group_the_query_never_keeps_to_is_added(ctx, question, wrong, right):
+    assert rows(ctx, wrong) != rows(ctx, right)
+    checked = run_checks(question, wrong, ctx)
+    assert any(f.check == "missing_group_filter" and f.suggestion for f in checked.findings)
+    fixed = repair(checked)
+    assert fixed is not None and rows(ctx, fixed) == rows(ctx, right)
+
+
+def test_an_eicu_group_is_read_through_the_stay_the_events_belong_to(eicu_ctx):
+    wrong = "SELECT COUNT(DISTINCT patientunitstayid) FROM medication WHERE drugname LIKE '%propofol%'"
+    right = ("SELECT COUNT(DISTINCT medication.patientunitstayid) FROM medication JOIN patient ON patient.patientunitstayid = "
+             "medication.patientunitstayid WHERE drugname LIKE '%propofol%' AND patient.gender = 'male'")
+    assert rows(eicu_ctx, wrong) != rows(eicu_ctx, right)
+    fixed = repair(run_checks("How many male patients' stays had propofol?", wrong, eicu_ctx))
+    assert fixed is not None and rows(eicu_ctx, fixed) == rows(eicu_ctx, right)
+
+
+def test_a_group_in_a_nested_query_is_named_but_not_repaired(ctx):
+    sql = ("SELECT COUNT(*) FROM admissions WHERE subject_id IN (SELECT subject_id FROM prescriptions WHERE drug = 'heparin')")
+    checked = run_checks("How many admissions of female patients had heparin?", sql, ctx)
+    finding = next(f for f in checked.findings if f.check == "missing_group_filter")
+    assert finding.suggestion is None

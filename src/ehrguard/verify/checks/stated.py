@@ -20,7 +20,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, few_values, found, quoted_names
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, data_fact, few_values, found, quoted_names
 from ehrguard.verify.checks.concepts import _words
 from ehrguard.verify.checks.contrasts import item_labels
 from ehrguard.verify.checks.keys import entity_columns, holds_id
@@ -338,6 +338,7 @@ def check_stated_groups(ctx: SqlContext) -> CheckResult:
     words = _words(ctx.question)
     text = " " + " ".join(words) + " "
     findings = []
+    edits: list[TreeEdit] = []
     columns = _category_columns(ctx)
     holders: dict[str, set[str]] = {}  # a value -> every category column that holds it (first and last care unit)
     for table, column in columns:
@@ -352,16 +353,77 @@ def check_stated_groups(ctx: SqlContext) -> CheckResult:
                  and " ".join(_words(v)) not in looked_for and not holders.get(v, set()) & referenced]
         said = sex or named
         if said:
+            # The value that codes the group: a sex word's code as this column writes it ('f', 'female'), or the value named.
+            codes = [v for v in values if v in _SEX_WORDS[said[0]]] if sex else [said[0]]
+            added = _group_condition(ctx, ctx.tree, table, column, codes[0]) if len(codes) == 1 and len(set(said)) == 1 else None
             findings.append(Finding("missing_group_filter", "warning",
                                     f"The question asks about '{said[0]}' patients or visits ({table}.{column}); the query never "
-                                    f"reads {table}.{column}, so it does not keep to that group. Add a condition on it."))
+                                    f"reads {table}.{column}, so it does not keep to that group. Add a condition on it.",
+                                    None, added[0] if added else None))
+            if added is not None:
+                edits.append(added[1])
     route = _missing_route(ctx, text, looked_for, referenced)
     if route is not None:
         findings.append(route)
     if _AGE_BOUND.search(ctx.question) and not any(c == "age" or c.endswith("_age") or "birth" in c or c == "dob" for c in referenced):
         findings.append(Finding("missing_age_filter", "warning",
                                 "The question bounds the patients' age; the query reads no age or date of birth."))
-    return found(*findings)
+    return found(*findings, edits=edits)
+
+
+def _group_condition(ctx: SqlContext, tree: exp.Expression, table: str, column: str, code: str) -> tuple[str, TreeEdit] | None:
+    """The condition that keeps a one-SELECT query to a group: ``column = code`` on ``table`` when the query reads that
+    table, else on ``table`` joined by an entity id it holds once per row and the table the query reads from has. The
+    code is written as the data writes it. None for any other shape."""
+    if not isinstance(tree, exp.Select) or sum(1 for _ in tree.find_all(exp.Select)) != 1:
+        return None
+    info = ctx.db.schema.table(table)
+    start = tree.args.get("from_") or tree.args.get("from")
+    source = start.this if start is not None else None
+    if info is None or not isinstance(source, exp.Table):
+        return None
+    written = _written(ctx, info.qualified_name, column, code)
+    if written is None:
+        return None
+    from_info = ctx.db.schema.table(source.name)
+    own = [t for t in tree.find_all(exp.Table) if t.name.lower() == table.lower()]
+    join = None
+    if own:
+        holder = own[0].alias_or_name
+    else:
+        keys = [c for c in entity_columns(ctx) if info.column(c) is not None and from_info is not None and from_info.column(c) is not None
+                and data_fact(ctx, ("one_row_per", table.lower(), c), f"SELECT COUNT(*) = COUNT(DISTINCT {c}) FROM {info.qualified_name}",
+                              lambda rows: bool(rows and rows[0][0]))]
+        if not keys:
+            return None
+        holder = table
+        join = exp.column(keys[0], table=table).eq(exp.column(keys[0], table=source.alias_or_name))
+    condition = exp.column(column, table=holder).eq(exp.Literal.string(written))
+
+    mine = {c.name.lower() for c in from_info.columns} if join is not None and from_info is not None else set()
+    qualifier = source.alias_or_name
+
+    def apply(select: exp.Expression) -> None:
+        if isinstance(select, exp.Select):
+            if join is not None:  # the query's bare columns are its table's: say so, or the join makes them ambiguous
+                for col in select.find_all(exp.Column):
+                    if not col.table and col.name.lower() in mine:
+                        col.set("table", exp.to_identifier(qualifier))
+                select.join(exp.to_table(info.qualified_name if info.namespace else table), on=join.copy(), copy=False)
+            select.where(condition.copy(), copy=False)
+
+    return condition.sql(dialect=ctx.dialect), TreeEdit(apply)
+
+
+def _written(ctx: SqlContext, table: str, column: str, code: str) -> str | None:
+    """``code`` as the column writes it (its letter case), when exactly one value of the column is that code."""
+    source, name = quoted_names(ctx, table, column)
+    try:
+        rows = ctx.db.db.execute(f"SELECT DISTINCT {name} FROM {source} WHERE LOWER({name}) = {exp.Literal.string(code.lower()).sql()}",
+                                 timeout_s=5).rows
+    except DatabaseError:
+        return None
+    return str(rows[0][0]) if len(rows) == 1 else None
 
 
 def _missing_route(ctx: SqlContext, text: str, looked_for: str, referenced: set[str]) -> Finding | None:
