@@ -56,15 +56,19 @@ def _linked_pairs(tree: exp.Expression) -> list[tuple[exp.Column, exp.Column]]:
     return pairs
 
 
+def _links(ctx: SqlContext, tree: exp.Expression) -> tuple[dict[str, str], dict[str, str], list[tuple[exp.Column, exp.Column]]]:
+    """What both join checks read: the entity id columns, the query's table aliases, and the column pairs it links."""
+    return entity_columns(ctx), aliases(tree)[0], _linked_pairs(tree)
+
+
 def check_join_keys(ctx: SqlContext) -> CheckResult:
     """A join (or an IN-subquery) that links one entity's id with another's: a patient id with an admission id."""
     if ctx.tree is None:
         return NOTHING
-    ids = entity_columns(ctx)
-    tables, _ = aliases(ctx.tree)
+    ids, tables, pairs = _links(ctx, ctx.tree)
     findings = []
     edits: list[Edit] = []
-    for left, right in _linked_pairs(ctx.tree):
+    for left, right in pairs:
         a, b = left.name.lower(), right.name.lower()
         if a == b or a not in ids or b not in ids or ids[a] == ids[b]:
             continue
@@ -91,11 +95,10 @@ def check_row_keys(ctx: SqlContext) -> CheckResult:
     the two tables, when there is exactly one."""
     if ctx.tree is None:
         return NOTHING
-    ids = entity_columns(ctx)
-    tables, _ = aliases(ctx.tree)
+    ids, tables, pairs = _links(ctx, ctx.tree)
     findings = []
     edits: list[Edit] = []
-    for left, right in _linked_pairs(ctx.tree):
+    for left, right in pairs:
         one, other = _table_of(ctx, left, tables), _table_of(ctx, right, tables)
         a, b = left.name.lower(), right.name.lower()
         if not one or not other or one == other or a in ids or b in ids:
