@@ -228,8 +228,10 @@ def test_ctrl_c_says_how_to_resume(mimic_file, db_dir, tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, str(ROOT / "tests" / "benchmarks" / "slow_method.py"), "bench", "scare", "--data", str(mimic_file),
            "--db-dir", str(db_dir), "--method", "slow_preserve", "--sample", "150", "--out", str(out), "--no-report"]
+    # A CI job started in the background inherits SIGINT ignored, and Python keeps an ignored SIGINT ignored: give the
+    # run the default disposition, as a terminal would, so that Ctrl+C reaches it.
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            env={**os.environ, "COLUMNS": "400"})
+                            env={**os.environ, "COLUMNS": "400"}, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     pred = out / "predictions.jsonl"
     deadline = time.monotonic() + 180  # generous: on a loaded CI machine the first items can take a while
     while time.monotonic() < deadline and not (pred.exists() and pred.read_bytes().count(b"\n") >= 20):

@@ -316,3 +316,15 @@ def test_a_group_in_a_nested_query_is_named_but_not_repaired(ctx):
     checked = run_checks("How many admissions of female patients had heparin?", sql, ctx)
     finding = next(f for f in checked.findings if f.check == "missing_group_filter")
     assert finding.suggestion is None
+
+
+def test_a_field_of_the_other_side_becomes_the_same_tables_field_of_the_asked_side(eicu_ctx):
+    question = "What was the admission weight of patient 002-12289?"
+    wrong = "SELECT admissionheight FROM patient WHERE uniquepid = '002-12289'"
+    right = "SELECT admissionweight FROM patient WHERE uniquepid = '002-12289'"
+    assert rows(eicu_ctx, wrong) != rows(eicu_ctx, right)
+    checked = run_checks(question, wrong, eicu_ctx)
+    assert any(f.check == "wrong_concept" and f.suggestion for f in checked.findings)
+    fixed = repair(checked)
+    assert fixed is not None and rows(eicu_ctx, fixed) == rows(eicu_ctx, right)
+    assert "wrong_concept" not in checks_of(eicu_ctx, question, right)

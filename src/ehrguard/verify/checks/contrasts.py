@@ -125,13 +125,15 @@ _WRITTEN = {"intake": ("intake", "input"), "input": ("intake", "input"), "infus"
 
 def _other_side(ctx: SqlContext, tree: exp.Expression, wrong: tuple[str, ...], asked: tuple[str, ...], said: str) -> list[Edit]:
     """Edits that make the query read the asked side where it reads the other: a table named for the other side
-    becomes the table named for the asked one (its columns matched by kind, one to one), a value or pattern becomes
+    becomes the table named for the asked one (its columns matched by kind, one to one), a column the same table's
+    column named for the asked side (``admissionheight`` -> ``admissionweight``), a value or pattern becomes
     the same with the asked side's word, when the database holds such a table or value. Nothing when any part that
     reads the other side has no single such counterpart: then what was meant is a guess."""
     words = _WRITTEN.get(said, ())
     # The question's own word first ("intake" where "intake" and "input" both name something), then any of the side's.
     tries = [(said,), words] if said in words else [words]
     edits: list[Edit] = []
+    moved_tables = set()
     for table in tree.find_all(exp.Table):
         stem = _says(table.name.lower(), wrong, inside_words=True)
         if stem is None or _says(table.name.lower(), asked, inside_words=True) is not None:
@@ -140,6 +142,23 @@ def _other_side(ctx: SqlContext, tree: exp.Expression, wrong: tuple[str, ...], a
         if moved is None:
             return []
         edits += moved
+        moved_tables.add(table.name.lower())
+    tables, _ = aliases(tree)
+    for column in tree.find_all(exp.Column):
+        name = column.name.lower()
+        stem = _says(name, wrong, inside_words=True) if not name.endswith(("time", "date")) else None
+        if stem is None or _says(name, asked, inside_words=True) is not None:
+            continue
+        owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), name, tables)
+        info = ctx.db.schema.table(owner) if owner and owner not in moved_tables else None
+        if info is None:
+            return []
+        # the same field for the asked side, in the same table (``admissionheight`` -> ``admissionweight``)
+        named = next((n for w in tries if len(n := [c.name for c in info.columns if any(
+            c.name.lower() == re.sub(stem, word, name) for word in w)]) == 1), None)
+        if named is None:
+            return []
+        edits.append(rename(column, named[0]))
     for lit in tree.find_all(exp.Literal):
         stem = _says(lit.this.lower(), wrong, inside_words=True) if lit.is_string else None
         if stem is None:
