@@ -19,6 +19,7 @@ from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, 
 from ehrguard.verify.checks.columns import column_kind
 from ehrguard.verify.checks.keys import rename
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
+from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.verdict import Finding
 
 # Pairs of opposite clinical notions, each side as the stems people and schemas write it (general clinical English).
@@ -166,20 +167,13 @@ def _other_side(ctx: SqlContext, tree: exp.Expression, wrong: tuple[str, ...], a
         held = next((h for w in tries if len(h := _held_values(ctx, tree, lit, stem, w)) == 1), None)
         if held is None:
             return []
-        edits.append(TreeEdit(_replace(exp.Literal.string(held[0])), target=lit))
+        edits.append(TreeEdit(_replace_with(held[0]), target=lit))
     return edits
 
 
 def _held_values(ctx: SqlContext, tree: exp.Expression, lit: exp.Literal, stem: str, words: tuple[str, ...]) -> list[str]:
     """The literal with ``stem`` written as each of ``words``, those some row holds."""
     return [new for word in words if _holds(ctx, tree, lit, new := re.sub(stem, word, lit.this, flags=re.I))]
-
-
-def _replace(new: exp.Expression) -> Callable[[exp.Expression], None]:
-    def apply(node: exp.Expression) -> None:
-        node.replace(new.copy())
-
-    return apply
 
 
 def _holds(ctx: SqlContext, tree: exp.Expression, lit: exp.Literal, value: str) -> bool:

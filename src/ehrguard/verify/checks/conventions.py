@@ -84,8 +84,9 @@ def check_count_distinct(ctx: SqlContext) -> CheckResult:
     return found(*findings, edits=edits)
 
 
-def _one_row_per_person(ctx: SqlContext, table: str, id_column: str) -> bool:
-    """Does ``table`` hold one row per person (its id unique)? Asked of the data once per open database."""
+def one_row_per_person(ctx: SqlContext, table: str, id_column: str) -> bool:
+    """Does ``table`` hold one row per person, or per whatever ``id_column`` identifies (its id unique)?
+    Asked of the data once per open database."""
     return data_fact(ctx, ("one_row_per_person", table, id_column), f"SELECT COUNT(*) = COUNT(DISTINCT {id_column}) FROM {table}",
                      lambda rows: bool(rows and rows[0][0]))
 
@@ -146,7 +147,7 @@ def check_counts_people(ctx: SqlContext) -> CheckResult:
             continue  # a join with a derived table: not this shape
         person = person_ids[0]
         holders = [t for t in [table, *joined] if (info := ctx.db.schema.table(t.name)) is not None and info.column(person) is not None]
-        several = [t.name for t in [table, *joined] if not (t in holders and _one_row_per_person(ctx, t.name, person))]
+        several = [t.name for t in [table, *joined] if not (t in holders and one_row_per_person(ctx, t.name, person))]
         if not several:
             continue  # every table it reads holds one row per patient
         what = "rows" if isinstance(arg, exp.Star) else f"values of {arg.name}"

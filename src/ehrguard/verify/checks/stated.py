@@ -15,16 +15,17 @@ entity tables and the values they hold.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, data_fact, few_values, found, quoted_names
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, few_values, found, quoted_names
 from ehrguard.verify.checks.concepts import _words
 from ehrguard.verify.checks.contrasts import item_labels
+from ehrguard.verify.checks.conventions import one_row_per_person
 from ehrguard.verify.checks.keys import entity_columns, holds_id
 from ehrguard.verify.checks.schema_refs import aliases
+from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.verdict import Finding
 
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![.\d]*[a-z_])", re.I)
@@ -153,7 +154,7 @@ def check_stated_numbers(ctx: SqlContext) -> CheckResult:
     slot, text = swap
     return found(Finding("missing_stated_number", "warning", f"{message} It compares {slot.this!r} instead.",
                          ctx.span_of(slot.this), text),
-                 edits=[TreeEdit(_write(text, slot.is_string), target=slot)])
+                 edits=[TreeEdit(_replace_with(text, string=slot.is_string), target=slot)])
 
 
 # A time unit after a number ("3 days", "48-hour"), and a window a query writes as a string ('-7 day', INTERVAL '7' DAY).
@@ -267,13 +268,6 @@ def _id_condition(ctx: SqlContext, tree: exp.Expression, number: str) -> tuple[s
             select.where(condition.copy(), copy=False)
 
     return text, TreeEdit(apply)
-
-
-def _write(text: str, as_string: bool) -> Callable[[exp.Expression], None]:
-    def apply(node: exp.Expression) -> None:
-        node.replace(exp.Literal.string(text) if as_string else exp.Literal.number(text))
-
-    return apply
 
 
 def _referenced(tree: exp.Expression) -> set[str]:
@@ -392,8 +386,7 @@ def _group_condition(ctx: SqlContext, tree: exp.Expression, table: str, column: 
         holder = own[0].alias_or_name
     else:
         keys = [c for c in entity_columns(ctx) if info.column(c) is not None and from_info is not None and from_info.column(c) is not None
-                and data_fact(ctx, ("one_row_per", table.lower(), c), f"SELECT COUNT(*) = COUNT(DISTINCT {c}) FROM {info.qualified_name}",
-                              lambda rows: bool(rows and rows[0][0]))]
+                and one_row_per_person(ctx, info.qualified_name, c)]
         if not keys:
             return None
         holder = table

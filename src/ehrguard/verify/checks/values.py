@@ -33,9 +33,10 @@ def literal_comparisons(tree: exp.Expression, tables: dict[str, str],
     return out
 
 
-def _replace_with(value: str) -> Callable[[exp.Expression], None]:
+def _replace_with(value: str, *, string: bool = True) -> Callable[[exp.Expression], None]:
+    """An edit that puts ``value`` (a string literal, or a number with ``string=False``) where the node is."""
     def apply(node: exp.Expression) -> None:
-        node.replace(exp.Literal.string(value))
+        node.replace(exp.Literal.string(value) if string else exp.Literal.number(value))
 
     return apply
 
