@@ -136,7 +136,10 @@ def test_the_verifier_corrects_a_candidate_by_the_form_a_question_paraphrases(sh
     assert "[prescriptions.drug]" in verdict.details["repair"]["known_question"]  # which known question, traceably
     assert db.execute(verdict.sql).rows == db.execute(right).rows
     assert ehrguard.verify(question, right, db=mimic_iv_db, db_id="mimic_iv").action == "preserve"
-    assert ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv", forms="off").action == "preserve"
+    # without the form bank no known question corrects it; the period check repairs the window itself
+    without = ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv", forms="off")
+    assert without.details["repair"]["fixed"] == "wrong_time_window"
+    assert db.execute(without.sql).rows == db.execute(right).rows
     reset_banks()
 
 

@@ -11,10 +11,10 @@ columns exist), :mod:`.execution` (runs, returns something), :mod:`.conventions`
 database's "now", counting people), :mod:`.values` (literals and patient ids exist), :mod:`.alignment` (the
 question's order, aggregate, window, still-admitted and death are the SQL's), :mod:`.concepts` (the values the
 question names are the ones the SQL looks for), :mod:`.stated` (the question's numbers, groups, route and age bound
-are in the SQL; a one-patient query reads no one else's records), :mod:`.keys` (ids are used as the entity they
-identify), :mod:`.contrasts` (the side of a clinical contrast the question asks about), :mod:`.columns` (the field
-returned is the one asked for),
-:mod:`.repair`. These modules and :mod:`.base` (what every check shares) are internal; the
+are in the SQL; a one-patient query reads no one else's records), :mod:`.windows` (the period the question
+states is the one the query keeps, in any wording), :mod:`.keys` (ids are used as the entity they identify),
+:mod:`.contrasts` (the side of a clinical contrast the question asks about), :mod:`.columns` (the field returned is
+the one asked for), :mod:`.repair`. These modules and :mod:`.base` (what every check shares) are internal; the
 names below are the API (``from ehrguard.verify.checks import run_checks``).
 """
 
@@ -46,6 +46,7 @@ from ehrguard.verify.checks.schema_refs import check_schema
 from ehrguard.verify.checks.stated import check_stated_groups, check_stated_numbers, check_unscoped_reads
 from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_read_only
 from ehrguard.verify.checks.values import check_patient_ids, check_values
+from ehrguard.verify.checks.windows import check_stated_window
 from ehrguard.verify.verdict import Finding
 
 if TYPE_CHECKING:
@@ -73,6 +74,7 @@ CHECKS: tuple[Check, ...] = (
     Check("still_admitted", check_still_admitted),
     Check("death", check_death),
     Check("time_window", check_time_window),
+    Check("stated_window", check_stated_window),
     Check("limit", check_limit),
     Check("item_filter", check_item_filter),
     Check("substitution", check_substitution),

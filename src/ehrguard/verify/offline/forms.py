@@ -816,5 +816,12 @@ def _load_forms(db_id: str, data_dir: str) -> FormIndex | None:
 
 def stated_time_filter(question: str) -> TimeFilter | None:
     """The one calendar filter a question states, read as the forms read it; None for none or several."""
-    hit = find_time_filter(_numbers_as_digits(canonical(question)))
+    hit = stated_time_phrase(question)
     return hit[0] if hit is not None else None
+
+
+def stated_time_phrase(question: str) -> tuple[TimeFilter, str] | None:
+    """The one calendar filter a question states and the words that state it (in the reader's canonical text)."""
+    text = _numbers_as_digits(canonical(question))
+    hit = find_time_filter(text)
+    return (hit[0], text[hit[1][0]:hit[1][1]]) if hit is not None else None

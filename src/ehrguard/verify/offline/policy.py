@@ -63,7 +63,8 @@ OPERATING_POINTS = {
 # warning for the benchmarks' sake, but the count it gives is wrong whenever a patient has several rows).
 BLOCKING_WARNINGS = frozenset({"count_without_distinct", "counts_rows_not_patients", "missing_current_filter",
                                "missing_death_filter", "missing_value_filter", "not_checked", "missing_stated_number",
-                               "missing_group_filter", "missing_age_filter", "missing_route_filter", "unscoped_read", "wrong_column"})
+                               "missing_group_filter", "missing_age_filter", "missing_route_filter", "unscoped_read", "wrong_column",
+                               "missing_time_window"})
 
 NO_QUERY = "The text-to-SQL model produced no query for this question. "
 
