@@ -272,7 +272,7 @@ def test_counting_patients_from_eicu_events_joins_the_patients_table(eicu_ctx):
     assert "counts_rows_not_patients" not in checks_of(eicu_ctx, question, right)
 
 
-def test_a_category_code_in_other_letter_case_is_fixed_a_drug_name_is_asked_about(ctx, eicu_ctx):
+def test_a_value_in_other_letter_case_is_fixed_a_drug_named_several_ways_is_asked_about(ctx, eicu_ctx):
     checked = run_checks("How many female patients are there?", "SELECT COUNT(*) FROM patients WHERE gender = 'F'", ctx)
     finding = next(f for f in checked.findings if f.check == "unknown_value")
     assert finding.clarify is None and finding.suggestion == "'f'"
@@ -282,6 +282,11 @@ def test_a_category_code_in_other_letter_case_is_fixed_a_drug_name_is_asked_abou
                          "SELECT COUNT(DISTINCT patientunitstayid) FROM medication WHERE drugname = 'Propofol'", eicu_ctx)
     finding = next(f for f in checked.findings if f.check == "unknown_value")
     assert finding.clarify is not None and finding.suggestion is None
+    # a drug the records name one way only: the same name in their letter case
+    checked = run_checks("How many patients were prescribed Furosemide?",
+                         "SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE drug = 'Furosemide'", ctx)
+    assert next(f for f in checked.findings if f.check == "unknown_value").suggestion == "'furosemide'"
+    assert rows(ctx, repair(checked)) == rows(ctx, "SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE drug = 'furosemide'")
 
 
 @pytest.mark.parametrize(("question", "wrong", "right"), [

@@ -8,7 +8,7 @@ from sqlglot import exp
 
 from ehrguard.db.values import Match
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, few_values, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, few_values, found, quoted_names
 from ehrguard.verify.checks.schema_refs import aliases, all_columns
 from ehrguard.verify.verdict import Finding
 
@@ -90,11 +90,13 @@ def check_values(ctx: SqlContext) -> CheckResult:
         # a finding, not a typo to fix.
         stated = value.lower() in ctx.question.lower()
         clearly = best is not None and _clearly_nearest(lookup.nearest)
-        # A code of a category column in other letter case ('F', 'Male' where the records write 'f', 'male') is what
-        # the user asked for, written as the records write it: a certain fix. Not so for a drug or a test ('Propofol'):
-        # the records name it in several ways ('propofol 1% inj'), and which were meant is the user's to say.
+        # A value in other letter case ('F', 'Male', 'Furosemide' where the records write 'f', 'male', 'furosemide')
+        # is what the user asked for, written as the records write it: a certain fix for a code of a category column,
+        # and for a name that no other value of its column holds. Not so where the records name it in several ways
+        # ('Propofol': 'propofol', 'propofol 1% inj', ...): which of them were meant is the user's to say.
         same = [n for n in lookup.nearest if n.value.casefold().strip() == value.casefold().strip()]
-        if len(same) == 1 and info is not None and few_values(ctx, info.qualified_name, col.name):
+        qualified = info.qualified_name if info is not None else table
+        if len(same) == 1 and (few_values(ctx, qualified, col.name) or _named_once(ctx, qualified, col.name, value)):
             best, clearly, stated = same[0], True, False
         clear = clearly and not stated
         message = f"{value!r} is not a value of {table}.{column}" + (f"; nearest: {best.value!r}" if best else "")
@@ -106,6 +108,18 @@ def check_values(ctx: SqlContext) -> CheckResult:
         if clear and best:
             edits.append(TreeEdit(_replace_with(best.value), target=lit))
     return found(*findings, edits=edits)
+
+
+def _named_once(ctx: SqlContext, table: str, column: str, value: str) -> bool:
+    """The column holds exactly one value that contains ``value`` in any letter case (asked of the data)."""
+    source, name = quoted_names(ctx, table, column)
+    pattern = "%" + value.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    try:
+        rows = ctx.db.db.execute(f"SELECT COUNT(DISTINCT {name}) FROM {source} WHERE LOWER({name}) LIKE "
+                                 f"{exp.Literal.string(pattern).sql()} ESCAPE '\\'", timeout_s=5).rows
+    except DatabaseError:
+        return False
+    return bool(rows) and rows[0][0] == 1
 
 
 def _dictionaries(ctx: SqlContext, table: str, column: str) -> list[str]:
