@@ -181,3 +181,17 @@ def test_a_date_and_a_time_of_day_name_one_minute(ctx):
 def test_a_span_before_or_after_a_date_reaches_from_it():
     assert (datetime(2100, 8, 13), datetime(2100, 8, 27)) in stated_window("labs in the 2 weeks before 2100-08-27", NOW).readings
     assert (datetime(2100, 8, 27), datetime(2100, 8, 30)) in stated_window("drugs in the 3 days after 2100-08-27", NOW).readings
+
+
+@pytest.mark.parametrize(("question", "start", "end"), [
+    ("drugs given since last month", datetime(2100, 11, 1), None),
+    ("drugs given since yesterday", datetime(2100, 12, 30), None),
+    ("labs drawn 3 days ago", datetime(2100, 12, 28), datetime(2100, 12, 29)),
+    ("admissions in the current year", datetime(2100, 1, 1), None),
+    ("heart rate on 03/05/this year", datetime(2100, 3, 5), datetime(2100, 3, 6)),
+])
+def test_more_ways_to_name_a_period(question, start, end):
+    window = stated_window(question, NOW)
+    assert window is not None and (start, end) in window.readings
+    if "since" in question:  # "since yesterday" is not yesterday alone
+        assert all(e is None for _, e in window.readings)

@@ -233,12 +233,10 @@ def _relative(q: str, now: datetime) -> list[Hit]:
     hits: list[Hit] = []
     # a day of this or last month or year: "on the 30th of this month", "on April 19 of last year"
     for m in _DAY_OF.finditer(q):
-        back = 0 if m["back"] == "this" else 1
         unit = "month" if m["unit"] == "month" else "year"
-        base = _add(_start_of(now, unit), unit, -back)
+        base = _add(_start_of(now, unit), unit, 0 if m["back"] == "this" else -1)
         month = _month_number(m["mn"]) if m["mn"] else base.month
-        day = int(m["d"] or m["d2"])
-        if (m["unit"] == "month") == bool(m["mn"]) or (p := _period(base.year, month, day)) is None:
+        if (m["unit"] == "month") == bool(m["mn"]) or (p := _period(base.year, month, int(m["d"] or m["d2"]))) is None:
             continue  # "April 19 of this month" names no one day
         hits.append(([(p.start, p.end)], m.span(), _LENGTH["day"]))
     rolling = re.compile(rf"\b(?P<prep>(?:in|during|within|over|for) )?(?:the )?(?P<word>last|past|previous|preceding|recent) "
@@ -251,7 +249,21 @@ def _relative(q: str, now: datetime) -> list[Hit]:
         n = _amount(m["n"])
         tied = bool(_TIED.match(q, m.end()) or _POSSESSIVE.search(q[: m.start()]))
         hits.append(([] if tied else _past(now, m["unit"], n, m["n"] is not None), m.span(), _LENGTH[m["unit"]] * n))
-    for m in re.finditer(r"\b(?:today|yesterday|this (?P<unit>day|week|month|year))\b", q):
+    # "since last month", "since yesterday": from the start of that unit (or a unit ago) up to now
+    for m in re.finditer(r"\bsince (?:(?:the )?(?:last|previous) (?P<unit>week|month|year)|(?P<day>yesterday))\b", q):
+        if any(a <= m.start() < b for _, (a, b), _ in hits):
+            continue
+        unit = m["unit"] or "day"
+        starts = [s - timedelta(days=7) for s in _week_starts(now)] if unit == "week" else [_add(_start_of(now, unit), unit, -1)]
+        hits.append(([(s, None) for s in starts + _back(now, unit, 1)], m.span(), _LENGTH[unit]))
+    # "3 days ago", "2 months ago" (not "since 2 months ago": the EHRSQL-style reader reads that): that day or month
+    for m in re.finditer(rf"(?<!since )(?<!until )(?<!before )(?<!after )(?<!from )\b{_AMOUNT} {_UNIT} ago\b", q):
+        if any(a <= m.start() < b for _, (a, b), _ in hits) or m["unit"] in ("minute", "hour", "week"):
+            continue
+        n, unit = _amount(m["n"]), m["unit"]
+        back = _start_of(_add(now, unit, -n), unit)
+        hits.append(([(back, _add(back, unit, 1))], m.span(), _LENGTH[unit]))
+    for m in re.finditer(r"\b(?:today|yesterday|(?:this|the current|so far this) (?P<unit>day|week|month|year))\b", q):
         if any(a <= m.start() < b for _, (a, b), _ in hits):
             continue
         if m[0] == "yesterday":
@@ -314,9 +326,10 @@ def stated_window(question: str, now: str | None) -> StatedWindow | None:
             around = _AROUND.search(q[:a])
             if around:  # "in the 2 weeks before 2100-08-27": a span reaching back or on from the date
                 n, unit = _amount(around["n"]), around["unit"]
-                reach = [(_add(p.start, unit, -n), p.start) for p in periods] + [(_add(p.end, unit, -n), p.end) for p in periods] \
-                    if around["rel"] in ("before", "preceding", "prior to", "leading up to", "up to") else \
-                    [(p.start, _add(p.start, unit, n)) for p in periods] + [(p.end, _add(p.end, unit, n)) for p in periods]
+                back = around["rel"] in ("before", "preceding", "prior to", "leading up to", "up to")
+                reach: list[Interval] = []
+                for edge in [p.start for p in periods] + [p.end for p in periods]:
+                    reach.append((_add(edge, unit, -n), edge) if back else (edge, _add(edge, unit, n)))
                 hits.append((reach, (around.start(), b), _LENGTH[unit] * n))
                 continue
             hits.append((_date_readings(q[:a], periods), (a, b), min(p.end - p.start for p in periods)))
@@ -332,10 +345,21 @@ def stated_window(question: str, now: str | None) -> StatedWindow | None:
     if len(hits) != 1 or not hits[0][0]:
         return None
     readings, (a, b), length = hits[0]
-    coarser = old is not None and old.kind == "calendar" and not old.fmt and length < _LENGTH[old.unit]
-    if old is not None and moment is not None and not coarser:  # "this month" is not a reading of "the 30th of this month"
-        readings = readings + _from_time_filter(old, moment)
+    if ehrsql is not None and moment is not None and _same_words(ehrsql[1], q[a:b]):
+        # how the EHRSQL-style reader reads the same words; only that, where it reads a day or month in them we do not
+        theirs = _from_time_filter(ehrsql[0], moment)
+        if ehrsql[0].kind == "calendar" and ehrsql[0].fmt and theirs:
+            return StatedWindow(ehrsql[1], tuple(theirs), length, old)
+        readings = readings + theirs
     return StatedWindow(q[a:b], tuple(dict.fromkeys(readings)), length, old)
+
+
+def _same_words(theirs: str, ours: str) -> bool:
+    """The EHRSQL-style reader's phrase is ours, or holds ours ("this month" is not a reading of "the 30th of this
+    month", nor "yesterday" of "since yesterday")."""
+    def bare(text: str) -> str:
+        return re.sub(r"^(?:in|on|during|the) ", "", text.strip())
+    return bare(ours) in bare(theirs)
 
 
 # --- the SQL side ---------------------------------------------------------------------------------------------------
