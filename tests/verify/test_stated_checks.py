@@ -203,6 +203,11 @@ def test_no_false_alarm_from_the_new_checks(ctx, question, sql):
      "WHERE diagnoses_icd.hadm_id = 22595853",
      "SELECT d_icd_diagnoses.long_title FROM diagnoses_icd JOIN d_icd_diagnoses ON diagnoses_icd.icd_code = d_icd_diagnoses.icd_code "
      "WHERE diagnoses_icd.hadm_id = 22595853", "row_key_join"),
+    # joined on the patient while the stay is kept on one side only: every stay's heart rates come in
+    ("What was the average heart rate of patient 10016742 during ICU stay 30425410?",
+     "SELECT AVG(chartevents.valuenum) FROM chartevents JOIN icustays ON chartevents.subject_id = icustays.subject_id "
+     "WHERE icustays.stay_id = 30425410 AND chartevents.itemid = 220045",
+     "SELECT AVG(valuenum) FROM chartevents WHERE stay_id = 30425410 AND itemid = 220045", "coarse_join"),
     # output read for intake: the intake table, its columns matched by kind
     ("What was the total intake of patient 10000032?",
      "SELECT SUM(outputevents.value) FROM outputevents WHERE outputevents.subject_id = 10000032",
@@ -333,3 +338,18 @@ def test_a_field_of_the_other_side_becomes_the_same_tables_field_of_the_asked_si
     fixed = repair(checked)
     assert fixed is not None and rows(eicu_ctx, fixed) == rows(eicu_ctx, right)
     assert "wrong_concept" not in checks_of(eicu_ctx, question, right)
+
+
+def test_a_visit_named_by_its_id_stands_for_its_patient_and_a_date_is_a_period(ctx):
+    question = "Which care units did patient 10004235 pass through during the admission that started on 2100-03-19?"
+    # the admission the date chose, looked up by its id: the patient is accounted for, the date's parts are no numbers
+    assert "missing_stated_number" not in checks_of(ctx, question, "SELECT DISTINCT careunit FROM transfers WHERE hadm_id = 24181354")
+    # another patient's admission: the stated patient is still missing
+    assert "missing_stated_number" in checks_of(ctx, question, "SELECT DISTINCT careunit FROM transfers WHERE hadm_id = 22595853")
+
+
+def test_a_join_on_the_patient_is_right_when_the_question_names_no_patient(ctx):
+    # "the patient of stay ..." may mean all of that patient's records: no finding without a stated patient
+    sql = ("SELECT AVG(chartevents.valuenum) FROM chartevents JOIN icustays ON chartevents.subject_id = icustays.subject_id "
+           "WHERE icustays.stay_id = 39553978 AND chartevents.itemid = 220045")
+    assert "coarse_join" not in checks_of(ctx, "What is the average heart rate of the patient of ICU stay 39553978?", sql)

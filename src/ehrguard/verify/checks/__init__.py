@@ -40,7 +40,7 @@ from ehrguard.verify.checks.contrasts import check_contrasts
 from ehrguard.verify.checks.conventions import check_count_distinct, check_counts_people, check_now
 from ehrguard.verify.checks.execution import check_executes, check_result
 from ehrguard.verify.checks.grounding import check_grounding
-from ehrguard.verify.checks.keys import check_id_kinds, check_join_keys, check_row_keys
+from ehrguard.verify.checks.keys import check_coarse_joins, check_id_kinds, check_join_keys, check_row_keys
 from ehrguard.verify.checks.repair import repair
 from ehrguard.verify.checks.schema_refs import check_schema
 from ehrguard.verify.checks.stated import check_stated_groups, check_stated_numbers, check_unscoped_reads
@@ -65,6 +65,7 @@ CHECKS: tuple[Check, ...] = (
     Check("id_kinds", check_id_kinds),
     Check("join_keys", check_join_keys),
     Check("row_keys", check_row_keys),
+    Check("coarse_joins", check_coarse_joins),
     Check("count_distinct", check_count_distinct),
     Check("counts_people", check_counts_people),
     Check("direction", check_direction),

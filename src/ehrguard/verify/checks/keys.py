@@ -14,6 +14,8 @@ else, so they hold for any schema the profile describes:
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
@@ -115,6 +117,55 @@ def check_row_keys(ctx: SqlContext) -> CheckResult:
             mine, theirs = (column, referred) if referring == one else (referred, column)
             edits += [rename(left, mine), rename(right, theirs)]
     return found(*findings, edits=edits)
+
+
+def check_coarse_joins(ctx: SqlContext) -> CheckResult:
+    """A join on a coarser entity's id than the visit the question keeps to: "patient 10020740 during ICU stay
+    35889503" answered by joining chartevents to icustays on the patient's id and keeping the stay in icustays only,
+    so every stay's chartevents of that patient come in. Only when the question states both the patient and the
+    visit (naming the visit then can only narrow to it), the query keeps to the visit on one side of the link only,
+    and both tables hold the visit's id column; repaired by linking them on it."""
+    if ctx.tree is None:
+        return NOTHING
+    ids, tables, pairs = _links(ctx, ctx.tree)
+    order = [e.id_column.lower() for e in ctx.db.profile.entities]  # coarse to fine: patient, admission, stay
+    kept: dict[str, set[tuple[str, str]]] = {}  # visit id column -> (table it is kept in, the literal)
+    for node in ctx.tree.find_all(exp.EQ):
+        col, lit = node.this, node.expression
+        if isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and col.name.lower() in ids and lit.this in ctx.question:
+            kept.setdefault(col.name.lower(), set()).add((_table_of(ctx, col, tables), lit.this))
+    findings, edits = [], []
+    for left, right in pairs:
+        key = left.name.lower()
+        if key != right.name.lower() or key not in order or not any(v in ctx.question for _, v in kept.get(key, ())) \
+                and not _states_entity(ctx, key):
+            continue
+        one, other = _table_of(ctx, left, tables), _table_of(ctx, right, tables)
+        for finer in order[order.index(key) + 1:]:
+            sides = {t for t, _ in kept.get(finer, ())}
+            if not sides or not (_has_column(ctx, one, finer) and _has_column(ctx, other, finer)) or len(sides & {one, other}) != 1:
+                continue
+            findings.append(Finding("coarse_join", "error",
+                                    f"The query links {left.sql()} with {right.sql()} but keeps to one {ids[finer]} ({finer}) in "
+                                    f"{next(iter(sides & {one, other}))} only: the other table's rows of every {ids[finer]} of that "
+                                    f"{ids[key]} come in.", ctx.span_of(left.sql()), finer))
+            edits += [rename(left, finer), rename(right, finer)]
+            break
+    return found(*findings, edits=edits)
+
+
+def _states_entity(ctx: SqlContext, column: str) -> bool:
+    """The question states an id of the entity ``column`` identifies (a number the data holds in that column)."""
+    home = next((e.table for e in ctx.db.profile.entities if e.id_column.lower() == column), None)
+    if home is None:
+        return False
+    for number in re.findall(r"(?<![\w.])\d{3,}(?![\w.])", ctx.question):
+        try:
+            if holds_id(ctx, home, column, exp.Literal(this=number, is_string=False)):
+                return True
+        except DatabaseError:
+            continue
+    return False
 
 
 def _is_key(ctx: SqlContext, table: str, column: str) -> bool:

@@ -19,13 +19,14 @@ import re
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, few_values, found, quoted_names
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, data_fact, few_values, found, quoted_names
 from ehrguard.verify.checks.concepts import _words
 from ehrguard.verify.checks.contrasts import item_labels
 from ehrguard.verify.checks.conventions import one_row_per_person
 from ehrguard.verify.checks.keys import entity_columns, holds_id
 from ehrguard.verify.checks.schema_refs import aliases
 from ehrguard.verify.checks.values import _replace_with
+from ehrguard.verify.checks.windows import mask_dates, stated_window
 from ehrguard.verify.verdict import Finding
 
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![.\d]*[a-z_])", re.I)
@@ -126,11 +127,14 @@ def check_stated_numbers(ctx: SqlContext) -> CheckResult:
     or in the label of an item it selects by number ("nacl 0.9%": the labels are read only when needed)."""
     if ctx.tree is None:
         return NOTHING
-    stated = [(n, v) for n in _numbers(ctx.question) if (v := _as_number(n)) is not None]
+    # A date the period check reads is a period, checked there (wrong_time_window, missing_time_window): its parts are
+    # not quantities. Elsewhere a date's numbers still count.
+    question = mask_dates(ctx.question) if stated_window(ctx.question, ctx.db.profile.now) is not None else ctx.question
+    stated = [(n, v) for n in _numbers(question) if (v := _as_number(n)) is not None]
     if not stated:
         return NOTHING
     in_sql = _sql_numbers(ctx.sql, ctx.tree)
-    missing = [(n, v) for n, v in stated if not _restated(v, in_sql)]
+    missing = [(n, v) for n, v in stated if not _restated(v, in_sql) and not _visit_of(ctx, ctx.tree, n)]
     # A number inside a range the question states and the query uses describes a case the range is drawn around
     # ("a 68-year-old man ... patients aged 63-73"): the range accounts for it.
     ranges = [(lo, hi) for lo, hi in _ranges(ctx.question) if _restated(lo, in_sql) and _restated(hi, in_sql)]
@@ -143,7 +147,9 @@ def check_stated_numbers(ctx: SqlContext) -> CheckResult:
     listed = ", ".join(n for n, _ in missing[:3])
     message = (f"The question states {listed}; the query never uses {'it' if len(missing) == 1 else 'them'}: "
                "it answers for another patient, threshold or period, or for none.")
-    swap = _substitution(ctx, ctx.tree, missing, [v for _, v in stated]) if len(missing) == 1 else None
+    # the numbers a date states are still the question's: a query's year is not free to take a patient's number
+    written = [v for n in _numbers(ctx.question) if (v := _as_number(n)) is not None]
+    swap = _substitution(ctx, ctx.tree, missing, written) if len(missing) == 1 else None
     if swap is None:
         added = _id_condition(ctx, ctx.tree, missing[0][0]) if len(missing) == 1 else None
         if added is None:
@@ -230,6 +236,28 @@ def _substitution(ctx: SqlContext, tree: exp.Expression, missing: list[tuple[str
         start, end = window.span(2)
         text = slot.this[:start] + text + slot.this[end:]
     return slot, text
+
+
+def _visit_of(ctx: SqlContext, tree: exp.Expression, number: str) -> bool:
+    """``number`` is a patient whose admission or stay the query names by its id (``hadm_id = 24181354`` for "patient
+    10004235 ... the admission that started on ..."): the visit stands for the patient, as the data confirms."""
+    if not number.isdigit():
+        return False
+    visits = {e.id_column.lower(): e.table for e in ctx.db.profile.entities if e.name != "patient"}
+    for eq in tree.find_all(exp.EQ):
+        column, literal = eq.this, eq.expression
+        if not (isinstance(column, exp.Column) and isinstance(literal, exp.Literal) and column.name.lower() in visits):
+            continue
+        table = ctx.db.schema.table(visits[column.name.lower()])
+        person = next((c.name for c in table.columns if c.name.lower() in ctx.db.profile.person_ids), None) if table else None
+        if table is None or person is None:
+            continue
+        source, visit_id = quoted_names(ctx, table.qualified_name, column.name)
+        _, person_id = quoted_names(ctx, table.qualified_name, person)
+        sql = f"SELECT 1 FROM {source} WHERE {visit_id} = {literal.sql(dialect=ctx.dialect)} AND {person_id} = {number} LIMIT 1"
+        if data_fact(ctx, ("visit_of", table.name, literal.this, number), sql, bool):
+            return True
+    return False
 
 
 def _id_condition(ctx: SqlContext, tree: exp.Expression, number: str) -> tuple[str, TreeEdit] | None:
