@@ -275,3 +275,19 @@ def test_bench_scale_measures_postgresql_too(postgres_url: str, shared_data: Pat
     assert pg["ehrsql"]["ran"] == pg["ehrsql"]["queries"] == 5 + 3 and pg["clinsql"]["ran"] == 3
     assert pg["size_mib"] > 10 and pg["build_s"] > 0
     assert connect_database(postgres_url).execute("SELECT count(*) FROM mimiciv_hosp.patients").rows == [(100,)]
+
+
+def test_the_period_check_asks_postgresql_itself(postgres_url: str):
+    from ehrguard.verify.api import database_context
+    from ehrguard.verify.checks import repair, run_checks
+
+    ctx = database_context(postgres_url)
+    question = "How many admissions were there in March 2148?"
+    right = ("SELECT COUNT(*) FROM mimiciv_hosp.admissions WHERE EXTRACT(YEAR FROM admittime) = 2148 "
+             "AND EXTRACT(MONTH FROM admittime) = 3")
+    assert "wrong_time_window" not in {f.check for f in run_checks(question, right, ctx).findings}
+    wrong = "SELECT COUNT(*) FROM mimiciv_hosp.admissions WHERE admittime >= DATE '2148-04-01' AND admittime < DATE '2148-05-01'"
+    checked = run_checks(question, wrong, ctx)
+    assert "wrong_time_window" in {f.check for f in checked.findings}
+    fixed = repair(checked)
+    assert fixed is not None and ctx.db.execute(fixed).rows == ctx.db.execute(right).rows

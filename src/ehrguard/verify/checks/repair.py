@@ -34,7 +34,7 @@ def repair(checked: Checked) -> str | None:
         targets = [copy if e.target is None else counterpart[id(e.target)] for e in tree_edits]
         for edit, node in zip(tree_edits, targets, strict=True):
             edit.apply(node)
-        sql = copy.sql(dialect="duckdb" if ctx.db.schema.dialect == "duckdb" else "sqlite")
+        sql = copy.sql(dialect=ctx.dialect)  # in the database's own dialect (PostgreSQL's too, not SQLite's)
     for text_edit in checked.edits:
         if isinstance(text_edit, TextEdit):
             sql = text_edit.apply(sql)
