@@ -195,3 +195,8 @@ def test_more_ways_to_name_a_period(question, start, end):
     assert window is not None and (start, end) in window.readings
     if "since" in question:  # "since yesterday" is not yesterday alone
         assert all(e is None for _, e in window.readings)
+
+
+@pytest.mark.parametrize("question", ["labs in the past 9999 years", "admissions between 2199 and 1900", "drugs in the last 0 days"])
+def test_a_period_no_calendar_holds_is_not_read(question):
+    assert stated_window(question, NOW) is None

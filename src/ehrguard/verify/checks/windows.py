@@ -54,9 +54,13 @@ _YEAR_CUE = r"(?:in|during|of|since|before|after|until|till|by|from|between|and|
 
 
 def _amount(word: str | None) -> int:
+    """How many units a phrase counts ("a", "three", "30"); a written 0 counts as none (no period)."""
     if word is None:
         return 1
-    return int(word) if word.isdigit() else max(1, _SMALL.index(word))
+    n = int(word) if word.isdigit() else max(1, _SMALL.index(word))
+    if n == 0:
+        raise ValueError("a period of no length")
+    return n
 
 
 def _add(moment: datetime, unit: str, n: int) -> datetime:
@@ -313,8 +317,20 @@ def _from_time_filter(f: TimeFilter, now: datetime) -> list[Interval]:
 
 
 def stated_window(question: str, now: str | None) -> StatedWindow | None:
-    """The one period the question states and its readings; None for none, several, or one tied to an event.
-    Periods relative to now are read only for a database with its own fixed "now"."""
+    """The one period the question states and its readings; None for none, several, one tied to an event, or one no
+    calendar holds ("the past 9999 years", "between 2199 and 1900", "the last 0 days"). Periods relative to now are
+    read only for a database with its own fixed "now"."""
+    try:
+        window = _stated_window(question, now)
+    except (ValueError, OverflowError):  # a date before year 1 or past 9999
+        return None
+    if window is None:
+        return None
+    readings = tuple(r for r in window.readings if r[0] is None or r[1] is None or r[0] < r[1])
+    return StatedWindow(window.phrase, readings, window.tolerance, window.ehrsql) if readings else None
+
+
+def _stated_window(question: str, now: str | None) -> StatedWindow | None:
     q = re.sub(r"\s+", " ", question.lower()).strip().rstrip("?.!")
     moment = datetime.fromisoformat(now) if now else None
     hits: list[Hit] = []
@@ -560,7 +576,10 @@ def check_stated_window(ctx: SqlContext) -> CheckResult:
     moment = datetime.fromisoformat(now) if now else _NO_END
     if any(start is not None and start >= moment for start, _ in wanted.readings):
         return NOTHING  # a period after the records' "now": a question about the future, not a window to compare
-    plans = [_probes(r, moment, wanted.tolerance) for r in wanted.readings]
+    try:
+        plans = [_probes(r, moment, wanted.tolerance) for r in wanted.readings]
+    except (ValueError, OverflowError):  # a probe before year 1: a period no record can be in
+        return NOTHING
     instants = list(dict.fromkeys(t for plan in plans for t, _ in plan))
     kept = _kept(ctx, window, instants)
     if kept is None:
