@@ -353,3 +353,9 @@ def test_a_join_on_the_patient_is_right_when_the_question_names_no_patient(ctx):
     sql = ("SELECT AVG(chartevents.valuenum) FROM chartevents JOIN icustays ON chartevents.subject_id = icustays.subject_id "
            "WHERE icustays.stay_id = 39553978 AND chartevents.itemid = 220045")
     assert "coarse_join" not in checks_of(ctx, "What is the average heart rate of the patient of ICU stay 39553978?", sql)
+
+
+def test_a_repaired_verdict_says_what_was_done_not_what_to_do(ctx):
+    verdict = verify("How many female patients are there?", "SELECT COUNT(DISTINCT subject_id) FROM patients", db=ctx, method="offline")
+    assert verdict.action == "correct" and "The query was changed to fix this" in verdict.message
+    assert "Add a condition" not in verdict.message

@@ -239,7 +239,8 @@ def decide(evidence: Evidence, policy: Policy) -> Verdict:
 
 def _repaired(fix: Replacement, findings: list[Finding]) -> str:
     """What a local repair fixed, in words: each problem it answers, then that the query was changed to fix them."""
-    fixed = list(dict.fromkeys(plain_reason(f) for f in findings if f.check in fix.answers))
+    # what was wrong, without the instruction a finding gives when no one has acted on it yet ("Add a condition on it.")
+    fixed = list(dict.fromkeys(re.sub(r"\s*Add a condition on it\.$", "", plain_reason(f)) for f in findings if f.check in fix.answers))
     return "Corrected. " + " ".join(fixed) + " The query was changed to fix this; the corrected query is shown."
 
 
