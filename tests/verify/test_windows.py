@@ -129,6 +129,9 @@ def test_a_period_the_query_never_keeps_is_a_finding(ctx):
     derived = ("SELECT COUNT(*) FROM (SELECT charttime AS t FROM labevents) AS x "
                "WHERE x.t >= datetime('2100-12-31 23:59:00', '-3 day')")
     assert not findings(ctx, question, derived) & {"wrong_time_window", "missing_time_window"}
+    # an age computed from the birth date reads a time too
+    assert "missing_time_window" not in findings(ctx, "How old was patient 10000032 in 2100?",
+                                                 "SELECT 2100 - CAST(strftime('%Y', dob) AS INT) FROM patients WHERE subject_id = 10000032")
 
 
 def test_a_period_kept_under_or_is_left_alone(ctx):

@@ -457,18 +457,12 @@ _DATE_TEXT = re.compile(r"\d{4}-\d\d")
 
 
 def reads_no_time(ctx: SqlContext) -> bool:
-    """No condition of the query touches a time: no time column named in a WHERE, ON or HAVING clause, and no date
-    written anywhere (a period kept through a derived table's alias still names its column)."""
+    """The query reads no time at all: no time column anywhere (a condition, or an age computed from a birth date
+    for "how old was he in 2100") and no date written anywhere."""
     assert ctx.tree is not None
     time_names = {c.rsplit(".", 1)[1] for c in ctx.db.profile.time_columns}
-    for clause in ctx.tree.find_all(exp.Where, exp.Having, exp.Join):
-        condition = clause.args.get("on") if isinstance(clause, exp.Join) else clause.this
-        if condition is None:
-            continue
-        for column in condition.find_all(exp.Column):
-            name = column.name.lower()
-            if name in time_names or _TIME_NAME.search(name):
-                return False
+    if any(c.name.lower() in time_names or _TIME_NAME.search(c.name.lower()) for c in ctx.tree.find_all(exp.Column)):
+        return False
     return not any(lit.is_string and _DATE_TEXT.search(lit.this) for lit in ctx.tree.find_all(exp.Literal))
 
 
