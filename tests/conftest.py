@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,17 +59,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(name)
 
 
+_SCRATCH = pytest.StashKey[Path]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Tests never write into the user's cache: the audit log and the LLM response cache go to a temp dir.
     import tempfile
 
     scratch = Path(tempfile.mkdtemp(prefix="ehrguard-tests-"))
+    config.stash[_SCRATCH] = scratch
     os.environ.setdefault("EHRGUARD_AUDIT_PATH", str(scratch / "audit.sqlite"))
     os.environ.setdefault("EHRGUARD_LLM_CACHE_PATH", str(scratch / "llm_cache.sqlite"))
     # ... and nothing else of the cache folder either: the folded MiniLM copy (verify/offline/onnx_fold.py), the default database folder.
     os.environ["XDG_CACHE_HOME"] = str(scratch / "cache")
     # The template bank depends on what the data dir holds; tests opt in to it explicitly (tests/verify/test_templates.py).
     os.environ.setdefault("EHRGUARD_TEMPLATE_BANK", "off")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # The scratch folder (audit log, LLM cache, the folded MiniLM copy: ~50 MB) goes with the run that made it.
+    scratch = config.stash.get(_SCRATCH, None)
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
