@@ -105,6 +105,11 @@ def test_the_checks_follow_the_profile_of_a_schema_never_seen(st_marys):
     fixed = repair(checked)
     assert "'2031-06-30 12:00:00'" in fixed and "'potassium'" in fixed
     assert st_marys.db.execute(fixed).rows[0][0] == 120
+    # the period check reads "the last 30 days" from this hospital's own now, and repairs with it
+    checked, found = findings(st_marys, "How many potassium tests in the last 30 days?",
+                              "SELECT COUNT(*) FROM labs WHERE test_name = 'potassium' AND taken_at >= datetime('2031-06-30 12:00:00', '-3 day')")
+    assert "wrong_time_window" in found
+    assert "'2031-05-31 12:00:00'" in repair(checked)
 
 
 def test_a_profile_on_the_real_clock_leaves_now_alone(st_marys):

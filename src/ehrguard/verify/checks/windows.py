@@ -30,7 +30,9 @@ import sqlglot
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
+from ehrguard.evaluation.execution_match import NOW
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, data_fact, found, quoted_names
+from ehrguard.verify.checks.conventions import uses_machine_clock
 from ehrguard.verify.checks.schema_refs import aliases
 from ehrguard.verify.offline.forms import stated_time_filter, stated_time_phrase
 from ehrguard.verify.offline.time_filters import TimeFilter, sql_time_filters
@@ -559,6 +561,8 @@ def check_stated_window(ctx: SqlContext) -> CheckResult:
         return NOTHING
     if stated_time_filter(ctx.question) is not None and sql_time_filters(ctx.sql):
         return NOTHING  # both sides written the EHRSQL way: check_time_window compares them
+    if now is not None and uses_machine_clock(ctx.sql):
+        return NOTHING  # the now check anchors the clock; the anchored query is checked again, this check included
     window = sql_window(ctx)
     if window is None and reads_no_time(ctx) and not _names_a_visit(ctx):
         return found(Finding("missing_time_window", "warning", f"The question asks about a period ('{wanted.phrase}'); the "
@@ -595,7 +599,7 @@ def _bounds(ctx: SqlContext, window: SqlWindow, wanted: StatedWindow, now: datet
     """The question's period as conditions on the column the query filters (named as the query names it): the
     EHRSQL-style filter where that reader has one and the database writes SQLite, else bounds of its first reading."""
     target = next(window.predicates[0].find_all(exp.Column)).copy()
-    if wanted.ehrsql is not None and ctx.dialect == "sqlite":
+    if wanted.ehrsql is not None and ctx.dialect == "sqlite" and ctx.db.profile.now == NOW:  # EHRSQL's filters write its now
         parsed = cast(exp.Expression, sqlglot.parse_one(wanted.ehrsql.render(target.sql(dialect="sqlite")), read="sqlite"))
         return exp.Paren(this=parsed) if isinstance(parsed, exp.And) else parsed
     parts: list[exp.Expression] = []
