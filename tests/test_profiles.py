@@ -107,7 +107,8 @@ def test_the_checks_follow_the_profile_of_a_schema_never_seen(st_marys):
     assert st_marys.db.execute(fixed).rows[0][0] == 120
     # the period check reads "the last 30 days" from this hospital's own now, and repairs with it
     checked, found = findings(st_marys, "How many potassium tests in the last 30 days?",
-                              "SELECT COUNT(*) FROM labs WHERE test_name = 'potassium' AND taken_at >= datetime('2031-06-30 12:00:00', '-3 day')")
+                              "SELECT COUNT(*) FROM labs WHERE test_name = 'potassium' "
+                              "AND taken_at >= datetime('2031-06-30 12:00:00', '-3 day')")
     assert "wrong_time_window" in found
     assert "'2031-05-31 12:00:00'" in repair(checked)
 

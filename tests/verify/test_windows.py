@@ -203,3 +203,13 @@ def test_more_ways_to_name_a_period(question, start, end):
 @pytest.mark.parametrize("question", ["labs in the past 9999 years", "admissions between 2199 and 1900", "drugs in the last 0 days"])
 def test_a_period_no_calendar_holds_is_not_read(question):
     assert stated_window(question, NOW) is None
+
+
+def test_a_period_on_the_machine_clock_is_read_with_the_databases_now(ctx):
+    question = "How many prescriptions were written in the past 30 days?"
+    # the clock anchored, the period is the stated one: the now check speaks, not this one
+    clock = "SELECT COUNT(*) FROM prescriptions WHERE starttime >= datetime('now', '-30 day')"
+    assert "wrong_time_window" not in findings(ctx, question, clock)
+    # anchored, it still leaves out the last day (date() cuts 23:59 to midnight): another period than "the past 2 days"
+    cut = "SELECT COUNT(*) FROM prescriptions WHERE starttime BETWEEN date('now', '-2 day') AND date('now')"
+    assert "wrong_time_window" in findings(ctx, "How many prescriptions were written in the past 2 days?", cut)

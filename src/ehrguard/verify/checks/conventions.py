@@ -30,11 +30,6 @@ def check_now(ctx: SqlContext) -> CheckResult:
                  edits=[TextEdit(partial(anchor_now, now=now))])
 
 
-def uses_machine_clock(sql: str) -> bool:
-    """The SQL reads the machine's clock ('now', CURRENT_DATE, now(), ...)."""
-    return _NOW_CALL.search(sql) is not None
-
-
 def anchor_now(sql: str, now: str) -> str:
     """``sql`` with the machine clock ('now', CURRENT_TIMESTAMP, CURRENT_DATE, ...) replaced by the database's ``now``."""
     sql = re.sub(r"""(['"])now\1""", f"'{now}'", sql, flags=re.IGNORECASE)

@@ -32,7 +32,7 @@ from sqlglot import exp
 from ehrguard.errors import DatabaseError
 from ehrguard.evaluation.execution_match import NOW
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, data_fact, found, quoted_names
-from ehrguard.verify.checks.conventions import uses_machine_clock
+from ehrguard.verify.checks.conventions import anchor_now
 from ehrguard.verify.checks.schema_refs import aliases
 from ehrguard.verify.offline.forms import stated_time_filter, stated_time_phrase
 from ehrguard.verify.offline.time_filters import TimeFilter, sql_time_filters
@@ -518,8 +518,11 @@ def _kept(ctx: SqlContext, window: SqlWindow, moments: list[datetime]) -> list[b
             parts.append(probe)
         condition = exp.and_(*parts) if len(parts) > 1 else parts[0]
         columns.append(exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))], default=exp.Literal.number(0)))
+    asked = exp.select(*columns).sql(dialect=ctx.dialect)
+    if ctx.db.profile.now is not None:  # the machine clock read as the database's own now (the now check says so)
+        asked = anchor_now(asked, ctx.db.profile.now)
     try:
-        rows = ctx.db.db.execute(exp.select(*columns).sql(dialect=ctx.dialect), timeout_s=5).rows
+        rows = ctx.db.db.execute(asked, timeout_s=5).rows
     except DatabaseError:
         return None
     return [bool(v) for v in rows[0]] if rows else None
@@ -561,8 +564,6 @@ def check_stated_window(ctx: SqlContext) -> CheckResult:
         return NOTHING
     if stated_time_filter(ctx.question) is not None and sql_time_filters(ctx.sql):
         return NOTHING  # both sides written the EHRSQL way: check_time_window compares them
-    if now is not None and uses_machine_clock(ctx.sql):
-        return NOTHING  # the now check anchors the clock; the anchored query is checked again, this check included
     window = sql_window(ctx)
     if window is None and reads_no_time(ctx) and not _names_a_visit(ctx):
         return found(Finding("missing_time_window", "warning", f"The question asks about a period ('{wanted.phrase}'); the "
