@@ -163,6 +163,15 @@ def test_a_limit_that_cuts_the_answer(ctx):
     assert "limit_cuts_answer" not in findings(ctx, "What was the last drug prescribed to patient 10000032?", ordered)[1]
 
 
+@pytest.mark.parametrize("question", ["List the five patients admitted last.", "List 5 of the patients admitted last.",
+                                      "Name five patients who were admitted."])
+def test_a_limit_the_question_states_is_asked_for(ctx, question):
+    sql = "SELECT subject_id FROM admissions ORDER BY admittime DESC LIMIT 5"
+    assert "limit_cuts_answer" not in findings(ctx, question, sql)[1]
+    assert "limit_cuts_answer" not in findings(ctx, question, sql.replace(" ORDER BY admittime DESC", ""))[1]
+    assert "limit_cuts_answer" in findings(ctx, "List all the patients.", sql.replace(" ORDER BY admittime DESC", ""))[1]
+
+
 def test_a_measurement_needs_its_item(ctx):
     question = "What was the highest heart rate of patient 10000032?"
     mixed = "SELECT MAX(valuenum) FROM chartevents WHERE stay_id IN (SELECT stay_id FROM icustays WHERE subject_id = 10000032)"
@@ -199,7 +208,12 @@ def test_an_item_named_by_number_counts_as_looked_for(ctx):
 
 @pytest.mark.parametrize("question", ["Is patient 10000032 allergic to penicillin?", "Which vaccines did patient 10000032 get?",
                                       "What is the home address of patient 10000032?",
-                                      "Who was the attending physician of patient 10000032?"])
+                                      "Who was the attending physician of patient 10000032?",
+                                      "What did the discharge summary of patient 10000032 say?",
+                                      "What did the chest x-ray of patient 10000032 show?",
+                                      "How many cigarettes a day did patient 10000032 smoke?",
+                                      "What was the insurance claim amount submitted for patient 10000032?",
+                                      "Did patient 10000032's mother have heart disease?"])
 def test_records_this_database_does_not_hold_are_refused_with_the_reason(ctx, mimic_iv_db, question):
     sql = "SELECT * FROM prescriptions WHERE subject_id = 10000032"
     _, found = findings(ctx, question, sql)
@@ -208,9 +222,24 @@ def test_records_this_database_does_not_hold_are_refused_with_the_reason(ctx, mi
     assert verdict.action == "unanswerable" and verdict.status == "abstained"  # the classifier may give its own reason first
 
 
-def test_allergies_are_answerable_where_the_schema_holds_them(eicu_ctx):
+def test_insurance_is_held_in_mimic_iv_but_not_in_eicu(ctx, eicu_ctx):
+    question = "Which insurance did the patient have?"
+    assert "not_in_records" not in findings(ctx, question, "SELECT insurance FROM admissions WHERE subject_id = 10000032")[1]
+    _, found = findings(eicu_ctx, question, "SELECT * FROM patient WHERE patientunitstayid = 141340")
+    assert "insurance" in found["not_in_records"].refuse
+
+
+def test_allergies_are_answerable_where_the_schema_holds_them(eicu_ctx, eicu_db, mimic_iv_db):
     sql = "SELECT allergyname FROM allergy WHERE patientunitstayid = 141340"
     assert "not_in_records" not in findings(eicu_ctx, "Is the patient in stay 141340 allergic to penicillin?", sql)[1]
+    # nor does the question model count the word against the question where the schema holds allergies
+    question = "Which allergies were recorded for patient 003-11756?"
+    sql = ("SELECT DISTINCT allergy.allergyname FROM allergy JOIN patient ON allergy.patientunitstayid = patient.patientunitstayid "
+           "WHERE patient.uniquepid = '003-11756'")
+    assert verify(question, sql, db=eicu_db, db_id="eicu").action == "preserve"
+    refused = verify("Which allergies were recorded for patient 10000032?", "SELECT drug FROM prescriptions WHERE subject_id = 10000032",
+                     db=mimic_iv_db, db_id="mimic_iv")
+    assert refused.action == "unanswerable" and refused.reason.startswith("These records hold no allergy records")
 
 
 @pytest.mark.parametrize(("question", "check"), [
@@ -246,6 +275,10 @@ def test_every_form_of_the_machine_clock_is_found(ctx, now_call):
     "Was the biopsy on the right lung of patient 10000032 done in 2100?",
     "Which drugs were given to address the hypotension of patient 10000032?",
     "What procedures were employed to treat patient 10000032?",
+    "Which procedures did patient 10000032 undergo, and when were they done?",
+    "What was the total cost of the hospital stay of patient 10000032?",
+    "Did patient 10000032 have a ct scan of the chest during the stay?",
+    "How many patients were diagnosed with tobacco use disorder?",
 ])
 def test_ordinary_phrasing_is_not_a_refusal(ctx, question):
     _, found = findings(ctx, question, "SELECT drug FROM prescriptions WHERE subject_id = 10000032")

@@ -47,6 +47,8 @@ MISSPELT = Finding("unknown_value", "error", "'furosemid' is not a value of pres
                    clarify="'furosemid' is not in the records (prescriptions.drug); did you mean 'furosemide'?")
 ROWS_NOT_PATIENTS = Finding("count_without_distinct", "warning", "Counting patients without DISTINCT counts rows, not people.", (7, 30),
                             "COUNT(DISTINCT subject_id)")
+NOT_HELD = Finding("not_in_records", "error", "The database has no allergy records ('allergic').",
+                   refuse="These records hold no allergy records, so they cannot answer this question.")
 
 # evidence -> (action, sql, message start, details["known_form"], details["threshold"], status)
 TABLE = [
@@ -87,6 +89,15 @@ TABLE = [
      ("correct", FIXED, "Replaced by the SQL of a known question this one paraphrases", None, 0.85, "verified")),
     (evidence(findings=[MISSPELT, EMPTY], outcome="empty"),
      ("ambiguous", None, "'furosemid' is not in the records (prescriptions.drug); did you mean 'furosemide'?", None, 0.9, "abstained")),
+    # a vague word or an unresolved reference leaves any answer a guess, however answerable the model finds the question
+    (evidence(0.9, vague=("abnormal",)), ("preserve", CANDIDATE, "Not verified: 'abnormal' has no agreed threshold", None, 0.85,
+                                         "unverified")),
+    (evidence(0.9, unresolved=("the drug",)), ("preserve", CANDIDATE, "Not verified: What does 'the drug' refer to?", None, 0.85,
+                                               "unverified")),
+    (evidence(known=FORM_DIFFERS, vague=("high",)), ("correct", FIXED, "Replaced by the SQL", None, 0.85, "unverified")),
+    # the model refuses; what this schema lacks is the reason given
+    (evidence(0.05, leaning="infeasible-faq", findings=[NOT_HELD]),
+     ("unanswerable", None, "These records hold no allergy records", None, 0.85, "abstained")),
 ]
 
 

@@ -21,6 +21,7 @@ from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, data_fact, found
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.offline.forms import stated_time_filter
+from ehrguard.verify.offline.templates import NUMBER_WORDS
 from ehrguard.verify.offline.time_filters import TimeFilter, sql_time_filters
 from ehrguard.verify.verdict import Finding
 
@@ -372,12 +373,23 @@ def _limit_cuts(ctx: SqlContext) -> bool:
     return len(result.rows) > n
 
 
+def _states_limit(ctx: SqlContext) -> bool:
+    """The question names the number of rows the LIMIT keeps ("list the five oldest stays": LIMIT 5 is asked for)."""
+    assert isinstance(ctx.tree, exp.Select)
+    limit = ctx.tree.args["limit"].expression
+    if not (isinstance(limit, exp.Literal) and limit.this.isdigit()):
+        return False
+    n = int(limit.this)
+    words = {str(n)} | ({NUMBER_WORDS[n - 1]} if 1 <= n <= len(NUMBER_WORDS) else set())
+    return any(re.search(rf"\b{w}\b", ctx.question, re.IGNORECASE) for w in words)
+
+
 def check_limit(ctx: SqlContext) -> CheckResult:
     """LIMIT on the outer query with no ORDER BY (which rows are kept is up to the engine), or where the question
     asks for every one (all, every, each, list): the answer is cut."""
     if not isinstance(ctx.tree, exp.Select) or ctx.tree.args.get("limit") is None:
         return NOTHING
-    if not _limit_cuts(ctx):
+    if not _limit_cuts(ctx) or _states_limit(ctx):
         return NOTHING
     if ctx.tree.args.get("order") is None:
         return found(Finding("limit_cuts_answer", "error", "The query keeps only the first rows the database happens to return; "

@@ -15,6 +15,7 @@ record). General English and EHR knowledge; nothing here was taken from a benchm
 
 from __future__ import annotations
 
+from ehrguard.db.schema import Schema
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found
 from ehrguard.verify.offline.lexicon import RECORD_KINDS, RecordKind, cue
 from ehrguard.verify.verdict import Finding
@@ -35,9 +36,14 @@ _ADVICE = cue(r"\bshould (?:i|we|you|he|she|they|the (?:patient|doctor|team|nurs
               r"|\bbest (?:treatment|course of action|option)\b")
 
 
+def held_kinds(schema: Schema) -> frozenset[str]:
+    """The kinds of record this schema holds: a table or column name carries one of the names a kind is kept under."""
+    names = [t.name.lower() for t in schema.tables] + [c.name.lower() for t in schema.tables for c in t.columns]
+    return frozenset(kind.name for kind in RECORD_KINDS if any(s in n for s in kind.schema for n in names))
+
+
 def _held(ctx: SqlContext, kind: RecordKind) -> bool:
-    names = [t.name.lower() for t in ctx.db.schema.tables] + [c.name.lower() for t in ctx.db.schema.tables for c in t.columns]
-    return any(s in n for s in kind.schema for n in names)
+    return kind.name in held_kinds(ctx.db.schema)
 
 
 def check_grounding(ctx: SqlContext) -> CheckResult:

@@ -104,7 +104,7 @@ def _vague_hits(text: str) -> list[str]:
 def _record_kinds_asked(text: str) -> list[str]:
     """The kinds of record the question asks for that EHR schemas often lack (HL7 FHIR's kinds; the grounding check
     then asks this database's schema)."""
-    return [kind.name for kind in RECORD_KINDS if kind.cue.search(text)]
+    return [kind.name for kind in RECORD_KINDS if kind.feature and kind.cue.search(text)]
 
 
 @dataclass(frozen=True)

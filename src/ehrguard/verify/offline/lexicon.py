@@ -148,6 +148,8 @@ class RecordKind:
     name: str  # as the reason names it: "These records hold no {name}."
     cue: re.Pattern[str]  # how a question names it
     schema: tuple[str, ...]  # what a table or column holding it would be called (substrings)
+    # Counted among the question classifier's features: the shipped models were trained with the kinds that are.
+    feature: bool = True
 
 
 def cue(pattern: str) -> re.Pattern[str]:
@@ -177,4 +179,38 @@ RECORD_KINDS = (
                ("occupation", "employ", "education", "income")),
     RecordKind("room or bed numbers", cue(r"\b(?:room|bed) (?:numbers?|no\.?)\b|\bwhich (?:room|bed)\b"), ("room", "bed")),
     RecordKind("blood type", cue(r"\bblood (?:type|group)s?\b|\babo (?:type|group)\b"), ("blood_type", "bloodtype", "abo")),
+    # FHIR DocumentReference / Composition: what clinicians wrote, as text.
+    RecordKind("clinical notes or reports", cue(
+        r"\b(?:discharge|progress|nursing|nurse'?s|doctor'?s|physician'?s|clinical|clinician'?s|admission|operative|op|consult"
+        r"(?:ation)?|triage|handover|shift|free-text|written) (?:notes?|summar(?:y|ies)|letters?)\b"
+        r"|\b(?:radiology|pathology|histology|operative|surgical|imaging|echo(?:cardiogram)?|ecg|ekg|autopsy|consult(?:ation)?) "
+        r"reports?\b|\b(?:in|from|according to|documented in) (?:the |his |her |their )?(?:\w+ )?notes\b|\bnarrative\b"),
+               ("note", "report", "document", "narrative"), feature=False),
+    # FHIR ImagingStudy / DiagnosticReport: what an image showed (that a scan was done can be a coded procedure).
+    RecordKind("imaging results", cue(
+        r"\b(?:x-?rays?|radiographs?|ct(?: scans?)?|cat scans?|mri(?: scans?)?|ultrasounds?|sonograms?|echocardiograms?|echo|"
+        r"mammograms?|angiograms?|pet scans?|scans?|imaging)\b(?:\W+\w+){0,5}?\W+(?:show(?:s|ed|n)?|reveal(?:s|ed)?|find(?:ing)?s?|"
+        r"found|impressions?|demonstrat(?:e|es|ed)|suggest(?:s|ed)?|look(?:s|ed)? like|images?)\b"
+        r"|\b(?:findings|images|impression|reading) (?:of|from|on) (?:the |his |her |their |a )?(?:\w+ )?(?:x-?ray|radiograph|ct|"
+        r"cat scan|mri|ultrasound|echo\w*|scan|imaging)\b"),
+               ("radiology", "imaging", "image", "dicom"), feature=False),
+    # FHIR Observation, category social-history.
+    RecordKind("social history (smoking, alcohol or drug use)", cue(
+        r"\bsmok(?:e|es|ed|er|ers|ing)\b|\bcigarettes?\b|\bpack[- ]years?\b|\bvap(?:e|es|ing)\b"
+        r"|\b(?:drink|drinks|drinking|drank) (?:alcohol|beer|wine|liquor|spirits)\b|\balcohol (?:use|intake|consumption|habits?)\b"
+        r"|\bhow much (?:alcohol|beer|wine)\b|\b(?:recreational|illicit|street) drugs?\b|\bsocial history\b"),
+               ("smok", "tobacco", "alcohol", "social"), feature=False),
+    # FHIR Claim / ExplanationOfBenefit: what was billed to whom (a cost table holds amounts, not claims).
+    RecordKind("insurance claims or billing codes", cue(
+        r"\b(?:insurance )?claims? (?:amount|status|number|submitted|sent|filed|denied|paid)\b|\b(?:insurance|billing) claims?\b"
+        r"|\binvoices?\b|\breimburs\w*|\bco-?pays?\b|\bdeductibles?\b|\bbilling codes?\b|\bbilled to\b"),
+               ("claim", "invoice", "reimburs", "billing", "copay"), feature=False),
+    # FHIR Coverage: who pays.
+    RecordKind("insurance details", cue(r"\binsurance\b|\binsur(?:er|ers|ed)\b|\b(?:health )?(?:plan|coverage) (?:type|provider)\b"),
+               ("insur", "payer", "coverage"), feature=False),
+    # FHIR FamilyMemberHistory: a relative's health is not the patient's record.
+    RecordKind("records of family members' health", cue(
+        r"\b(?:his|her|their|the patient'?s|patient \d+'?s) (?:mother|father|parents?|brothers?|sisters?|siblings?|sons?|"
+        r"daughters?|grand(?:mother|father|parents?)|relatives?|family members?|twin)\b"),
+               ("family", "relative"), feature=False),
 )

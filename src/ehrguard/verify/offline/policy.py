@@ -161,6 +161,9 @@ def trust(evidence: Evidence, policy: Policy, fix: Replacement | None) -> tuple[
     outcome = "rows" if fix is not None else evidence.outcome
     if outcome == "failed":
         return "unverified", "The query did not run on the database."
+    unclear = _unclear(evidence.question)
+    if unclear:  # whatever else the question says, a word with no agreed meaning leaves the answer a guess
+        return "unverified", unclear
     answerable = evidence.question.category["answerable"]
     if policy.calibration is not None:
         p, bar = answer_probability(evidence, policy, fix), policy.calibration.bar(policy.target_risk)
@@ -174,6 +177,16 @@ def trust(evidence: Evidence, policy: Policy, fix: Replacement | None) -> tuple[
         return "verified", "Verified after a correction: the corrected query runs cleanly on the database."
     empty = " It returns no rows: nothing in the records matches." if outcome == "empty" else ""
     return "verified", "Verified: the query runs cleanly on the database and no check found a problem." + empty
+
+
+def _unclear(a: QuestionAssessment) -> str | None:
+    """What in the question no SQL can settle: a vague word or a reference to something it never names."""
+    if a.cues.vague:
+        return (f"'{a.cues.vague[0]}' has no agreed threshold, so the answer depends on how it is read; "
+                "give a number, a range or a definition.")
+    if a.cues.unresolved:
+        return clarifying_message("ambiguous-reference", a)
+    return None
 
 
 def abstain_threshold(evidence: Evidence, policy: Policy) -> float:
@@ -198,6 +211,9 @@ def decide(evidence: Evidence, policy: Policy) -> Verdict:
         category = "unanswerable" if una >= amb else "ambiguous"
         subtype = a.best_subtype(category)
         message = refusal_message(subtype, a) if category == "unanswerable" else clarifying_message(subtype, a)
+        refused = next((f.refuse for f in findings if f.refuse), None)
+        if category == "unanswerable" and refused:  # what the records lack, named from this schema, says more than the model's class
+            message = refused
         if evidence.no_query:
             message = NO_QUERY + message
         return Verdict(category, subtype=subtype, message=message, status="abstained", reason=message, findings=findings,

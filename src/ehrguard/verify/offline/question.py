@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,10 +65,13 @@ class QuestionClassifier:
     def name(self) -> str:
         return "minilm" if self.embedder is not None else "lexical"
 
-    def assess(self, question: str, sql: str | None = None) -> QuestionAssessment:
-        """Class probabilities for ``question``; ``sql`` (the candidate) lets the names it uses be masked first."""
+    def assess(self, question: str, sql: str | None = None, held: frozenset[str] = frozenset()) -> QuestionAssessment:
+        """Class probabilities for ``question``; ``sql`` (the candidate) lets the names it uses be masked first, and
+        ``held`` names the kinds of record this database holds: asking for one is no sign the records lack it."""
         question = mask_values(question, sql)
         cues = question_cues(question)
+        if held and set(cues.missing) & held:
+            cues = replace(cues, missing=tuple(k for k in cues.missing if k not in held))
         if cues.unresolved:
             return _unresolved(cues)
         if self.lexical is not None:

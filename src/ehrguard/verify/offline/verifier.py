@@ -19,6 +19,7 @@ from ehrguard.errors import ConfigError, DatabaseError
 from ehrguard.evaluation.execution_match import answers_match, canonical_answer
 from ehrguard.verify.checks import Checked, repair, run_checks
 from ehrguard.verify.checks.base import EXECUTION_MAX_ROWS, EXECUTION_TIMEOUT_S
+from ehrguard.verify.checks.grounding import held_kinds
 from ehrguard.verify.checks.values import literal_comparisons
 from ehrguard.verify.methods import Case, DatabaseContext, register_method
 from ehrguard.verify.offline.calibration import load_calibration
@@ -183,7 +184,8 @@ class OfflineVerifier:
     def gather(self, case: Case) -> Evidence:
         """The evidence about one case: the question's assessment, the candidate's checks, the known question it
         fits (template bank first, then the form bank) and a local repair, each looked for only when it can matter."""
-        assessment = self.classifier.assess(case.question, case.sql)
+        held = case.context.derived("held_record_kinds", lambda: held_kinds(case.context.schema))
+        assessment = self.classifier.assess(case.question, case.sql, held)
         checked = run_checks(case.question, case.sql, case.context)
         no_query = any(f.check == "abstained" for f in checked.findings)
         search = not no_query and not self.policy.refuses_whatever_the_sql(assessment)
