@@ -211,9 +211,9 @@ def decide(evidence: Evidence, policy: Policy) -> Verdict:
         category = "unanswerable" if una >= amb else "ambiguous"
         subtype = a.best_subtype(category)
         message = refusal_message(subtype, a) if category == "unanswerable" else clarifying_message(subtype, a)
-        refused = next((f.refuse for f in findings if f.refuse), None)
-        if category == "unanswerable" and refused:  # what the records lack, named from this schema, says more than the model's class
-            message = refused
+        lacking = next((f.refuse for f in findings if f.refuse), None)
+        if category == "unanswerable" and lacking:  # what the records lack, named from this schema, says more than the model's class
+            message = lacking
         if evidence.no_query:
             message = NO_QUERY + message
         return Verdict(category, subtype=subtype, message=message, status="abstained", reason=message, findings=findings,
