@@ -359,3 +359,88 @@ def test_a_repaired_verdict_says_what_was_done_not_what_to_do(ctx):
     verdict = verify("How many female patients are there?", "SELECT COUNT(DISTINCT subject_id) FROM patients", db=ctx, method="offline")
     assert verdict.action == "correct" and "The query was changed to fix this" in verdict.message
     assert "Add a condition" not in verdict.message
+
+
+@pytest.mark.parametrize(("db", "question", "wrong", "right"), [
+    # eICU: a unit stay is not a patient; the patient is read through the stay's declared key
+    ("eicu", "How many patients had a potassium test?",
+     "SELECT COUNT(DISTINCT lab.patientunitstayid) FROM lab WHERE lab.labname = 'potassium'",
+     "SELECT COUNT(DISTINCT patient.uniquepid) FROM lab JOIN patient ON lab.patientunitstayid = patient.patientunitstayid "
+     "WHERE lab.labname = 'potassium'"),
+    ("eicu", "How many patients were admitted from the emergency department?",
+     "SELECT COUNT(DISTINCT patientunitstayid) FROM patient WHERE hospitaladmitsource = 'emergency department'",
+     "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE hospitaladmitsource = 'emergency department'"),
+    # MIMIC-IV: hospital admissions of the same patient
+    ("mimic_iv", "How many patients were admitted as an emergency?",
+     "SELECT COUNT(DISTINCT hadm_id) FROM admissions WHERE admission_type = 'ew emer.'",
+     "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE admission_type = 'ew emer.'"),
+])
+def test_counting_patients_by_their_stays_counts_a_patient_per_stay(ctx, eicu_ctx, db, question, wrong, right):
+    context = ctx if db == "mimic_iv" else eicu_ctx
+    assert rows(context, wrong) != rows(context, right)
+    checked = run_checks(question, wrong, context)
+    assert any(f.check == "counts_visits_not_patients" and f.suggestion for f in checked.findings)
+    fixed = repair(checked)
+    assert fixed is not None and rows(context, fixed) == rows(context, right)
+    assert "counts_visits_not_patients" not in checks_of(context, question, right)
+    # counting the stays is what a question about stays asks
+    assert "counts_visits_not_patients" not in checks_of(context, "How many hospital stays did the patients have?", wrong)
+
+
+def test_amounts_with_units_in_text_are_not_ordered_as_amounts(eicu_ctx):
+    question = "What was the highest dosage of aspirin given?"
+    checked = run_checks(question, "SELECT MAX(dosage) FROM medication WHERE drugname LIKE '%aspirin%'", eicu_ctx)
+    finding = next(f for f in checked.findings if f.check == "text_compared_as_text")
+    assert finding.severity == "error" and finding.suggestion is None and "'81 mg'" in finding.message
+    assert rows(eicu_ctx, "SELECT MAX(dosage) FROM medication WHERE drugname LIKE '%aspirin%'") == [("81 mg",)]  # not the largest
+    # the number of years in eICU's age column is always two digits: text order is number order, nothing to say
+    assert "text_compared_as_text" not in checks_of(eicu_ctx, "How old is the oldest patient?", "SELECT MAX(age) FROM patient")
+
+
+@pytest.mark.parametrize(("db", "question", "wrong", "right"), [
+    ("eicu", "What was the discharge weight of stay 176730?", "SELECT admissionweight FROM patient WHERE patientunitstayid = 176730",
+     "SELECT dischargeweight FROM patient WHERE patientunitstayid = 176730"),
+    ("eicu", "When was stay 176730 admitted to the hospital?", "SELECT unitadmittime FROM patient WHERE patientunitstayid = 176730",
+     "SELECT hospitaladmittime FROM patient WHERE patientunitstayid = 176730"),
+    ("mimic_iv", "When was patient 10000032 discharged for the first time?",
+     "SELECT admittime FROM admissions WHERE subject_id = 10000032 ORDER BY admittime LIMIT 1",
+     "SELECT dischtime FROM admissions WHERE subject_id = 10000032 ORDER BY dischtime LIMIT 1"),
+])
+def test_admission_and_discharge_icu_and_hospital_are_sides_of_a_visit(ctx, eicu_ctx, db, question, wrong, right):
+    context = ctx if db == "mimic_iv" else eicu_ctx
+    assert rows(context, wrong) != rows(context, right)
+    checked = run_checks(question, wrong, context)
+    assert any(f.check == "wrong_concept" and f.suggestion for f in checked.findings)
+    fixed = repair(checked)
+    assert fixed is not None and rows(context, fixed) == rows(context, right)
+    assert "wrong_concept" not in checks_of(context, question, right)
+
+
+@pytest.mark.parametrize(("db", "question", "sql"), [
+    # whether the discharge time is set says whether the visit is over
+    ("mimic_iv", "How many patients are currently admitted?", "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE dischtime IS NULL"),
+    # the current hospital visit, its weights ordered by unit admission
+    ("eicu", "What was the first weight of patient 002-1195 during the current hospital visit?",
+     "SELECT admissionweight FROM patient WHERE uniquepid = '002-1195' AND hospitaldischargetime IS NULL AND admissionweight IS NOT NULL "
+     "ORDER BY unitadmittime LIMIT 1"),
+    # "the admission that began on ..." names the visit, not its start
+    ("mimic_iv", "When was patient 10004235 discharged from the hospital during the admission that began on 2100-03-19?",
+     "SELECT dischtime FROM admissions WHERE hadm_id = 24181354"),
+    # a care unit is a ward, not the ICU stay as against the hospital stay
+    ("mimic_iv", "How many hours since patient 10004733 last stayed in the careunit neurology in the current hospital encounter?",
+     "SELECT 24 * (strftime('%J', '2100-12-31 23:59:00') - strftime('%J', transfers.intime)) FROM transfers WHERE transfers.hadm_id IN "
+     "(SELECT hadm_id FROM admissions WHERE subject_id = 10004733 AND dischtime IS NULL) AND careunit = 'neurology' "
+     "ORDER BY transfers.intime DESC LIMIT 1"),
+    # a value that holds 'icu' inside a word is no ICU stay
+    ("eicu", "How many patients in the hospital had a biventricular failure diagnosis?",
+     "SELECT COUNT(DISTINCT patient.uniquepid) FROM patient JOIN diagnosis ON diagnosis.patientunitstayid = patient.patientunitstayid "
+     "WHERE diagnosis.diagnosisname LIKE '%biventricular%'"),
+])
+def test_visit_sides_stay_silent_on_right_queries(ctx, eicu_ctx, db, question, sql):
+    assert "wrong_concept" not in checks_of(ctx if db == "mimic_iv" else eicu_ctx, question, sql)
+
+
+def test_urine_is_an_output(ctx):
+    question = "How much urine did patient 10000032 produce in total?"
+    assert "wrong_concept" in checks_of(ctx, question, "SELECT SUM(totalamount) FROM inputevents WHERE subject_id = 10000032")
+    assert "wrong_concept" not in checks_of(ctx, question, "SELECT SUM(value) FROM outputevents WHERE subject_id = 10000032")

@@ -215,16 +215,22 @@ def check_aggregate(ctx: SqlContext) -> CheckResult:
     return NOTHING
 
 
-def _numbers_in_text(ctx: SqlContext, table: str, column: str) -> bool:
-    """A text column whose values are numbers (a dose kept as text): read from the data once per open database."""
+def _numbers_in_text(ctx: SqlContext, table: str, column: str) -> str:
+    """A text column whose values are numbers (a dose kept as text: "numbers"), or begin with one followed by a unit
+    ("81 mg": "leading"); "" otherwise, or when every number has as many digits (then text order is number order).
+    Read from the data once per open database."""
 
-    def read(rows: list[tuple[Any, ...]]) -> bool:
+    def share(rows: list[tuple[Any, ...]], pattern: str) -> bool:
         values = [str(r[0]).strip() for r in rows if r and r[0] is not None]
-        numeric = sum(bool(re.fullmatch(r"[-+]?\d+(?:\.\d+)?", v)) for v in values)
-        return len(values) >= 5 and numeric >= 0.9 * len(values) and len({len(v) for v in values}) > 1
+        numbers = [m.group(1) for v in values if (m := re.match(pattern, v))]
+        return len(values) >= 5 and len(numbers) >= 0.9 * len(values) and len({len(n) for n in numbers}) > 1
 
-    return data_fact(ctx, ("numbers_in_text", table, column),
-                     f"SELECT DISTINCT {column} FROM {table} WHERE {column} IS NOT NULL LIMIT 200", read)
+    sql = f"SELECT DISTINCT {column} FROM {table} WHERE {column} IS NOT NULL LIMIT 200"
+    if data_fact(ctx, ("numbers_in_text", table, column), sql, lambda rows: share(rows, r"([-+]?\d+(?:\.\d+)?)$")):
+        return "numbers"
+    if data_fact(ctx, ("numbers_lead_text", table, column), sql, lambda rows: share(rows, r"[-+]?(\d+)(?:\.\d+)?(?![\d.])")):
+        return "leading"
+    return ""
 
 
 def _cast_real(node: exp.Expression) -> None:
@@ -246,13 +252,20 @@ def check_text_numbers(ctx: SqlContext) -> CheckResult:
         table = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
         info = ctx.db.schema.table(table) if table else None
         col = info.column(column.name) if info is not None else None
-        if col is None or not re.search(r"char|text|clob|string", col.type.lower()) or not _numbers_in_text(ctx, table, column.name):
+        text = col is not None and re.search(r"char|text|clob|string", col.type.lower())
+        kind = _numbers_in_text(ctx, table, column.name) if text else ""
+        if not kind or isinstance(column.parent, exp.Cast):
             continue
-        findings.append(Finding("text_compared_as_text", "error",
-                                f"{table}.{column.name} holds numbers as text: the query compares them as strings "
-                                "('750' comes after '1250').",
-                                ctx.span_of(column.sql(dialect="sqlite")), f"CAST({column.sql(dialect='sqlite')} AS REAL)"))
-        edits.append(TreeEdit(_cast_real, target=column))
+        if kind == "numbers":
+            findings.append(Finding("text_compared_as_text", "error",
+                                    f"{table}.{column.name} holds numbers as text: the query compares them as strings "
+                                    "('750' comes after '1250').",
+                                    ctx.span_of(column.sql(dialect="sqlite")), f"CAST({column.sql(dialect='sqlite')} AS REAL)"))
+            edits.append(TreeEdit(_cast_real, target=column))
+        else:  # a number and its unit in one text: no cast is sure to read every value, and units may differ
+            findings.append(Finding("text_compared_as_text", "error",
+                                    f"{table}.{column.name} holds amounts with their units as text ('81 mg'): the query "
+                                    "compares them as strings ('81 mg' comes after '325 mg'), not by amount."))
     return found(*findings, edits=edits)
 
 

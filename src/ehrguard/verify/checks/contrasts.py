@@ -24,17 +24,23 @@ from ehrguard.verify.verdict import Finding
 
 # Pairs of opposite clinical notions, each side as the stems people and schemas write it (general clinical English).
 CONTRASTS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
-    (("intake", "input", "infus"), ("output",)),
+    (("intake", "input", "infus"), ("output", "urin", "void", "drain", "stool", "emesis", "vomit")),
     (("weight",), ("height",)),
     (("systolic",), ("diastolic",)),
     (("lab(?!el)", "laborator"), ("chart", "vital")),
     (("marital", "married", "divorced", "widowed"), ("ethnic", "race")),
+    (("admission", "admit"), ("discharge", "disch")),
+    (("(?<!care)unit", "icu"), ("hospital",)),  # a care unit is any ward; "unit" alone is eICU's word for the ICU stay
 )
+# What flows out of a patient, by name (general clinical English): the output side of intake and output.
+_OUTPUTS = ("urin", "void", "drain", "stool", "emesis", "vomit")
 _NAMES = {"intake": "intake", "input": "intake", "infus": "intake", "output": "output", "weight": "weight",
           "height": "height", "systolic": "systolic", "diastolic": "diastolic", "lab(?!el)": "a lab test",
           "laborator": "a lab test", "chart": "charted values", "vital": "vital signs", "marital": "marital status",
           "married": "marital status", "divorced": "marital status", "widowed": "marital status", "ethnic": "ethnicity",
-          "race": "race"}
+          "race": "race", "admission": "the admission", "admit": "the admission", "discharge": "the discharge",
+          "disch": "the discharge", "(?<!care)unit": "the ICU stay", "icu": "the ICU stay", "hospital": "the hospital stay",
+          **{stem: "output" for stem in _OUTPUTS}}
 
 
 def _split(name: str) -> str:
@@ -70,18 +76,30 @@ def item_labels(ctx: SqlContext, tree: exp.Expression) -> list[str]:
     return labels
 
 
-def _what_the_query_reads(ctx: SqlContext, tree: exp.Expression) -> list[str]:
-    """The names the query reads by: tables, columns (not times: ``charttime``, ``chartdate`` say nothing of charts), text literals and
-    the labels of the items it selects by number."""
-    parts = [_split(t.name) for t in tree.find_all(exp.Table)]
-    parts += [_split(c.name) for c in tree.find_all(exp.Column) if not c.name.lower().endswith(("time", "date"))]
-    parts += [lit.this.lower() for lit in tree.find_all(exp.Literal) if lit.is_string]
-    parts += [label.lower() for label in item_labels(ctx, tree)]
+def _what_the_query_reads(ctx: SqlContext, tree: exp.Expression) -> list[tuple[str, bool]]:
+    """The names the query reads by, each with whether words run together in it (schema names) or stand apart
+    (values, dictionary labels): tables (not those of visits or patients), columns (not ids), text literals and the
+    labels of the items it selects by number."""
+    # A table of visits or patients (admissions, icustays) names the visit, not a side of anything; ids name no side.
+    entities = {e.table.lower() for e in ctx.db.profile.entities}
+    parts = [(_split(t.name), True) for t in tree.find_all(exp.Table) if t.name.lower() not in entities]
+    for c in tree.find_all(exp.Column):
+        name = c.name.lower()
+        if name.endswith(("id", "status", "location", "source")):
+            continue  # a status, place or source recorded at admission or discharge is an attribute of the visit
+        name = re.sub(r"^chart(?=time|date)", "", name)  # ``charttime`` says nothing of charts
+        if isinstance(c.parent, exp.Is):  # whether a discharge time is set says the visit is over, not when it ended
+            name = re.sub(r"disch(?:arge)?", "", name)
+        parts.append((_split(name), True))
+    parts += [(lit.this.lower(), False) for lit in tree.find_all(exp.Literal) if lit.is_string]
+    parts += [(label.lower(), False) for label in item_labels(ctx, tree)]
     return parts
 
 
 # How a question writes a stem when the stem alone would start other words ("lab" starts labetalol and labor).
-_IN_QUESTIONS = {"lab(?!el)": r"labs?\b"}
+# "The admission that began on ..." names the visit; the moment or the measures of admitting are the admission side.
+_IN_QUESTIONS = {"lab(?!el)": r"labs?\b",
+                 "admission": r"admission (?:times?|dates?|days?|hours?|weights?|heights?|source|diagnos[ie]s)\b"}
 
 
 def _says(text: str, stems: tuple[str, ...], *, inside_words: bool = False) -> str | None:
@@ -102,7 +120,7 @@ def check_contrasts(ctx: SqlContext) -> CheckResult:
     edits: list[Edit] = []
     for one, other in CONTRASTS:
         # A name holding both sides (eICU's ``intakeoutput``) says neither.
-        sides = [(_says(part, one, inside_words=True), _says(part, other, inside_words=True)) for part in reads]
+        sides = [(_says(part, one, inside_words=run), _says(part, other, inside_words=run)) for part, run in reads]
         sides = [(a, b) for a, b in sides if (a is None) != (b is None)]
         for asked, wrong, index in ((one, other, 0), (other, one, 1)):
             said, unsaid = _says(question, asked), _says(question, wrong)
@@ -121,7 +139,10 @@ def check_contrasts(ctx: SqlContext) -> CheckResult:
 # The whole words a side is written with in names and values, for a repair that writes the other side (stems such as
 # "infus" or "lab" name no table or value on their own).
 _WRITTEN = {"intake": ("intake", "input"), "input": ("intake", "input"), "infus": ("intake", "input"), "output": ("output",),
-            "weight": ("weight",), "height": ("height",), "systolic": ("systolic",), "diastolic": ("diastolic",)}
+            "weight": ("weight",), "height": ("height",), "systolic": ("systolic",), "diastolic": ("diastolic",),
+            "admission": ("admission", "admit"), "admit": ("admit", "admission"), "discharge": ("discharge", "disch"),
+            "disch": ("disch", "discharge"), "(?<!care)unit": ("unit",), "icu": ("unit",), "hospital": ("hospital",),
+            **{stem: ("output",) for stem in _OUTPUTS}}
 
 
 def _other_side(ctx: SqlContext, tree: exp.Expression, wrong: tuple[str, ...], asked: tuple[str, ...], said: str) -> list[Edit]:
@@ -135,8 +156,9 @@ def _other_side(ctx: SqlContext, tree: exp.Expression, wrong: tuple[str, ...], a
     tries = [(said,), words] if said in words else [words]
     edits: list[Edit] = []
     moved_tables = set()
+    entities = {e.table.lower() for e in ctx.db.profile.entities}  # the visit's own table names no side (see above)
     for table in tree.find_all(exp.Table):
-        stem = _says(table.name.lower(), wrong, inside_words=True)
+        stem = _says(table.name.lower(), wrong, inside_words=True) if table.name.lower() not in entities else None
         if stem is None or _says(table.name.lower(), asked, inside_words=True) is not None:
             continue  # a name holding both sides (``intakeoutput``) says neither
         moved = next((m for w in tries if (m := _moved_table(ctx, tree, table, stem, w)) is not None), None)
@@ -147,7 +169,7 @@ def _other_side(ctx: SqlContext, tree: exp.Expression, wrong: tuple[str, ...], a
     tables, _ = aliases(tree)
     for column in tree.find_all(exp.Column):
         name = column.name.lower()
-        stem = _says(name, wrong, inside_words=True) if not name.endswith(("time", "date")) else None
+        stem = _says(re.sub(r"^chart(?=time|date)", "", name), wrong, inside_words=True) if not name.endswith("id") else None
         if stem is None or _says(name, asked, inside_words=True) is not None:
             continue
         owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), name, tables)

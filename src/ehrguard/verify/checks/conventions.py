@@ -9,12 +9,16 @@ from functools import partial
 from sqlglot import exp
 
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TextEdit, TreeEdit, data_fact, found
+from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
 _NOW_CALL = re.compile(r"""\b(?:datetime|date|time|julianday|unixepoch|strftime)\s*\((?:\s*'[^']*'\s*,)?\s*['"]now['"]"""
                        r"|\bcurrent_(?:timestamp|date|time)\b|\bnow\s*\(\s*\)|\bgetdate\s*\(\s*\)", re.IGNORECASE)
 _PEOPLE = re.compile(r"\b(patients|people|persons|individuals|subjects)\b|\bpatient (?:count|number|total)\b", re.IGNORECASE)
 _COUNTING = re.compile(r"\bhow many|\bcount|\bnumber of", re.IGNORECASE)
+# The question counts visits itself ("how many hospital stays did patients have"): counting them is what it asks.
+_COUNTS_VISITS = re.compile(r"\b(?:how many|count|number of)\s+(?:[\w']+\s+){0,3}?(?:stays?|admissions?|visits?|encounters?|"
+                            r"hospitali[sz]ations?|episodes?|times?)\b", re.IGNORECASE)
 
 
 def check_now(ctx: SqlContext) -> CheckResult:
@@ -69,7 +73,7 @@ def check_count_distinct(ctx: SqlContext) -> CheckResult:
     """Counting patients needs DISTINCT: one patient has many rows."""
     if ctx.tree is None or not counts_people(ctx.question):
         return NOTHING
-    person_ids = ctx.db.profile.person_ids
+    person_ids = set(ctx.db.profile.person_ids) - _visit_ids(ctx)  # a visit id counted for patients: counts_visits
     findings = []
     edits = []
     for count in ctx.tree.find_all(exp.Count):
@@ -138,8 +142,9 @@ def check_counts_people(ctx: SqlContext) -> CheckResult:
         if not isinstance(table, exp.Table):
             continue  # counting over a derived table
         arg = count.this
-        if isinstance(arg, exp.Distinct) or (isinstance(arg, exp.Column) and arg.name.lower() in ctx.db.profile.person_ids):
-            continue  # DISTINCT, or the person id (count_distinct covers a missing DISTINCT there)
+        if isinstance(arg, exp.Distinct) or (isinstance(arg, exp.Column) and arg.name.lower() in {*ctx.db.profile.person_ids,
+                                                                                                   *_visit_ids(ctx)}):
+            continue  # DISTINCT, the person id (count_distinct covers a missing DISTINCT there) or a visit id (counts_visits)
         if not isinstance(arg, exp.Star | exp.Column):
             continue
         joined = [j.this for j in select.args.get("joins") or () if isinstance(j.this, exp.Table)]
@@ -187,3 +192,48 @@ def _person_link(ctx: SqlContext, table: exp.Table, person: str) -> tuple[exp.Co
             select.join(exp.to_table(home), on=condition.copy(), copy=False)
 
     return exp.column(person, table=home), TreeEdit(join, target=table.find_ancestor(exp.Select))
+
+
+def _visit_ids(ctx: SqlContext) -> set[str]:
+    """The id columns of visits (hospital admissions, ICU stays) where the profile also names the patients' own id."""
+    if not any(e.name == "patient" for e in ctx.db.profile.entities):
+        return set()
+    return {e.id_column.lower() for e in ctx.db.profile.entities if e.name != "patient"}
+
+
+def check_counts_visits(ctx: SqlContext) -> CheckResult:
+    """A question that counts patients, answered by counting distinct hospital admissions or ICU stays (the profile's
+    visit ids): a patient with two stays is counted twice. Repaired to the patient id of the same table, or of the
+    patients' table joined by the foreign key the schema declares."""
+    if ctx.tree is None or not counts_people(ctx.question) or _COUNTS_VISITS.search(ctx.question):
+        return NOTHING
+    person = next((e.id_column.lower() for e in ctx.db.profile.entities if e.name == "patient"), None)
+    visits = {e.id_column.lower(): e.name for e in ctx.db.profile.entities if e.name != "patient"} if person else {}
+    tables, _ = aliases(ctx.tree)
+    findings, edits = [], []
+    for count in ctx.tree.find_all(exp.Count):
+        arg, select = count.this, count.find_ancestor(exp.Select)
+        if select is None or select.args.get("group") or _one_row_per_value(count, arg):
+            continue
+        column = arg.expressions[0] if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1 else arg
+        if not isinstance(column, exp.Column) or column.name.lower() not in visits or person is None:
+            continue
+        owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
+        info = ctx.db.schema.table(owner) if owner else None
+        what = "hospital admissions" if visits[column.name.lower()] == "admission" else "stays"
+        message = (f"The question counts patients; the query counts {what} ({column.name}), so a patient with several is counted "
+                   "more than once.")
+        suggestion = None
+        if info is not None and info.column(person) is not None:
+            replacement = exp.column(person, table=column.table or None)
+            edits.append(TreeEdit(_distinct_person(replacement), target=count))
+            suggestion = f"COUNT(DISTINCT {replacement.sql(dialect='sqlite')})"
+        elif info is not None and not select.args.get("joins"):
+            source = select.args.get("from_") or select.args.get("from")
+            table = source.this if source is not None else None
+            link = _person_link(ctx, table, person) if isinstance(table, exp.Table) and table.name.lower() == owner else None
+            if link is not None:
+                edits.extend([link[1], TreeEdit(_distinct_person(link[0]), target=count)])
+                suggestion = f"COUNT(DISTINCT {link[0].sql(dialect='sqlite')})"
+        findings.append(Finding("counts_visits_not_patients", "warning", message, ctx.span_of(count.sql(dialect="sqlite")), suggestion))
+    return found(*findings, edits=edits)

@@ -61,7 +61,7 @@ OPERATING_POINTS = {
 
 # Findings that keep an answer from being verified: every error, and counting rows where people are counted (a
 # warning for the benchmarks' sake, but the count it gives is wrong whenever a patient has several rows).
-BLOCKING_WARNINGS = frozenset({"count_without_distinct", "counts_rows_not_patients", "missing_current_filter",
+BLOCKING_WARNINGS = frozenset({"count_without_distinct", "counts_rows_not_patients", "counts_visits_not_patients", "missing_current_filter",
                                "missing_death_filter", "missing_value_filter", "not_checked", "missing_stated_number",
                                "missing_group_filter", "missing_age_filter", "missing_route_filter", "unscoped_read", "wrong_column",
                                "missing_time_window"})
@@ -120,6 +120,8 @@ def plain_reason(f: Finding) -> str:
         return "The query would change the database; only queries that read records can answer a question."
     if f.check == "wrong_now":
         return f"The query uses the computer's clock; in these records 'now' is {f.message.split(' is ', 1)[1].split(', not')[0]}."
+    if f.check == "counts_visits_not_patients":
+        return "The query counts hospital stays, not patients: a patient with several stays is counted more than once."
     if f.check in ("count_without_distinct", "counts_rows_not_patients"):
         return "The query counts rows, not patients: a patient with several records is counted several times."
     if f.check in ("unknown_table", "unknown_column"):
