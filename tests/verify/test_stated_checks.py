@@ -444,3 +444,61 @@ def test_urine_is_an_output(ctx):
     question = "How much urine did patient 10000032 produce in total?"
     assert "wrong_concept" in checks_of(ctx, question, "SELECT SUM(totalamount) FROM inputevents WHERE subject_id = 10000032")
     assert "wrong_concept" not in checks_of(ctx, question, "SELECT SUM(value) FROM outputevents WHERE subject_id = 10000032")
+
+
+@pytest.mark.parametrize(("db", "question", "wrong", "right"), [
+    ("eicu", "How many patients died in the hospital?",
+     "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE hospitaldischargestatus = 'alive'",
+     "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE hospitaldischargestatus = 'expired'"),
+    ("eicu", "How many patients survived their hospital stay?",
+     "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE hospitaldischargestatus = 'expired'",
+     "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE hospitaldischargestatus = 'alive'"),
+    ("mimic_iv", "How many patients have died?", "SELECT COUNT(DISTINCT subject_id) FROM patients WHERE dod IS NULL",
+     "SELECT COUNT(DISTINCT subject_id) FROM patients WHERE dod IS NOT NULL"),
+    ("mimic_iv", "How many patients are alive?", "SELECT COUNT(DISTINCT subject_id) FROM patients WHERE dod IS NOT NULL",
+     "SELECT COUNT(DISTINCT subject_id) FROM patients WHERE dod IS NULL"),
+])
+def test_the_living_for_the_dead_is_reversed(ctx, eicu_ctx, db, question, wrong, right):
+    context = ctx if db == "mimic_iv" else eicu_ctx
+    assert rows(context, wrong) != rows(context, right)
+    checked = run_checks(question, wrong, context)
+    assert any(f.check == "reversed_survival" and f.severity == "error" for f in checked.findings)
+    fixed = repair(checked)
+    assert fixed is not None and rows(context, fixed) == rows(context, right)
+    assert "reversed_survival" not in checks_of(context, question, right)
+
+
+def test_a_total_answered_by_the_largest_value(ctx):
+    question = "What was the total cost of the hospital stays of patient 10000032?"
+    wrong, right = ("SELECT MAX(cost) FROM cost WHERE subject_id = 10000032", "SELECT SUM(cost) FROM cost WHERE subject_id = 10000032")
+    assert rows(ctx, wrong) != rows(ctx, right)
+    checked = run_checks(question, wrong, ctx)
+    assert any(f.check == "wrong_aggregate" for f in checked.findings)
+    assert rows(ctx, repair(checked)) == rows(ctx, right)
+    # the highest of the totals is asked for; a test named "total" is a name
+    assert "wrong_aggregate" not in checks_of(ctx, "What was the highest total cost of a stay of patient 10000032?", wrong)
+    bilirubin = ("SELECT MAX(valuenum) FROM labevents WHERE subject_id = 10000032 AND itemid IN "
+                 "(SELECT itemid FROM d_labitems WHERE label = 'bilirubin, total')")
+    assert "wrong_aggregate" not in checks_of(ctx, "What was the total bilirubin of patient 10000032 at its peak?", bilirubin)
+
+
+def test_a_short_name_made_of_the_questions_initials(ctx):
+    question = "What is the date of birth of patient 10000032?"
+    assert "wrong_column" in checks_of(ctx, question, "SELECT dod FROM patients WHERE subject_id = 10000032")
+    assert "wrong_column" not in checks_of(ctx, question, "SELECT dob FROM patients WHERE subject_id = 10000032")
+
+
+def test_a_kind_of_record_the_schema_holds_must_be_read(ctx, eicu_ctx):
+    question = "Which allergies does patient 003-11756 have?"
+    stays = "(SELECT patientunitstayid FROM patient WHERE uniquepid = '003-11756')"
+    assert "kind_not_read" in checks_of(eicu_ctx, question, f"SELECT drugname FROM medication WHERE patientunitstayid IN {stays}")
+    assert "kind_not_read" not in checks_of(eicu_ctx, question, f"SELECT allergyname FROM allergy WHERE patientunitstayid IN {stays}")
+    question = "What insurance did patient 10000032 have?"
+    assert "kind_not_read" in checks_of(ctx, question, "SELECT admission_type FROM admissions WHERE subject_id = 10000032")
+    assert "kind_not_read" not in checks_of(ctx, question, "SELECT insurance FROM admissions WHERE subject_id = 10000032")
+
+
+def test_a_date_within_a_stay_the_question_names_is_a_period(eicu_ctx):
+    question = "What was the total intake of stay 176730 on 2104-05-01?"
+    sql = "SELECT SUM(cellvaluenumeric) FROM intakeoutput WHERE patientunitstayid = 176730 AND cellpath LIKE '%intake%'"
+    assert "missing_time_window" in checks_of(eicu_ctx, question, sql)

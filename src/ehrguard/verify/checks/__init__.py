@@ -45,6 +45,7 @@ from ehrguard.verify.checks.repair import repair
 from ehrguard.verify.checks.schema_refs import check_schema
 from ehrguard.verify.checks.stated import check_stated_groups, check_stated_numbers, check_unscoped_reads
 from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_read_only
+from ehrguard.verify.checks.units import check_duration_unit
 from ehrguard.verify.checks.values import check_patient_ids, check_values
 from ehrguard.verify.checks.windows import check_stated_window
 from ehrguard.verify.verdict import Finding
@@ -73,6 +74,7 @@ CHECKS: tuple[Check, ...] = (
     Check("visit_order", check_visit_order),
     Check("aggregate", check_aggregate),
     Check("text_numbers", check_text_numbers),
+    Check("duration_unit", check_duration_unit),
     Check("still_admitted", check_still_admitted),
     Check("death", check_death),
     Check("time_window", check_time_window),

@@ -11,6 +11,7 @@ docs/verifier.md says how the checks were measured on EHRSQL questions they were
 from __future__ import annotations
 
 import re
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,11 @@ _STILL_IN = re.compile(r"\b(?:currently|still|presently|right now)\b(?:\s+\w+){0
 _ENDED_VISIT = re.compile(rf"\b(?:first|last|previous|prior|earliest|initial|second) {_STAY}\b", re.IGNORECASE)
 _DEATH = re.compile(r"\b(?:died|dies|dead|death|deaths|deceased|mortality|passed away|did not survive|expired)\b", re.IGNORECASE)
 _DEATH_COLUMN = re.compile(r"(?:^dod$|death|expire|dischargestatus$)")
+# Survival asked for, and the values a death record writes for each side (general English).
+_SURVIVED = re.compile(r"\b(?:survived|survivors?|survive|alive|living|still living|did not die|didn't die|discharged alive)\b",
+                       re.IGNORECASE)
+_ALIVE_VALUE = re.compile(r"^\s*(?:alive|living|survived|discharged alive)\s*$", re.IGNORECASE)
+_DEAD_VALUE = re.compile(r"^\s*(?:expired|dead|died|deceased|death)\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -212,7 +218,22 @@ def check_aggregate(ctx: SqlContext) -> CheckResult:
         inner = max(avgs, key=lambda node: node.depth)
         return found(Finding("wrong_aggregate", "error", "The query averages where the question asks for totals (an average of totals).",
                              ctx.span_of("avg("), "SUM"), edits=[TreeEdit(_swap(exp.Sum), target=inner)])
+    extremes = list(ctx.tree.find_all(exp.Max, exp.Min))
+    if total and not avg and not sums and not avgs and len(extremes) == 1 and not question_ends(question).size \
+            and not _names_a_total(ctx):
+        took = "largest" if isinstance(extremes[0], exp.Max) else "smallest"
+        return found(Finding("wrong_aggregate", "error", f"The query takes the {took} value; the question asks for the total.",
+                             None, "SUM"), edits=[TreeEdit(_swap(exp.Sum), target=typing.cast(exp.Expression, extremes[0]))])
     return NOTHING
+
+
+def _names_a_total(ctx: SqlContext) -> bool:
+    """The query reads an item or value whose name says total ("bilirubin, total"): the question's "total" may be its name."""
+    from ehrguard.verify.checks.contrasts import item_labels
+
+    assert ctx.tree is not None
+    names = [lit.this for lit in ctx.tree.find_all(exp.Literal) if lit.is_string] + item_labels(ctx, ctx.tree)
+    return any(re.search(r"\btotal\b", n, re.IGNORECASE) for n in names)
 
 
 def _numbers_in_text(ctx: SqlContext, table: str, column: str) -> str:
@@ -316,9 +337,72 @@ def check_still_admitted(ctx: SqlContext) -> CheckResult:
                          "The question asks about patients still in hospital; the query does not require a stay without a discharge time."))
 
 
+def _survival_reversed(ctx: SqlContext, death: bool) -> CheckResult:
+    """The query keeps the other side of survival than the question asks: the living where it asks about death
+    ('alive', a date of death that IS NULL), or the dead where it asks about survivors. Repaired to the column's other
+    value (when it holds two) or the other null test."""
+    findings, edits = [], []
+    wrong_value = _ALIVE_VALUE if death else _DEAD_VALUE
+    asked, took = ("death", "patients who were alive") if death else ("survivors", "patients who died")
+    for node in ctx.tree.find_all(exp.EQ, exp.Is) if ctx.tree is not None else ():
+        column = node.this
+        if not isinstance(column, exp.Column) or not _DEATH_COLUMN.search(column.name.lower()):
+            continue
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+            negated = isinstance(node.parent, exp.Not)
+            if negated == death:  # "dod IS NOT NULL" for death, "dod IS NULL" for survivors: the right side
+                continue
+            findings.append(Finding("reversed_survival", "error", f"The query keeps {took}; the question asks about {asked}.",
+                                    None, "IS NOT NULL" if death else "IS NULL"))
+            edits.append(TreeEdit(_null_to_not_null, target=node) if death
+                         else TreeEdit(_not_null_to_null, target=typing.cast(exp.Expression, node.parent)))
+        elif isinstance(node, exp.EQ) and isinstance(node.expression, exp.Literal) and node.expression.is_string \
+                and wrong_value.search(node.expression.this):
+            other = _other_value(ctx, column, node.expression.this)
+            findings.append(Finding("reversed_survival", "error", f"The query keeps {took}; the question asks about {asked}.",
+                                    None, f"'{other}'" if other else None))
+            if other:
+                edits.append(TreeEdit(_replace_literal(other), target=node.expression))
+    return found(*findings, edits=edits)
+
+
+def _other_value(ctx: SqlContext, column: exp.Column, value: str) -> str | None:
+    """The one other value a two-valued column holds (eICU's discharge status: 'alive' or 'expired')."""
+    tables, _ = aliases(ctx.tree) if ctx.tree is not None else ({}, set())
+    table = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
+    if not table:
+        return None
+
+    def read() -> tuple[str, ...]:
+        sql = f"SELECT DISTINCT {column.name} FROM {table} WHERE {column.name} IS NOT NULL LIMIT 3"
+        try:
+            return tuple(str(r[0]) for r in ctx.db.db.execute(sql, timeout_s=5).rows)
+        except DatabaseError:
+            return ()
+
+    values = ctx.db.derived(("distinct_up_to_3", table, column.name.lower()), read)
+    return next((v for v in values if v.lower() != value.lower()), None) if len(values) == 2 else None
+
+
+def _replace_literal(value: str) -> Callable[[exp.Expression], None]:
+    def apply(node: exp.Expression) -> None:
+        node.replace(exp.Literal.string(value))
+
+    return apply
+
+
 def check_death(ctx: SqlContext) -> CheckResult:
-    """A question about death needs the query to read a death record (date of death, expiry flag, discharge status)."""
-    if ctx.tree is None or not _DEATH.search(masked_question(ctx)):
+    """A question about death needs the query to read a death record (date of death, expiry flag, discharge status),
+    on the side the question asks about."""
+    if ctx.tree is None:
+        return NOTHING
+    question = masked_question(ctx)
+    death, alive = bool(_DEATH.search(question)), bool(_SURVIVED.search(question))
+    if death != alive:
+        reversed_side = _survival_reversed(ctx, death)
+        if reversed_side.findings:
+            return reversed_side
+    if not death:
         return NOTHING
     schema_has = {c.name.lower() for t in ctx.db.schema.tables for c in t.columns if _DEATH_COLUMN.search(c.name.lower())}
     if not schema_has:

@@ -27,12 +27,16 @@ def _stems(question: str) -> set[str]:
     return {w[:STEM] for w in re.findall(r"[a-z]+", question.lower()) if len(w) >= STEM}
 
 
-def _names(column: str, stems: set[str], words: set[str]) -> set[str]:
+def _names(column: str, stems: set[str], words: list[str]) -> set[str]:
     """The question's words that name a column: a word's first letters inside the name (``disch`` of discharged in
-    ``dischtime``), or a part of the name that starts a word (``org`` of ``org_name``: organism)."""
+    ``dischtime``), a part of the name that starts a word (``org`` of ``org_name``: organism), or a short name made of
+    the initials of words in a row (``dob``: date of birth)."""
     inside = {s for s in stems if s in column}
     parts = {w[:STEM] for part in column.split("_") if len(part) >= 3 for w in words if w.startswith(part)}
-    return inside | parts
+    n = len(column)
+    initials = {f"{column}=" + "".join(words[i:i + n]) for i in range(len(words) - n + 1)
+                if 2 <= n <= 4 and column.isalpha() and "".join(w[0] for w in words[i:i + n]) == column}
+    return inside | parts | initials
 
 
 def column_kind(declared: str) -> str:
@@ -65,7 +69,7 @@ def check_returned_column(ctx: SqlContext) -> CheckResult:
     if ctx.tree is None:
         return NOTHING
     stems = _stems(ctx.question)
-    words = set(re.findall(r"[a-z]+", ctx.question.lower()))
+    words = re.findall(r"[a-z]+", ctx.question.lower())
     tables, _ = aliases(ctx.tree)
     # A column the query reads elsewhere (filters, joins, orders by) accounts for the question's words about it.
     elsewhere = {c.name.lower() for c in ctx.tree.find_all(exp.Column)} - {c.name.lower() for c in _returned_columns(ctx.tree)}

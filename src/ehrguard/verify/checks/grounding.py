@@ -15,8 +15,10 @@ record). General English and EHR knowledge; nothing here was taken from a benchm
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from ehrguard.db.schema import Schema
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found
+from ehrguard.verify.checks.base import CheckResult, SqlContext, found
 from ehrguard.verify.offline.lexicon import RECORD_KINDS, RecordKind, cue
 from ehrguard.verify.verdict import Finding
 
@@ -38,7 +40,7 @@ _ADVICE = cue(r"\bshould (?:i|we|you|he|she|they|the (?:patient|doctor|team|nurs
 
 def held_kinds(schema: Schema) -> frozenset[str]:
     """The kinds of record this schema holds: a table or column name carries one of the names a kind is kept under."""
-    names = [t.name.lower() for t in schema.tables] + [c.name.lower() for t in schema.tables for c in t.columns]
+    names = _names(schema)
     return frozenset(kind.name for kind in RECORD_KINDS if any(s in n for s in kind.schema for n in names))
 
 
@@ -64,9 +66,26 @@ def check_grounding(ctx: SqlContext) -> CheckResult:
         until = f" (they end at {now})" if now else ""
         return found(Finding("asks_future", "error", f"The question asks about the future ('{m.group(0)}').",
                              refuse=f"This asks about the future; the records hold only what has already happened{until}."))
+    unread = []
     for kind in RECORD_KINDS:
         hit = kind.cue.search(question)
         if hit and not _held(ctx, kind):
             return found(Finding("not_in_records", "error", f"The database has no {kind.name} ('{hit.group(0)}').",
                                  refuse=f"These records hold no {kind.name}, so they cannot answer this question."))
-    return NOTHING
+        if hit and ctx.tree is not None and not _reads(ctx, kind):
+            where = sorted(n for n in _names(ctx.db.schema) if any(s in n for s in kind.schema))
+            unread.append(Finding("kind_not_read", "warning", f"The question asks about {kind.name} ('{hit.group(0)}'); the query "
+                                  f"never reads them ({', '.join(where[:3])})."))
+    return found(*unread)
+
+
+def _names(schema: Schema) -> list[str]:
+    """Every table and column name of the schema, in lower case."""
+    return [t.name.lower() for t in schema.tables] + [c.name.lower() for t in schema.tables for c in t.columns]
+
+
+def _reads(ctx: SqlContext, kind: RecordKind) -> bool:
+    """The query reads a table or column named for the kind of record (``allergy``, ``insurance``)."""
+    assert ctx.tree is not None
+    names = [t.name.lower() for t in ctx.tree.find_all(exp.Table)] + [c.name.lower() for c in ctx.tree.find_all(exp.Column)]
+    return any(s in n for s in kind.schema for n in names)

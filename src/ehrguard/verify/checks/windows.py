@@ -469,11 +469,13 @@ def reads_no_time(ctx: SqlContext) -> bool:
 
 
 def _names_a_visit(ctx: SqlContext) -> bool:
-    """The query names one admission or stay by its id ("the admission that started on 2100-03-19" looked up as
-    ``hadm_id = 24181354``): the date chose the visit, the id stands for it."""
+    """The query names one admission or stay by an id the question does not state ("the admission that started on
+    2100-03-19" looked up as ``hadm_id = 24181354``): the date chose the visit, the id stands for it. A visit the
+    question names by its id ("stay 176730 on 2104-05-01") leaves the date a period within it."""
     assert ctx.tree is not None
     visits = {e.id_column.lower() for e in ctx.db.profile.entities if e.name != "patient"}
     return any(isinstance(eq.this, exp.Column) and eq.this.name.lower() in visits and isinstance(eq.expression, exp.Literal)
+               and not re.search(rf"(?<![\w-]){re.escape(eq.expression.this)}(?![\w-])", ctx.question)
                for eq in ctx.tree.find_all(exp.EQ))
 
 
