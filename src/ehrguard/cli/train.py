@@ -44,6 +44,7 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
         CATEGORY_OF,
         CLASSES,
         MODEL_FILES,
+        bedside_questions,
         cohort_questions,
         cross_validate,
         ehrsql_questions,
@@ -67,7 +68,8 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
                            "(shipped with ehrguard, or EHRGUARD_TOKENIZER); or pass --no-embeddings.")
     pairs = ehrsql_pairs(ehrsql_dir)
     ehr = ehrsql_questions(pairs)
-    base = ehr + generated_questions([(q, sql) for q, sql in pairs if sql != "null"], seed=seed) + cohort_questions(seed=seed)
+    base = ehr + generated_questions([(q, sql) for q, sql in pairs if sql != "null"], seed=seed) + cohort_questions(seed=seed) \
+        + bedside_questions(seed=seed)
     mimicsql = list(mimicsql_files)
     other = mimicsql_questions(mimicsql, seed=seed) if mimicsql else []
     base += other

@@ -55,6 +55,7 @@ _DEATH_COLUMN = re.compile(r"(?:^dod$|death|expire|dischargestatus$)")
 # Survival asked for, and the values a death record writes for each side (general English).
 _SURVIVED = re.compile(r"\b(?:survived|survivors?|survive|alive|living|still living|did not die|didn't die|discharged alive)\b",
                        re.IGNORECASE)
+_RATE = re.compile(r"\b(?:rate|ratio|percent|percentage|proportion|share|fraction|odds|survival)\b", re.IGNORECASE)
 _ALIVE_VALUE = re.compile(r"^\s*(?:alive|living|survived|discharged alive)\s*$", re.IGNORECASE)
 _DEAD_VALUE = re.compile(r"^\s*(?:expired|dead|died|deceased|death)\s*$", re.IGNORECASE)
 
@@ -348,6 +349,8 @@ def _survival_reversed(ctx: SqlContext, death: bool) -> CheckResult:
         column = node.this
         if not isinstance(column, exp.Column) or not _DEATH_COLUMN.search(column.name.lower()):
             continue
+        if node.find_ancestor(exp.Where) is None or node.find_ancestor(exp.Case, exp.If) is not None:
+            continue  # not a condition the rows are kept by
         if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
             negated = isinstance(node.parent, exp.Not)
             if negated == death:  # "dod IS NOT NULL" for death, "dod IS NULL" for survivors: the right side
@@ -398,7 +401,8 @@ def check_death(ctx: SqlContext) -> CheckResult:
         return NOTHING
     question = masked_question(ctx)
     death, alive = bool(_DEATH.search(question)), bool(_SURVIVED.search(question))
-    if death != alive:
+    # a rate of death or survival is counted from both sides ("1 - survivors / all"): no side to reverse
+    if death != alive and not _RATE.search(question):
         reversed_side = _survival_reversed(ctx, death)
         if reversed_side.findings:
             return reversed_side

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ehrguard.verify.offline.question import MODEL_FILES, QuestionAssessment
     from ehrguard.verify.offline.templates import BANK_SOURCES, load_bank
     from ehrguard.verify.offline.training import (
+        bedside_questions,
         cohort_questions,
         cross_validate,
         ehrsql_questions,
@@ -53,7 +54,8 @@ _LAZY = by_module({
     ".policy": ("BLOCKING_WARNINGS", "OPERATING_POINTS", "Policy", "decide"),
     ".question": ("MODEL_FILES", "QuestionAssessment"),
     ".templates": ("BANK_SOURCES", "load_bank"),
-    ".training": ("cohort_questions", "cross_validate", "ehrsql_questions", "embed_cached", "fold_of", "generated_questions",
+    ".training": ("bedside_questions", "cohort_questions",
+                  "cross_validate", "ehrsql_questions", "embed_cached", "fold_of", "generated_questions",
                   "mimicsql_questions", "parse_fold", "scare_questions", "train_model"),
     ".verifier": ("OfflineVerifier",),
 })
@@ -90,6 +92,7 @@ __all__ = [
     "embed_cached",
     "fit_calibration",
     "fold_of",
+    "bedside_questions",
     "cohort_questions",
     "generated_questions",
     "mimicsql_questions",

@@ -278,6 +278,66 @@ def cohort_questions(seed: int = 0, n: int = 600) -> list[tuple[str, str]]:
     return out
 
 
+# Point questions as clinicians ask them at the bedside or the desk: one patient or a simple count, a superlative, a
+# duration in a unit, a dose, a route, the current stay. Written from general clinical English about the kinds of record
+# EHR research schemas hold (demographics, stays, drugs, labs and vitals, inputs and outputs, costs), not from a
+# benchmark's questions, so that plain wording unlike EHRSQL's templates is not read as unanswerable.
+_BEDSIDE_FORMS = (
+    "How old is the {oldest} patient{scope}?", "What is the age of the {oldest} {sex} patient{scope}?",
+    "Which patient was the {oldest} at admission{scope}?", "How long was the {ordinal} {stay} of patient {pid} in {tunit}?",
+    "How many {tunit} did patient {pid} spend in the {place} during the {ordinal} {stay}?",
+    "What was the {extreme} dose of {drug} ordered for patient {pid}?", "What was the {extreme} {measure} ever recorded for patient {pid}?",
+    "Which patient had the {extreme} {measure}{scope}?", "When was {measure} last measured for patient {pid}?",
+    "What was patient {pid}'s {ordinal} {measure} value?", "How many patients received {drug}{scope}?",
+    "How many times was {drug} given to patient {pid} {route}?", "Which drugs were given to patient {pid} {route}?",
+    "List every {thing} recorded for patient {pid}.", "Has patient {pid} ever had a {measure} test?",
+    "Did patient {pid} receive {drug} during the {ordinal} {stay}?", "What was the average {measure} of {sex} patients{scope}?",
+    "How many {sex} patients were admitted{scope}?", "How many patients died in the hospital{scope}?",
+    "What was the total cost of patient {pid}'s {ordinal} hospital stay?",
+    "What was the total {io} of patient {pid} on the {ordinal} icu day?",
+    "How many {tunit} passed between the {ordinal} admission and discharge of patient {pid}?",
+    "When was patient {pid} {moved} for the {ordinal} time?", "Is patient {pid} still in the hospital?",
+    "How many patients are currently in the icu?", "What was the weight of patient {pid} at admission?",
+    "Which care units did patient {pid} pass through?", "What diagnoses were recorded for patient {pid} in {year}?",
+    "Show the {n} most recent {measure} values of patient {pid}.", "What were the {n} most common {thing}s{scope}?",
+    "Give me patient {pid}'s {measure} results from the {ordinal} {stay}.", "What is the gender of patient {pid}?",
+    "What was patient {pid}'s {measure} before the {ordinal} dose of {drug}?", "Was {drug} stopped for patient {pid}?",
+)
+_BEDSIDE_SLOTS = {
+    "oldest": ("oldest", "youngest"), "sex": ("male", "female", ""), "ordinal": ("first", "last", "most recent", "second", "latest"),
+    "stay": ("hospital stay", "icu stay", "admission", "hospital visit"), "tunit": ("hours", "days", "minutes", "weeks"),
+    "place": ("icu", "hospital"), "extreme": ("highest", "lowest", "largest", "smallest", "maximum", "minimum", "peak"),
+    "route": ("by mouth", "intravenously", "orally", "subcutaneously", "iv", "through a feeding tube"),
+    "thing": ("drug", "diagnosis", "procedure", "lab test", "culture", "prescription"),
+    "io": ("urine output", "fluid intake", "fluid output"),
+    "moved": ("admitted", "discharged", "transferred"), "n": ("3", "5", "two", "three", "ten"),
+    "scope": ("", "", " in {year}", " this year", " in the icu", " admitted through the emergency department", " since {year}",
+              " last month"),
+}
+
+
+def _bedside_question(rng: random.Random) -> str:
+    values = {k: rng.choice(v) for k, v in _BEDSIDE_SLOTS.items()}
+    values.update(pid=str(rng.randint(10000000, 10099999)), drug=rng.choice(_DRUGS), measure=rng.choice(_MEASURES))
+    values["year"] = str(rng.randint(2100, 2105))
+    values["scope"] = values["scope"].format(year=values["year"])
+    return re.sub(r"\s{2,}", " ", rng.choice(_BEDSIDE_FORMS).format(**values))
+
+
+def bedside_questions(seed: int = 0, n: int = 600) -> list[tuple[str, str]]:
+    """Generated point questions in clinicians' plain wording: ``n`` answerable ones, and ``n / 4`` each with a vague
+    word and with a reference to nothing, so that the wording alone does not read as answerable either."""
+    rng = random.Random(seed + 104729)  # its own stream: the other generated questions stay as they were
+    out = [(_bedside_question(rng), "answerable") for _ in range(n)]
+    for _ in range(n // 4):
+        out.append((_inject_vague(rng, _bedside_question(rng)), "vague-word"))
+        q = _bedside_question(rng)
+        referring = _inject_reference(rng, q)
+        if referring != q:  # a question with nothing to point back at stays out rather than be mislabelled
+            out.append((referring, "ambiguous-reference"))
+    return out
+
+
 def generated_questions(answerable: list[tuple[str, str]], seed: int = 0, per_class: int = 600) -> list[tuple[str, str]]:
     """Our own training questions: ``per_class`` for each of six non-answerable classes, about ``per_class / 2`` for
     the seventh (questions about the future and hospital operations: EHRSQL-2024's own unanswerable questions are its
