@@ -21,6 +21,17 @@ def rows(ctx, sql):
     return sorted(ctx.db.execute(sql).rows)
 
 
+def found_and_repaired(ctx, question, wrong, right, check):
+    """``check`` finds its mistake in ``wrong`` (which answers differently from ``right``), repairs it to answer like
+    ``right``, and stays silent on ``right``."""
+    assert rows(ctx, wrong) != rows(ctx, right)
+    checked = run_checks(question, wrong, ctx)
+    assert any(f.check == check and f.suggestion for f in checked.findings)
+    fixed = repair(checked)
+    assert fixed is not None and rows(ctx, fixed) == rows(ctx, right)
+    assert check not in checks_of(ctx, question, right)
+
+
 @pytest.mark.parametrize(("question", "wrong", "right", "check"), [
     # the patient's number dropped from the query
     ("How many prescriptions did patient 10000032 get?", "SELECT COUNT(*) FROM prescriptions",
@@ -214,12 +225,7 @@ def test_no_false_alarm_from_the_new_checks(ctx, question, sql):
      "SELECT SUM(totalamount) FROM inputevents WHERE subject_id = 10000032", "wrong_concept"),
 ])
 def test_a_certain_mistake_is_repaired_to_the_right_answer(ctx, question, wrong, right, check):
-    assert rows(ctx, wrong) != rows(ctx, right)
-    checked = run_checks(question, wrong, ctx)
-    assert any(f.check == check and f.suggestion for f in checked.findings)
-    fixed = repair(checked)
-    assert fixed is not None and rows(ctx, fixed) == rows(ctx, right)
-    assert check not in checks_of(ctx, question, right)
+    found_and_repaired(ctx, question, wrong, right, check)
 
 
 def test_the_eicu_pattern_for_the_other_side_is_rewritten_with_the_questions_word(eicu_ctx):
@@ -377,12 +383,7 @@ def test_a_repaired_verdict_says_what_was_done_not_what_to_do(ctx):
 ])
 def test_counting_patients_by_their_stays_counts_a_patient_per_stay(ctx, eicu_ctx, db, question, wrong, right):
     context = ctx if db == "mimic_iv" else eicu_ctx
-    assert rows(context, wrong) != rows(context, right)
-    checked = run_checks(question, wrong, context)
-    assert any(f.check == "counts_visits_not_patients" and f.suggestion for f in checked.findings)
-    fixed = repair(checked)
-    assert fixed is not None and rows(context, fixed) == rows(context, right)
-    assert "counts_visits_not_patients" not in checks_of(context, question, right)
+    found_and_repaired(context, question, wrong, right, "counts_visits_not_patients")
     # counting the stays is what a question about stays asks
     assert "counts_visits_not_patients" not in checks_of(context, "How many hospital stays did the patients have?", wrong)
 
@@ -407,13 +408,7 @@ def test_amounts_with_units_in_text_are_not_ordered_as_amounts(eicu_ctx):
      "SELECT dischtime FROM admissions WHERE subject_id = 10000032 ORDER BY dischtime LIMIT 1"),
 ])
 def test_admission_and_discharge_icu_and_hospital_are_sides_of_a_visit(ctx, eicu_ctx, db, question, wrong, right):
-    context = ctx if db == "mimic_iv" else eicu_ctx
-    assert rows(context, wrong) != rows(context, right)
-    checked = run_checks(question, wrong, context)
-    assert any(f.check == "wrong_concept" and f.suggestion for f in checked.findings)
-    fixed = repair(checked)
-    assert fixed is not None and rows(context, fixed) == rows(context, right)
-    assert "wrong_concept" not in checks_of(context, question, right)
+    found_and_repaired(ctx if db == "mimic_iv" else eicu_ctx, question, wrong, right, "wrong_concept")
 
 
 @pytest.mark.parametrize(("db", "question", "sql"), [
@@ -459,13 +454,7 @@ def test_urine_is_an_output(ctx):
      "SELECT COUNT(DISTINCT subject_id) FROM patients WHERE dod IS NULL"),
 ])
 def test_the_living_for_the_dead_is_reversed(ctx, eicu_ctx, db, question, wrong, right):
-    context = ctx if db == "mimic_iv" else eicu_ctx
-    assert rows(context, wrong) != rows(context, right)
-    checked = run_checks(question, wrong, context)
-    assert any(f.check == "reversed_survival" and f.severity == "error" for f in checked.findings)
-    fixed = repair(checked)
-    assert fixed is not None and rows(context, fixed) == rows(context, right)
-    assert "reversed_survival" not in checks_of(context, question, right)
+    found_and_repaired(ctx if db == "mimic_iv" else eicu_ctx, question, wrong, right, "reversed_survival")
 
 
 def test_a_total_answered_by_the_largest_value(ctx):
