@@ -58,7 +58,13 @@ NOT_VAGUE = ("at most", "at least", "how long", "how much", "how many", "how oft
              "low dose", "low-dose",
              # clinical terms of art: a laboratory's critical (panic) values are defined per test; critical care is the ICU
              "critical care", "critical value", "critical values", "critical lab value", "critical lab values", "critical labs",
-             "critical laboratory values", "critical result", "critical results")
+             "critical laboratory values", "critical result", "critical results",
+             # ... and of general clinical English: ICU-level illness, oxygen delivery, assays, lipoproteins, the blood
+             # pressure conditions (hypertension, hypotension), statin intensity classes
+             "critically ill", "critically-ill", "critical illness", "high flow", "high-flow", "low flow", "low-flow",
+             "high sensitivity", "high-sensitivity", "high-density lipoprotein", "low-density lipoprotein",
+             "high density lipoprotein", "low density lipoprotein", "high blood pressure", "low blood pressure",
+             "high-intensity", "high intensity", "moderate-intensity", "moderate intensity", "low-intensity")
 
 # Words that refer to something named elsewhere; the demonstratives are read with the noun they determine.
 REFERENCE_WORDS = ("this", "that", "these", "those", "it", "its", "they", "them", "their", "theirs", "he", "she", "him",
