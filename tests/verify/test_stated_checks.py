@@ -491,3 +491,43 @@ def test_a_date_within_a_stay_the_question_names_is_a_period(eicu_ctx):
     question = "What was the total intake of stay 176730 on 2104-05-01?"
     sql = "SELECT SUM(cellvaluenumeric) FROM intakeoutput WHERE patientunitstayid = 176730 AND cellpath LIKE '%intake%'"
     assert "missing_time_window" in checks_of(eicu_ctx, question, sql)
+
+
+# Found in review (session 17): right queries the new checks must leave alone.
+@pytest.mark.parametrize(("db", "question", "sql", "check"), [
+    ("mimic_iv", "How many patients with a sepsis diagnosis survived?",
+     "SELECT COUNT(DISTINCT subject_id) FROM diagnoses_icd WHERE subject_id NOT IN (SELECT subject_id FROM patients WHERE dod IS NOT NULL)",
+     "reversed_survival"),
+    ("mimic_iv", "How many patients had more than 2 ICU stays?",
+     "SELECT COUNT(*) FROM patients p WHERE (SELECT COUNT(DISTINCT i.stay_id) FROM icustays i WHERE i.subject_id = p.subject_id) > 2",
+     "counts_visits_not_patients"),
+    ("eicu", "What is the average hospital length of stay in days for patients with an ICU stay over 48 hours?",
+     "SELECT AVG(julianday(hospitaldischargetime) - julianday(hospitaladmittime)) FROM patient "
+     "WHERE (julianday(unitdischargetime) - julianday(unitadmittime)) * 24 > 48", "wrong_duration_unit"),
+    ("mimic_iv", "When did patient 10004235 undergo a total gastrectomy?",
+     "SELECT MAX(charttime) FROM procedures_icd WHERE subject_id = 10004235", "wrong_aggregate"),
+    ("mimic_iv", "What was the discharge location of patient 10004235 during the first hospital visit?",
+     "SELECT discharge_location FROM admissions WHERE subject_id = 10004235 AND dischtime IS NOT NULL ORDER BY admittime LIMIT 1",
+     "wrong_concept"),
+    ("mimic_iv", "What dose of aspirin did patient 10004235 receive during the hospital stay?",
+     "SELECT dose_val_rx, dose_unit_rx FROM prescriptions WHERE subject_id = 10004235 AND drug = 'aspirin'", "wrong_concept"),
+    ("eicu", "How many patients received smoking cessation counseling?",
+     "SELECT COUNT(DISTINCT patient.uniquepid) FROM patient JOIN treatment ON treatment.patientunitstayid = patient.patientunitstayid "
+     "WHERE treatment.treatmentname LIKE '%smoking cessation%'", "not_in_records"),
+    ("mimic_iv", "What was the total amount billed to patient 10004235?", "SELECT SUM(cost) FROM cost WHERE subject_id = 10004235",
+     "not_in_records"),
+    ("mimic_iv", "How many patients had an echocardiogram? Find the count.",
+     "SELECT COUNT(DISTINCT subject_id) FROM procedures_icd WHERE icd_code IN "
+     "(SELECT icd_code FROM d_icd_procedures WHERE long_title LIKE '%echocardiog%')", "not_in_records"),
+    ("eicu", "How many patients had bronchospasm due to anaphylaxis?",
+     "SELECT COUNT(DISTINCT patient.uniquepid) FROM patient JOIN diagnosis ON diagnosis.patientunitstayid = patient.patientunitstayid "
+     "WHERE diagnosis.diagnosisname LIKE '%anaphylaxis%'", "kind_not_read"),
+])
+def test_right_queries_the_new_checks_leave_alone(ctx, eicu_ctx, db, question, sql, check):
+    assert check not in checks_of(ctx if db == "mimic_iv" else eicu_ctx, question, sql)
+
+
+def test_a_limit_one_is_not_stated_by_a_year_ago(ctx):
+    sql = ("SELECT icd_code FROM diagnoses_icd WHERE subject_id = 10004235 AND charttime >= datetime('2100-12-31 23:59:00', '-1 year') "
+           "LIMIT 1")
+    assert "limit_cuts_answer" in checks_of(ctx, "List every diagnosis of patient 10004235 since 1 year ago.", sql)

@@ -221,11 +221,21 @@ def check_aggregate(ctx: SqlContext) -> CheckResult:
                              ctx.span_of("avg("), "SUM"), edits=[TreeEdit(_swap(exp.Sum), target=inner)])
     extremes = list(ctx.tree.find_all(exp.Max, exp.Min))
     if total and not avg and not sums and not avgs and len(extremes) == 1 and not question_ends(question).size \
-            and not _names_a_total(ctx):
+            and not _names_a_total(ctx) and not _extreme_of_time_or_count(ctx, typing.cast(exp.Expression, extremes[0]), question):
         took = "largest" if isinstance(extremes[0], exp.Max) else "smallest"
         return found(Finding("wrong_aggregate", "error", f"The query takes the {took} value; the question asks for the total.",
                              None, "SUM"), edits=[TreeEdit(_swap(exp.Sum), target=typing.cast(exp.Expression, extremes[0]))])
     return NOTHING
+
+
+def _extreme_of_time_or_count(ctx: SqlContext, extreme: exp.Expression, question: str) -> bool:
+    """The latest or first moment ("when ... a total gastrectomy"), or an extreme beside a count ("how many in total"):
+    not a total answered by one value."""
+    assert ctx.tree is not None
+    column = extreme.this
+    tables, _ = aliases(ctx.tree)
+    timed = isinstance(column, exp.Column) and _is_time(ctx, column, tables)
+    return timed or bool(re.search(r"\bwhen\b", question, re.IGNORECASE)) or ctx.tree.find(exp.Count) is not None
 
 
 def _names_a_total(ctx: SqlContext) -> bool:
@@ -276,7 +286,7 @@ def check_text_numbers(ctx: SqlContext) -> CheckResult:
         col = info.column(column.name) if info is not None else None
         text = col is not None and re.search(r"char|text|clob|string", col.type.lower())
         kind = _numbers_in_text(ctx, table, column.name) if text else ""
-        if not kind or isinstance(column.parent, exp.Cast):
+        if not kind:
             continue
         if kind == "numbers":
             findings.append(Finding("text_compared_as_text", "error",
@@ -351,6 +361,9 @@ def _survival_reversed(ctx: SqlContext, death: bool) -> CheckResult:
             continue
         if node.find_ancestor(exp.Where) is None or node.find_ancestor(exp.Case, exp.If) is not None:
             continue  # not a condition the rows are kept by
+        start = node.parent if isinstance(node.parent, exp.Not) else node
+        if start.find_ancestor(exp.Not, exp.Exists) is not None:
+            continue  # under NOT IN / NOT EXISTS the kept side is the other one: too easy to read backwards
         if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
             negated = isinstance(node.parent, exp.Not)
             if negated == death:  # "dod IS NOT NULL" for death, "dod IS NULL" for survivors: the right side
@@ -482,7 +495,11 @@ def _states_limit(ctx: SqlContext) -> bool:
         return False
     n = int(limit.this)
     words = {str(n)} | ({NUMBER_WORDS[n - 1]} if 1 <= n <= len(NUMBER_WORDS) else set())
-    return any(re.search(rf"\b{w}\b", ctx.question, re.IGNORECASE) for w in words)
+    time_unit = r"(?:years?|months?|weeks?|days?|hours?|minutes?|seconds?|times?)\b"
+    return any(re.search(rf"\b(?:top|first|last|latest|earliest|most recent|highest|lowest)\s+{w}\b"
+                         rf"|\b{w}\s+(?:of\s+(?:the\s+)?)?(?!{time_unit})(?:most|least|[a-z]+est|[a-z]+s)\b", ctx.question,
+                         re.IGNORECASE)
+               for w in words)
 
 
 def check_limit(ctx: SqlContext) -> CheckResult:

@@ -30,7 +30,8 @@ CONTRASTS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("lab(?!el)", "laborator"), ("chart", "vital")),
     (("marital", "married", "divorced", "widowed"), ("ethnic", "race")),
     (("admission", "admit"), ("discharge", "disch")),
-    (("(?<!care)unit", "icu"), ("hospital",)),  # a care unit is any ward; "unit" alone is eICU's word for the ICU stay
+    # eICU names the ICU stay "unit" (``unitadmittime``); a care unit is any ward, a dose unit a measure
+    (("^unit|unit(?=admit|disch|stay)", "icu"), ("hospital",)),
 )
 # What flows out of a patient, by name (general clinical English): the output side of intake and output.
 _OUTPUTS = ("urin", "void", "drain", "stool", "emesis", "vomit")
@@ -39,7 +40,8 @@ _NAMES = {"intake": "intake", "input": "intake", "infus": "intake", "output": "o
           "laborator": "a lab test", "chart": "charted values", "vital": "vital signs", "marital": "marital status",
           "married": "marital status", "divorced": "marital status", "widowed": "marital status", "ethnic": "ethnicity",
           "race": "race", "admission": "the admission", "admit": "the admission", "discharge": "the discharge",
-          "disch": "the discharge", "(?<!care)unit": "the ICU stay", "icu": "the ICU stay", "hospital": "the hospital stay",
+          "disch": "the discharge", "^unit|unit(?=admit|disch|stay)": "the ICU stay", "icu": "the ICU stay",
+          "hospital": "the hospital stay",
           **{stem: "output" for stem in _OUTPUTS}}
 
 
@@ -90,6 +92,8 @@ def _what_the_query_reads(ctx: SqlContext, tree: exp.Expression) -> list[tuple[s
         name = re.sub(r"^chart(?=time|date)", "", name)  # ``charttime`` says nothing of charts
         if isinstance(c.parent, exp.Is):  # whether a discharge time is set says the visit is over, not when it ended
             name = re.sub(r"disch(?:arge)?", "", name)
+        if c.find_ancestor(exp.Order) is not None:
+            continue  # ordering visits by their admission picks the visit; it is not what is read
         parts.append((_split(name), True))
     parts += [(lit.this.lower(), False) for lit in tree.find_all(exp.Literal) if lit.is_string]
     parts += [(label.lower(), False) for label in item_labels(ctx, tree)]
@@ -98,7 +102,7 @@ def _what_the_query_reads(ctx: SqlContext, tree: exp.Expression) -> list[tuple[s
 
 # How a question writes a stem when the stem alone would start other words ("lab" starts labetalol and labor).
 # "The admission that began on ..." names the visit; the moment or the measures of admitting are the admission side.
-_IN_QUESTIONS = {"lab(?!el)": r"labs?\b",
+_IN_QUESTIONS = {"lab(?!el)": r"labs?\b", "^unit|unit(?=admit|disch|stay)": r"(?<!care )(?<!dose )units?\b(?! of)",
                  "admission": r"admission (?:times?|dates?|days?|hours?|weights?|heights?|source|diagnos[ie]s)\b"}
 
 
@@ -141,7 +145,7 @@ def check_contrasts(ctx: SqlContext) -> CheckResult:
 _WRITTEN = {"intake": ("intake", "input"), "input": ("intake", "input"), "infus": ("intake", "input"), "output": ("output",),
             "weight": ("weight",), "height": ("height",), "systolic": ("systolic",), "diastolic": ("diastolic",),
             "admission": ("admission", "admit"), "admit": ("admit", "admission"), "discharge": ("discharge", "disch"),
-            "disch": ("disch", "discharge"), "(?<!care)unit": ("unit",), "icu": ("unit",), "hospital": ("hospital",),
+            "disch": ("disch", "discharge"), "^unit|unit(?=admit|disch|stay)": ("unit",), "icu": ("unit",), "hospital": ("hospital",),
             **{stem: ("output",) for stem in _OUTPUTS}}
 
 

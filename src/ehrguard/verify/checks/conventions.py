@@ -215,6 +215,8 @@ def check_counts_visits(ctx: SqlContext) -> CheckResult:
         arg, select = count.this, count.find_ancestor(exp.Select)
         if select is None or select.args.get("group") or _one_row_per_value(count, arg):
             continue
+        if select is not ctx.tree or count.find_ancestor(exp.Where, exp.Having, exp.Order) is not None:
+            continue  # a count compared inside the query ("more than 2 stays") counts what it compares
         column = arg.expressions[0] if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1 else arg
         if not isinstance(column, exp.Column) or column.name.lower() not in visits or person is None:
             continue

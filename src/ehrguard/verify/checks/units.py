@@ -99,6 +99,8 @@ def check_duration_unit(ctx: SqlContext) -> CheckResult:
         return NOTHING
     findings, edits = [], []
     for sub in ctx.tree.find_all(exp.Sub):
+        if sub.find_ancestor(exp.Select) is not ctx.tree or sub.find_ancestor(exp.Where, exp.Having, exp.Order, exp.Join):
+            continue  # only the duration the query returns: a filter's or an order's is in the unit of its own bound
         units = {_moment_unit(sub.this), _moment_unit(sub.expression)}
         if len(units) != 1 or None in units:
             continue

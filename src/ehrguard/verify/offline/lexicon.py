@@ -195,8 +195,8 @@ RECORD_KINDS = (
     # FHIR ImagingStudy / DiagnosticReport: what an image showed (that a scan was done can be a coded procedure).
     RecordKind("imaging results", cue(
         r"\b(?:x-?rays?|radiographs?|ct(?: scans?)?|cat scans?|mri(?: scans?)?|ultrasounds?|sonograms?|echocardiograms?|echo|"
-        r"mammograms?|angiograms?|pet scans?|scans?|imaging)\b(?:\W+\w+){0,5}?\W+(?:show(?:s|ed|n)?|reveal(?:s|ed)?|find(?:ing)?s?|"
-        r"found|impressions?|demonstrat(?:e|es|ed)|suggest(?:s|ed)?|look(?:s|ed)? like|images?)\b"
+        r"mammograms?|angiograms?|pet scans?|scans?|imaging)\b(?:[ ,'-]+\w+){0,5}?[ ,'-]+(?:show(?:s|ed|n)?|reveal(?:s|ed)?|findings?|"
+        r"impressions?|demonstrat(?:e|es|ed)|suggest(?:s|ed)?|look(?:s|ed)? like|images?)\b"
         r"|\b(?:findings|images|impression|reading) (?:of|from|on) (?:the |his |her |their |a )?(?:\w+ )?(?:x-?ray|radiograph|ct|"
         r"cat scan|mri|ultrasound|echo\w*|scan|imaging)\b"),
                ("radiology", "imaging", "image", "dicom"), feature=False),
@@ -209,7 +209,7 @@ RECORD_KINDS = (
     # FHIR Claim / ExplanationOfBenefit: what was billed to whom (a cost table holds amounts, not claims).
     RecordKind("insurance claims or billing codes", cue(
         r"\b(?:insurance )?claims? (?:amount|status|number|submitted|sent|filed|denied|paid)\b|\b(?:insurance|billing) claims?\b"
-        r"|\binvoices?\b|\breimburs\w*|\bco-?pays?\b|\bdeductibles?\b|\bbilling codes?\b|\bbilled to\b"),
+        r"|\binvoices?\b|\breimburs\w*|\bco-?pays?\b|\bdeductibles?\b|\bbilling codes?\b"),
                ("claim", "invoice", "reimburs", "billing", "copay"), feature=False),
     # FHIR Coverage: who pays.
     RecordKind("insurance details", cue(r"\binsurance\b|\binsur(?:er|ers|ed)\b|\b(?:health )?(?:plan|coverage) (?:type|provider)\b"),
