@@ -122,10 +122,12 @@ def test_a_second_opinion_that_answers_otherwise_withdraws_the_verification(bank
     from ehrguard.answer import second_opinion
     from ehrguard.verify import verify
 
-    # The model's SQL returns the discharge time where the question asks for the admission; a verifier that does not
-    # read known questions itself (forms and templates off) preserves it.
+    # The model's SQL returns the admission before the last one (OFFSET 1); no check reads an offset, and a verifier
+    # that does not read known questions itself (forms and templates off) preserves it. (A discharge time returned for
+    # an admission, this test's first example, is now found by the visit-side contrast.)
     question = "When was the last time patient 10000032 was admitted to the hospital?"
-    wrong = "SELECT admissions.dischtime FROM admissions WHERE admissions.subject_id = 10000032 ORDER BY admissions.admittime DESC LIMIT 1"
+    wrong = ("SELECT admissions.admittime FROM admissions WHERE admissions.subject_id = 10000032 ORDER BY admissions.admittime DESC "
+             "LIMIT 1 OFFSET 1")
     context = database_context(mimic_iv_db)
     verdict = verify(question, wrong, db=context, forms="off", templates="off")
     assert verdict.action == "preserve" and verdict.confidence is not None

@@ -406,6 +406,10 @@ def test_amounts_with_units_in_text_are_not_ordered_as_amounts(eicu_ctx):
     ("mimic_iv", "When was patient 10000032 discharged for the first time?",
      "SELECT admittime FROM admissions WHERE subject_id = 10000032 ORDER BY admittime LIMIT 1",
      "SELECT dischtime FROM admissions WHERE subject_id = 10000032 ORDER BY dischtime LIMIT 1"),
+    # the visit picked by its admission (ORDER BY), its discharge returned
+    ("mimic_iv", "When was the last time patient 10000032 was admitted to the hospital?",
+     "SELECT dischtime FROM admissions WHERE subject_id = 10000032 ORDER BY admittime DESC LIMIT 1",
+     "SELECT admittime FROM admissions WHERE subject_id = 10000032 ORDER BY admittime DESC LIMIT 1"),
 ])
 def test_admission_and_discharge_icu_and_hospital_are_sides_of_a_visit(ctx, eicu_ctx, db, question, wrong, right):
     found_and_repaired(ctx if db == "mimic_iv" else eicu_ctx, question, wrong, right, "wrong_concept")
