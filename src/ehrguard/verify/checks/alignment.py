@@ -21,6 +21,7 @@ from sqlglot import exp
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, data_fact, found
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
+from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.offline.forms import stated_time_filter
 from ehrguard.verify.offline.templates import NUMBER_WORDS
 from ehrguard.verify.offline.time_filters import TimeFilter, sql_time_filters
@@ -378,7 +379,7 @@ def _survival_reversed(ctx: SqlContext, death: bool) -> CheckResult:
             findings.append(Finding("reversed_survival", "error", f"The query keeps {took}; the question asks about {asked}.",
                                     None, f"'{other}'" if other else None))
             if other:
-                edits.append(TreeEdit(_replace_literal(other), target=node.expression))
+                edits.append(TreeEdit(_replace_with(other), target=node.expression))
     return found(*findings, edits=edits)
 
 
@@ -398,13 +399,6 @@ def _other_value(ctx: SqlContext, column: exp.Column, value: str) -> str | None:
 
     values = ctx.db.derived(("distinct_up_to_3", table, column.name.lower()), read)
     return next((v for v in values if v.lower() != value.lower()), None) if len(values) == 2 else None
-
-
-def _replace_literal(value: str) -> Callable[[exp.Expression], None]:
-    def apply(node: exp.Expression) -> None:
-        node.replace(exp.Literal.string(value))
-
-    return apply
 
 
 def check_death(ctx: SqlContext) -> CheckResult:
@@ -471,13 +465,19 @@ def _drop_limit(node: exp.Expression) -> None:
     node.set("limit", None)
 
 
+def _limit_number(ctx: SqlContext) -> int | None:
+    """The number of rows the outer LIMIT keeps, when it is written as a number."""
+    assert isinstance(ctx.tree, exp.Select)
+    limit = ctx.tree.args["limit"].expression
+    return int(limit.this) if isinstance(limit, exp.Literal) and limit.this.isdigit() else None
+
+
 def _limit_cuts(ctx: SqlContext) -> bool:
     """Without its outer LIMIT the query returns more rows than the LIMIT keeps (asked of the database, capped)."""
     assert isinstance(ctx.tree, exp.Select)
-    limit = ctx.tree.args["limit"].expression
-    if not (isinstance(limit, exp.Literal) and limit.this.isdigit()):
+    n = _limit_number(ctx)
+    if n is None:
         return False
-    n = int(limit.this)
     unlimited = ctx.tree.copy()
     unlimited.set("limit", None)
     try:
@@ -489,11 +489,9 @@ def _limit_cuts(ctx: SqlContext) -> bool:
 
 def _states_limit(ctx: SqlContext) -> bool:
     """The question names the number of rows the LIMIT keeps ("list the five oldest stays": LIMIT 5 is asked for)."""
-    assert isinstance(ctx.tree, exp.Select)
-    limit = ctx.tree.args["limit"].expression
-    if not (isinstance(limit, exp.Literal) and limit.this.isdigit()):
+    n = _limit_number(ctx)
+    if n is None:
         return False
-    n = int(limit.this)
     words = {str(n)} | ({NUMBER_WORDS[n - 1]} if 1 <= n <= len(NUMBER_WORDS) else set())
     time_unit = r"(?:years?|months?|weeks?|days?|hours?|minutes?|seconds?|times?)\b"
     return any(re.search(rf"\b(?:top|first|last|latest|earliest|most recent|highest|lowest)\s+{w}\b"

@@ -22,6 +22,8 @@ from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.verdict import Finding
 
+# eICU names the ICU stay "unit" (``unitadmittime``); a care unit is any ward, a dose unit a measure.
+_UNIT = r"^unit|unit(?=admit|disch|stay)"
 # Pairs of opposite clinical notions, each side as the stems people and schemas write it (general clinical English).
 CONTRASTS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("intake", "input", "infus"), ("output", "urin", "void", "drain", "stool", "emesis", "vomit")),
@@ -30,8 +32,7 @@ CONTRASTS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("lab(?!el)", "laborator"), ("chart", "vital")),
     (("marital", "married", "divorced", "widowed"), ("ethnic", "race")),
     (("admission", "admit"), ("discharge", "disch")),
-    # eICU names the ICU stay "unit" (``unitadmittime``); a care unit is any ward, a dose unit a measure
-    (("^unit|unit(?=admit|disch|stay)", "icu"), ("hospital",)),
+    ((_UNIT, "icu"), ("hospital",)),
 )
 # What flows out of a patient, by name (general clinical English): the output side of intake and output.
 _OUTPUTS = ("urin", "void", "drain", "stool", "emesis", "vomit")
@@ -40,7 +41,7 @@ _NAMES = {"intake": "intake", "input": "intake", "infus": "intake", "output": "o
           "laborator": "a lab test", "chart": "charted values", "vital": "vital signs", "marital": "marital status",
           "married": "marital status", "divorced": "marital status", "widowed": "marital status", "ethnic": "ethnicity",
           "race": "race", "admission": "the admission", "admit": "the admission", "discharge": "the discharge",
-          "disch": "the discharge", "^unit|unit(?=admit|disch|stay)": "the ICU stay", "icu": "the ICU stay",
+          "disch": "the discharge", _UNIT: "the ICU stay", "icu": "the ICU stay",
           "hospital": "the hospital stay",
           **{stem: "output" for stem in _OUTPUTS}}
 
@@ -78,12 +79,17 @@ def item_labels(ctx: SqlContext, tree: exp.Expression) -> list[str]:
     return labels
 
 
+def _visit_tables(ctx: SqlContext) -> set[str]:
+    """The tables of the profile's patients and visits (admissions, icustays): they name the visit, not a side of
+    anything."""
+    return {e.table.lower() for e in ctx.db.profile.entities}
+
+
 def _what_the_query_reads(ctx: SqlContext, tree: exp.Expression) -> list[tuple[str, bool]]:
     """The names the query reads by, each with whether words run together in it (schema names) or stand apart
     (values, dictionary labels): tables (not those of visits or patients), columns (not ids), text literals and the
     labels of the items it selects by number."""
-    # A table of visits or patients (admissions, icustays) names the visit, not a side of anything; ids name no side.
-    entities = {e.table.lower() for e in ctx.db.profile.entities}
+    entities = _visit_tables(ctx)
     parts = [(_split(t.name), True) for t in tree.find_all(exp.Table) if t.name.lower() not in entities]
     for c in tree.find_all(exp.Column):
         name = c.name.lower()
@@ -102,7 +108,7 @@ def _what_the_query_reads(ctx: SqlContext, tree: exp.Expression) -> list[tuple[s
 
 # How a question writes a stem when the stem alone would start other words ("lab" starts labetalol and labor).
 # "The admission that began on ..." names the visit; the moment or the measures of admitting are the admission side.
-_IN_QUESTIONS = {"lab(?!el)": r"labs?\b", "^unit|unit(?=admit|disch|stay)": r"(?<!care )(?<!dose )units?\b(?! of)",
+_IN_QUESTIONS = {"lab(?!el)": r"labs?\b", _UNIT: r"(?<!care )(?<!dose )units?\b(?! of)",
                  "admission": r"admission (?:times?|dates?|days?|hours?|weights?|heights?|source|diagnos[ie]s)\b"}
 
 
@@ -145,7 +151,7 @@ def check_contrasts(ctx: SqlContext) -> CheckResult:
 _WRITTEN = {"intake": ("intake", "input"), "input": ("intake", "input"), "infus": ("intake", "input"), "output": ("output",),
             "weight": ("weight",), "height": ("height",), "systolic": ("systolic",), "diastolic": ("diastolic",),
             "admission": ("admission", "admit"), "admit": ("admit", "admission"), "discharge": ("discharge", "disch"),
-            "disch": ("disch", "discharge"), "^unit|unit(?=admit|disch|stay)": ("unit",), "icu": ("unit",), "hospital": ("hospital",),
+            "disch": ("disch", "discharge"), _UNIT: ("unit",), "icu": ("unit",), "hospital": ("hospital",),
             **{stem: ("output",) for stem in _OUTPUTS}}
 
 
@@ -160,7 +166,7 @@ def _other_side(ctx: SqlContext, tree: exp.Expression, wrong: tuple[str, ...], a
     tries = [(said,), words] if said in words else [words]
     edits: list[Edit] = []
     moved_tables = set()
-    entities = {e.table.lower() for e in ctx.db.profile.entities}  # the visit's own table names no side (see above)
+    entities = _visit_tables(ctx)
     for table in tree.find_all(exp.Table):
         stem = _says(table.name.lower(), wrong, inside_words=True) if table.name.lower() not in entities else None
         if stem is None or _says(table.name.lower(), asked, inside_words=True) is not None:

@@ -16,6 +16,7 @@ record). General English and EHR knowledge; nothing here was taken from a benchm
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
@@ -23,6 +24,9 @@ from ehrguard.db.schema import Schema
 from ehrguard.verify.checks.base import CheckResult, SqlContext, found
 from ehrguard.verify.offline.lexicon import RECORD_KINDS, RecordKind, cue
 from ehrguard.verify.verdict import Finding
+
+if TYPE_CHECKING:
+    from ehrguard.verify.methods import DatabaseContext
 
 # After the records end: the database's "now" is the last moment anything was recorded.
 # "Will you show me ..." is a request, not the future.
@@ -40,14 +44,19 @@ _ADVICE = cue(r"\bshould (?:i|we|you|he|she|they|the (?:patient|doctor|team|nurs
               r"|\bbest (?:treatment|course of action|option)\b")
 
 
-def held_kinds(schema: Schema) -> frozenset[str]:
-    """The kinds of record this schema holds: a table or column name carries one of the names a kind is kept under."""
-    names = _names(schema)
-    return frozenset(kind.name for kind in RECORD_KINDS if any(s in n for s in kind.schema for n in names))
+def held_kinds(db: DatabaseContext) -> frozenset[str]:
+    """The kinds of record this database's schema holds (a table or column name carries one of the names a kind is
+    kept under), read once per open database."""
+
+    def read() -> frozenset[str]:
+        names = _names(db.schema)
+        return frozenset(kind.name for kind in RECORD_KINDS if any(s in n for s in kind.schema for n in names))
+
+    return db.derived("held_record_kinds", read)
 
 
 def _held(ctx: SqlContext, kind: RecordKind) -> bool:
-    return kind.name in held_kinds(ctx.db.schema)
+    return kind.name in held_kinds(ctx.db)
 
 
 def check_grounding(ctx: SqlContext) -> CheckResult:

@@ -184,8 +184,7 @@ class OfflineVerifier:
     def gather(self, case: Case) -> Evidence:
         """The evidence about one case: the question's assessment, the candidate's checks, the known question it
         fits (template bank first, then the form bank) and a local repair, each looked for only when it can matter."""
-        held = case.context.derived("held_record_kinds", lambda: held_kinds(case.context.schema))
-        assessment = self.classifier.assess(case.question, case.sql, held)
+        assessment = self.classifier.assess(case.question, case.sql, held_kinds(case.context))
         checked = run_checks(case.question, case.sql, case.context)
         no_query = any(f.check == "abstained" for f in checked.findings)
         search = not no_query and not self.policy.refuses_whatever_the_sql(assessment)
