@@ -166,6 +166,15 @@ def test_warm_up_loads_each_database_once_and_reports_one_that_cannot_be_read(mi
     ("How many patients older than 65 got heparin?", ()),
     ("How many old patients got heparin?", ("old",)),
     ("Was the stay of patient 10004235 long?", ("long",)),
+    # a threshold stated a few words on gives the degree; a duration after "over" is no threshold
+    ("How many patients had low potassium below 3.5 in 2100?", ()),
+    ("Did patient 10004235 have a high heart rate (> 100) today?", ()),
+    ("How many patients had a high fever over 2 days?", ("high",)),
+    # the name of a condition (the ICD dictionaries' titles) names, it does not grade; a grade of a measured quantity
+    # stays a grade
+    ("How many patients were diagnosed with severe sepsis?", ()),
+    ("How many patients had low back pain or unstable angina?", ()),
+    ("How many patients had an elevated white blood cell count?", ("elevated",)),
 ])
 def test_vague_expressions_are_the_grammars_classes_outside_fixed_phrases(question, vague):
     from ehrguard.verify.offline.features import question_cues
@@ -184,3 +193,25 @@ def test_kinds_of_record_schemas_often_lack_are_fhirs_and_the_rule_reads_only_th
     assert question_cues("Which was the first dose of it?").unresolved == ("of it",)
     assert question_cues("List the tests mentioned above.").unresolved == ("mentioned above",)
     assert question_cues("What was the first drug given on that day when patient 10004235 was admitted?").unresolved == ()
+
+
+def test_the_shipped_condition_names_are_what_the_icd_dictionaries_give(shared_data):
+    # scripts/derive_condition_names.py wrote the shipped list from the demo's dictionaries; it must not drift from them
+    import csv
+    import gzip
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("derive", Path(__file__).parents[2] / "scripts/derive_condition_names.py")
+    derive = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(derive)
+    titles = []
+    for name in derive.DICTIONARIES:
+        with gzip.open(shared_data / "mimic-iv-demo-2.2" / name, "rt", newline="") as f:
+            titles += [row["long_title"] for row in csv.DictReader(f)]
+    names = derive.condition_names(titles)
+    shipped = [line for line in derive.OUT.read_text().splitlines() if line and not line.startswith("#")]
+    assert names == shipped
+    assert "severe sepsis" in names and "low back pain" in names
+    # headings with qualifiers and grades of measured quantities are not names
+    assert "abnormal findings" not in names and "elevated white blood cell count" not in names

@@ -6,7 +6,7 @@ the candidate, the gold SQL as gold). The mutations are the usual text-to-SQL mi
 MIN for MAX, AVG for SUM, DISTINCT dropped, rows counted instead of patients, another value of the same column, a
 value's case or spelling, a dropped filter, another time window, LIMIT 1 added, IS NULL negated, the machine clock,
 a join on another entity's key, a stated id taken for another entity's, the patient's id condition dropped,
-another field of the same table and type returned.
+another field of the same table and type returned, an OFFSET dropped (the second to last value taken as the last).
 
 The cases are scored like :mod:`ehrguard.benchmarks.safety` (unsafe, harmful, over-caution, fix rates). The set is
 as large as the split allows and is drawn with a fixed seed; which split a number was measured on is part of it.
@@ -295,12 +295,22 @@ def machine_clock(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expr
     return _parse(changed) if changed != sql else None
 
 
+def drop_offset(tree: exp.Expression, rng: random.Random, db: Any) -> exp.Expression | None:
+    """The place in an order lost: ``LIMIT 1 OFFSET 1`` ("the second to last value") taken as ``LIMIT 1``."""
+    tree = tree.copy()
+    for select in tree.find_all(exp.Select):
+        if select.args.get("offset") is not None:
+            select.set("offset", None)
+            return tree
+    return None
+
+
 MUTATIONS: dict[str, Mutation] = {
     "order_direction": flip_order, "min_max": max_min, "avg_sum": avg_sum, "distinct_dropped": drop_distinct,
     "rows_not_patients": count_rows, "other_value": other_value, "value_case": value_case, "value_spelling": value_typo,
     "missing_filter": drop_filter, "time_window": time_window, "limit_added": add_limit, "null_negated": negate_null,
     "machine_clock": machine_clock, "join_key": join_key, "id_kind": id_kind, "id_filter_dropped": drop_id_filter,
-    "other_column": other_column,
+    "other_column": other_column, "offset_dropped": drop_offset,
 }
 
 

@@ -14,8 +14,9 @@ question names are the ones the SQL looks for), :mod:`.stated` (the question's n
 are in the SQL; a one-patient query reads no one else's records), :mod:`.windows` (the period the question
 states is the one the query keeps, in any wording), :mod:`.keys` (ids are used as the entity they identify),
 :mod:`.contrasts` (the side of a clinical contrast the question asks about), :mod:`.columns` (the field returned is
-the one asked for), :mod:`.repair`. These modules and :mod:`.base` (what every check shares) are internal; the
-names below are the API (``from ehrguard.verify.checks import run_checks``).
+the one asked for), :mod:`.ties` (one end of an order taken from records that tie for it), :mod:`.ordinals` (the
+place in an order the question states: "the second most recent"), :mod:`.repair`. These modules and :mod:`.base`
+(what every check shares) are internal; the names below are the API (``from ehrguard.verify.checks import run_checks``).
 """
 
 from __future__ import annotations
@@ -41,10 +42,12 @@ from ehrguard.verify.checks.conventions import check_count_distinct, check_count
 from ehrguard.verify.checks.execution import check_executes, check_result
 from ehrguard.verify.checks.grounding import check_grounding
 from ehrguard.verify.checks.keys import check_coarse_joins, check_id_kinds, check_join_keys, check_row_keys
+from ehrguard.verify.checks.ordinals import check_stated_place
 from ehrguard.verify.checks.repair import repair
 from ehrguard.verify.checks.schema_refs import check_schema
 from ehrguard.verify.checks.stated import check_stated_groups, check_stated_numbers, check_unscoped_reads
 from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_read_only
+from ehrguard.verify.checks.ties import check_tied_end
 from ehrguard.verify.checks.units import check_duration_unit
 from ehrguard.verify.checks.values import check_patient_ids, check_values
 from ehrguard.verify.checks.windows import check_stated_window
@@ -80,6 +83,8 @@ CHECKS: tuple[Check, ...] = (
     Check("time_window", check_time_window),
     Check("stated_window", check_stated_window),
     Check("limit", check_limit),
+    Check("tied_end", check_tied_end),
+    Check("stated_place", check_stated_place),
     Check("item_filter", check_item_filter),
     Check("substitution", check_substitution),
     Check("stated_values", check_stated_values),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -91,13 +92,28 @@ _MEASURED = re.compile(
     rf"earlier|later|above|below|over|under)\s+(?:than\s+|or equal to\s+|than or equal to\s+)?{_NUMBER_WORD}(?![a-z])")
 
 
+# A word of degree whose threshold the question states a few words on: "low potassium below 3.5", "a high heart rate
+# (> 100)", "elevated creatinine of more than 2".
+_COMPARATOR = r"(?:below|above|over|under|exceeding|(?:less|greater|more|lower|higher|fewer) than|[<>≤≥]=?)"
+_BOUNDED = re.compile(rf"(?<![a-z])[a-z]+(?=(?:[\s-]+[a-z]+){{0,3}}[\s(,:]*(?:of\s+)?{_COMPARATOR}\s*(?:or equal to\s+)?"
+                      rf"{_NUMBER_WORD}(?![a-z])(?!\s*-?\s*(?:years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?)\b))")
+# Names of conditions and procedures with a word of degree in them ("severe sepsis", "low back pain"), derived from the
+# ICD dictionaries by scripts/derive_condition_names.py: the word names, it does not grade.
+_CONDITION_NAMES = tuple(line for line in (Path(__file__).parent / "data" / "condition_names.txt").read_text().splitlines()
+                         if line and not line.startswith("#"))
+_CONDITION = re.compile(r"(?<![a-z])(?:" + "|".join(re.escape(n).replace(r"\ ", r"[\s-]+")
+                                                  for n in sorted(_CONDITION_NAMES, key=len, reverse=True)) + r")(?![a-z])")
+
+
 def _vague_hits(text: str) -> list[str]:
-    """The vague expressions, outside the fixed phrases that contain such a word and state no vagueness ("how long")
-    and the words a measure phrase or a number gives a degree ("a 68-year-old", "older than 65")."""
+    """The vague expressions, outside the fixed phrases that contain such a word and state no vagueness ("how long"),
+    the names of conditions ("severe sepsis"), and the words a measure phrase or a number gives a degree ("a
+    68-year-old", "older than 65", "low potassium below 3.5")."""
     def blank(m: re.Match[str]) -> str:
         return "#" * len(m.group(0))
 
-    masked = _SUPERLATIVE.sub(blank, _MEASURED.sub(blank, _NOT_VAGUE.sub(blank, text)))
+    masked = _BOUNDED.sub(blank, _CONDITION.sub(blank, text))
+    masked = _SUPERLATIVE.sub(blank, _MEASURED.sub(blank, _NOT_VAGUE.sub(blank, masked)))
     return _phrase_hits(masked, "vague")
 
 

@@ -64,7 +64,7 @@ OPERATING_POINTS = {
 BLOCKING_WARNINGS = frozenset({"count_without_distinct", "counts_rows_not_patients", "counts_visits_not_patients", "missing_current_filter",
                                "missing_death_filter", "missing_value_filter", "not_checked", "missing_stated_number",
                                "missing_group_filter", "missing_age_filter", "missing_route_filter", "unscoped_read", "wrong_column",
-                               "missing_time_window", "kind_not_read"})
+                               "missing_time_window", "kind_not_read", "tied_end", "missing_place"})
 
 NO_QUERY = "The text-to-SQL model produced no query for this question. "
 
@@ -128,6 +128,13 @@ def plain_reason(f: Finding) -> str:
         return f"The query names something the database does not have: {f.message}"
     if f.check == "parse":
         return "The query cannot be read as SQL."
+    m = re.match(r"The question asks for the ([a-z0-9, ]+) of an order", f.message)
+    if f.check == "missing_place" and m:
+        return f"The question asks for the {m.group(1)} of an order (the second most recent, ...), but the query returns the first."
+    m = re.match(r"Records tie for the first place of the query's order (\(.*\)) with different answers (\(.*\)):", f.message)
+    if f.check == "tied_end" and m:
+        return (f"Several records share the first place of the query's order {m.group(1)} with different values {m.group(2)}; "
+                "the query shows one of them, whichever the database meets first.")
     if f.check == "execution":
         return f.message.replace("The query fails on the database: ", "The query fails on the database (") + ")"
     return f.message

@@ -1,0 +1,100 @@
+"""A place in an order the question states ("the second most recent value", "the third most common drug", "his
+second admission") that the query never takes.
+
+The places a query takes are read from its parse tree: ``LIMIT 1 OFFSET k`` (SQLite's ``LIMIT k, 1`` parses the
+same) takes place ``k + 1``, a ranking window compared with a number (``RANK() OVER (...) = 3``) takes that place, and
+``ORDER BY ... LIMIT 1`` with no offset takes the first. Ordinals inside a name the query looks for ("malignant neoplasm
+of lower third of esophagus") are masked first; "second" as a unit of time, "a second opinion" or "one third of" is no
+place. When the question states one place the query does not take and the query takes one place by exactly one
+``LIMIT 1`` with no offset, the repair adds the offset.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, found
+from ehrguard.verify.offline.features import mask_values
+from ehrguard.verify.verdict import Finding
+
+PLACES = {"second": 2, "third": 3, "fourth": 4, "fifth": 5, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5}
+_STATED = re.compile(r"(?<![\w-])(?<!\d )(second|third|fourth|fifth|2nd|3rd|4th|5th)(?!\w)(?!-(?:line|degree|hand|rate|class)\b)"
+                     r"(?!\s+(?:of|opinion|line|hand|half|quarter|trimester|degree|look|thought|place)\b)", re.IGNORECASE)
+_RANKING = (exp.RowNumber, exp.Rank, exp.DenseRank)
+
+
+def stated_places(question: str, sql: str | None = None) -> list[int]:
+    """The places in an order the question states, in order of mention (names the SQL looks for masked)."""
+    return [PLACES[m.group(1).lower()] for m in _STATED.finditer(mask_values(question, sql))]
+
+
+def _number(node: exp.Expression | None) -> int | None:
+    return int(node.this) if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit() else None
+
+
+def _first_of(select: exp.Select) -> bool:
+    """An ordered SELECT that keeps one row and skips none."""
+    limit = select.args.get("limit")
+    return (bool(select.args.get("order")) and isinstance(limit, exp.Limit) and _number(limit.expression) == 1
+            and select.args.get("offset") is None)
+
+
+def _ranked(tree: exp.Expression, node: exp.Expression) -> bool:
+    """``node`` is a ranking window, or the name of an output defined as one."""
+    if isinstance(node, exp.Window) and isinstance(node.this, _RANKING):
+        return True
+    if isinstance(node, exp.Column):
+        return any(isinstance(a.this, exp.Window) and isinstance(a.this.this, _RANKING)
+                   for a in tree.find_all(exp.Alias) if a.alias.lower() == node.name.lower())
+    return False
+
+
+def places_taken(tree: exp.Expression) -> set[int]:
+    places = set()
+    for select in tree.find_all(exp.Select):
+        offset = select.args.get("offset")
+        limit = select.args.get("limit")
+        if offset is not None and isinstance(limit, exp.Limit) and _number(limit.expression) == 1:
+            k = _number(offset.expression if isinstance(offset, exp.Offset) else offset)
+            if k is not None:
+                places.add(k + 1)
+        elif _first_of(select):
+            places.add(1)
+    for eq in tree.find_all(exp.EQ):
+        for side, other in ((eq.this, eq.expression), (eq.expression, eq.this)):
+            n = _number(other)
+            if n is not None and _ranked(tree, side):
+                places.add(n)
+    return places
+
+
+def check_stated_place(ctx: SqlContext) -> CheckResult:
+    tree = ctx.tree
+    if tree is None:
+        return NOTHING
+    stated = stated_places(ctx.question, ctx.sql)
+    if not stated:
+        return NOTHING
+    taken = places_taken(tree)
+    missing = [n for n in dict.fromkeys(stated) if n not in taken]
+    if not missing:
+        return NOTHING
+    words = ", ".join(next(w for w, p in PLACES.items() if p == n) for n in missing)
+    firsts = [s for s in tree.find_all(exp.Select) if _first_of(s)]
+    edits: list[TreeEdit] = []
+    if len(missing) == 1 and taken == {1} and len(firsts) == 1:
+        skip = missing[0] - 1
+
+        def add_offset(node: exp.Expression) -> None:
+            node.set("offset", exp.Offset(expression=exp.Literal.number(skip)))
+
+        edits.append(TreeEdit(add_offset, firsts[0]))
+    if firsts:
+        return found(Finding("missing_place", "error",
+                             f"The question asks for the {words} of an order; the query takes only the first (LIMIT 1 with no OFFSET).",
+                             span=ctx.span_of("limit 1"), suggestion=f"LIMIT 1 OFFSET {missing[0] - 1}" if edits else None),
+                     edits=edits)
+    return found(Finding("missing_place", "warning",
+                         f"The question asks for the {words} of an order; the query takes no such place (no OFFSET, no rank)."))
