@@ -161,6 +161,25 @@ def test_a_limit_that_cuts_the_answer(ctx):
     assert_repaired_to(ctx, checked, wrong.replace(" LIMIT 1", ""))
     ordered = "SELECT drug FROM prescriptions WHERE subject_id = 10000032 ORDER BY starttime DESC LIMIT 1"
     assert "limit_cuts_answer" not in findings(ctx, "What was the last drug prescribed to patient 10000032?", ordered)[1]
+    # things asked in the plural, with no end and no number of them named: an order does not make LIMIT 1 the answer
+    checked, found = findings(ctx, question, ordered)
+    assert found["limit_cuts_answer"].severity == "error"
+    assert_repaired_to(ctx, checked, ordered.replace(" LIMIT 1", ""))
+    for other in ("What drugs did patient 10000032 get most recently?", "What drug was prescribed to patient 10000032?",
+                  "What are the last 3 drugs prescribed to patient 10000032?"):
+        assert "limit_cuts_answer" not in findings(ctx, other, ordered)[1], other
+
+
+@pytest.mark.parametrize(("question", "plural"), [
+    ("Which drugs was patient 1 prescribed?", True), ("What lab tests were done?", True),
+    ("What are the allergies of patient 1?", True), ("What IV medications did he receive?", True),
+    ("What was the last heart rate?", False), ("What is the diagnosis of patient 1?", False),
+    ("What status does he have?", False), ("What drug was given?", False), ("what was his sepsis status", False),
+])
+def test_things_asked_in_the_plural(question, plural):
+    from ehrguard.verify.checks.alignment import asks_plural
+
+    assert asks_plural(question) is plural
 
 
 @pytest.mark.parametrize("question", ["List the five patients admitted last.", "List 5 of the patients admitted last.",

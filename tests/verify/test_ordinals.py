@@ -64,3 +64,26 @@ def test_a_place_asked_of_a_query_with_no_order_is_a_blocking_warning_without_re
     from ehrguard.verify.offline.policy import blocking, plain_reason
 
     assert blocking([finding]) and "second" in plain_reason(finding) and "OFFSET" not in plain_reason(finding)
+
+
+@pytest.mark.parametrize("sql", [
+    # the first two, the later of them taken outside; the first left out by a comparison with it
+    "SELECT admittime FROM (SELECT admittime FROM admissions WHERE subject_id = 10000032 ORDER BY admittime LIMIT 2) "
+    "ORDER BY admittime DESC LIMIT 1",
+    "SELECT admittime FROM admissions WHERE subject_id = 10000032 AND hadm_id NOT IN (SELECT hadm_id FROM admissions "
+    "WHERE subject_id = 10000032 ORDER BY admittime LIMIT 1) ORDER BY admittime LIMIT 1",
+    "SELECT MIN(admittime) FROM admissions WHERE subject_id = 10000032 AND admittime > (SELECT MIN(admittime) "
+    "FROM admissions WHERE subject_id = 10000032)",
+])
+def test_other_ways_to_take_the_second_are_read(ctx, sql):
+    checked = run_checks("When was patient 10000032 admitted for the second time?", sql, ctx)
+    assert "missing_place" not in {f.check for f in checked.findings}
+
+
+def test_two_firsts_compared_with_each_other_take_no_second_place(ctx):
+    # "last > second to last" written with the same first on both sides: no repair (which side is meant is not known)
+    last = f"({HR})"
+    checked = run_checks("Was the last heart rate of patient 10000032 charted later than the second to last one?",
+                         f"SELECT {last} > {last}", ctx)
+    [finding] = [f for f in checked.findings if f.check == "missing_place"]
+    assert finding.severity == "error" and finding.suggestion is None

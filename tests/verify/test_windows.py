@@ -104,6 +104,13 @@ def test_the_stated_period_in_any_sql_form_is_not_a_finding(ctx, question, sql):
     ("How many prescriptions were started since 2100?",
      "SELECT COUNT(*) FROM prescriptions WHERE starttime < '2100-01-01'",
      "SELECT COUNT(*) FROM prescriptions WHERE starttime >= '2100-01-01'"),
+    # a period relative to now written as a literal month or year: this month is December 2100, not November
+    ("How many patients were admitted this month?",
+     "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE strftime('%Y-%m', admittime) = '2100-11'",
+     "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE strftime('%Y-%m', admittime) = '2100-12'"),
+    ("How many patients were admitted in the first half of 2100?",
+     "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE strftime('%Y', admittime) = '2100'",
+     "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE admittime < '2100-07-01' AND admittime >= '2100-01-01'"),
 ])
 def test_another_period_is_an_error_repaired_to_the_stated_one(ctx, question, wrong, right):
     checked = run_checks(question, wrong, ctx)
@@ -192,6 +199,11 @@ def test_a_span_before_or_after_a_date_reaches_from_it():
     ("labs drawn 3 days ago", datetime(2100, 12, 28), datetime(2100, 12, 29)),
     ("admissions in the current year", datetime(2100, 1, 1), None),
     ("heart rate on 03/05/this year", datetime(2100, 3, 5), datetime(2100, 3, 6)),
+    # halves and quarters of a year
+    ("admissions in the first half of 2100", datetime(2100, 1, 1), datetime(2100, 7, 1)),
+    ("admissions in the last quarter of 2100", datetime(2100, 10, 1), datetime(2101, 1, 1)),
+    ("admissions in Q2 2100", datetime(2100, 4, 1), datetime(2100, 7, 1)),
+    ("admissions in 2099 Q3", datetime(2099, 7, 1), datetime(2099, 10, 1)),
 ])
 def test_more_ways_to_name_a_period(question, start, end):
     window = stated_window(question, NOW)

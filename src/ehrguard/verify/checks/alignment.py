@@ -500,9 +500,31 @@ def _states_limit(ctx: SqlContext) -> bool:
                for w in words)
 
 
+_SINGULAR_VERBS = frozenset({"was", "is", "has", "does", "did", "do", "had", "have", "can", "should", "would", "will"})
+_NOT_PLURAL = frozenset({"this", "its", "his", "hers", "yes", "less", "gas", "plus", "always", "perhaps", "whereas", "as", "us"})
+
+
+def asks_plural(question: str) -> bool:
+    """The question asks for things of a kind in the plural: "which drugs ...", "what lab tests were ...", "what are
+    the ...". Read from the first words after "which" / "what": a plural verb or a plural noun (ending in -s, not
+    -ss, -us, -is) before any singular verb."""
+    m = re.search(r"\b(?:which|what)\s+(.*)", question, re.IGNORECASE)
+    if m is None:
+        return False
+    for word in re.findall(r"[a-z']+", m.group(1).lower())[:4]:
+        if word in ("are", "were"):
+            return True
+        if word in _SINGULAR_VERBS:
+            return False
+        if word not in _NOT_PLURAL and re.fullmatch(r"[a-z]{2,}[^siu']s", word):
+            return True
+    return False
+
+
 def check_limit(ctx: SqlContext) -> CheckResult:
     """LIMIT on the outer query with no ORDER BY (which rows are kept is up to the engine), or where the question
-    asks for every one (all, every, each, list): the answer is cut."""
+    asks for every one (all, every, each, list, or things in the plural: "which drugs ...") and names no end or
+    number of them: the answer is cut."""
     if not isinstance(ctx.tree, exp.Select) or ctx.tree.args.get("limit") is None:
         return NOTHING
     if not _limit_cuts(ctx) or _states_limit(ctx):
@@ -511,7 +533,7 @@ def check_limit(ctx: SqlContext) -> CheckResult:
         return found(Finding("limit_cuts_answer", "error", "The query keeps only the first rows the database happens to return; "
                              "nothing orders them and the question does not ask for a sample.", ctx.span_of("limit"), "no LIMIT"),
                      edits=[TreeEdit(_drop_limit)])
-    if not re.search(r"\b(?:all|every|each|list)\b", ctx.question, re.IGNORECASE):
+    if not re.search(r"\b(?:all|every|each|list)\b", ctx.question, re.IGNORECASE) and not asks_plural(masked_question(ctx)):
         return NOTHING
     asked = question_ends(masked_question(ctx))
     if asked.time or asked.size or re.search(r"\b(?:top|first|last)\s+" + _NUMBER, ctx.question, re.IGNORECASE):

@@ -2,11 +2,13 @@
 second admission") that the query never takes.
 
 The places a query takes are read from its parse tree: ``LIMIT 1 OFFSET k`` (SQLite's ``LIMIT k, 1`` parses the
-same) takes place ``k + 1``, a ranking window compared with a number (``RANK() OVER (...) = 3``) takes that place, and
-``ORDER BY ... LIMIT 1`` with no offset takes the first. Ordinals inside a name the query looks for ("malignant neoplasm
-of lower third of esophagus") are masked first; "second" as a unit of time, "a second opinion" or "one third of" is no
-place. When the question states one place the query does not take and the query takes one place by exactly one
-``LIMIT 1`` with no offset, the repair adds the offset.
+same) takes place ``k + 1``, a ranking window compared with a number (``RANK() OVER (...) = 3``) takes that place,
+``LIMIT n`` the n-th (its last row, taken by an outer query), a row's value compared with the first so as to leave
+it out ("x < (SELECT MAX(x) ...)", "id NOT IN (SELECT ... LIMIT 1)") the second, and ``ORDER BY ... LIMIT 1`` with
+no offset the first. Ordinals inside a name the query looks for ("malignant neoplasm of lower third of esophagus")
+are masked first; "second" as a unit of time, "a second opinion" or "one third of" is no place. When the question
+states one place the query does not take and the query takes one place by exactly one ``LIMIT 1`` with no offset,
+the repair adds the offset.
 """
 
 from __future__ import annotations
@@ -62,6 +64,16 @@ def places_taken(tree: exp.Expression) -> set[int]:
                 places.add(k + 1)
         elif _first_of(select):
             places.add(1)
+        if isinstance(limit, exp.Limit) and (n := _number(limit.expression)) is not None and n >= 2 and offset is None:
+            places.add(n)  # the n first rows, the last of them taken outside ("LIMIT 2", then the other order's first)
+    for cmp in tree.find_all(exp.GT, exp.LT, exp.NEQ, exp.Not):
+        # a row's value against the first, leaving it out: "x < (SELECT MAX(x) ...)", "id NOT IN (SELECT ... LIMIT 1)"
+        if isinstance(cmp, exp.Not):
+            sides = [cmp.this.args.get("query")] if isinstance(cmp.this, exp.In) else []
+        else:
+            sides = [b for a, b in ((cmp.this, cmp.expression), (cmp.expression, cmp.this)) if isinstance(a, exp.Column)]
+        if any(isinstance(side, exp.Subquery | exp.Select) and (side.find(exp.Max, exp.Min) or side.find(exp.Limit)) for side in sides):
+            places.add(2)
     for eq in tree.find_all(exp.EQ):
         for side, other in ((eq.this, eq.expression), (eq.expression, eq.this)):
             n = _number(other)

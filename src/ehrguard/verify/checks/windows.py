@@ -142,6 +142,18 @@ def _period(year: int, month: int | None = None, day: int | None = None) -> Peri
         return None
 
 
+_PART = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
+
+
+def _part_of_year(year: int, part: str, parts: int) -> Period | None:
+    """A half (``parts`` 2) or a quarter (4) of a year, counted from its start ("last" is the final one)."""
+    n = parts if part == "last" else _PART.get(part, int(part) if part.isdigit() else 0)
+    if not 1 <= n <= parts:
+        return None
+    start = datetime(year, 1 + (n - 1) * 12 // parts, 1)
+    return Period(start, _add(start, "month", 12 // parts))
+
+
 def _instant(year: int, month: int, day: int, hour: int, minute: int) -> Period | None:
     """The minute a date and a time of day name ("2100-08-12 18:00")."""
     try:
@@ -170,6 +182,13 @@ _DATES: list[tuple[re.Pattern[str], Callable[[re.Match[str]], list[Period | None
     (rf"\b(?P<y>{_YEAR})-(?P<m>\d\d)\b(?!-)", lambda m: [_period(int(m["y"]), int(m["m"]))]),
     (rf"\b(?P<m>\d{{1,2}})/(?P<y>{_YEAR})\b", lambda m: [_period(int(m["y"]), int(m["m"]))]),
     (rf"\b(?P<mn>{_MONTH_NAME}),? (?:of )?(?P<y>{_YEAR})\b", lambda m: [_period(int(m["y"]), _month_number(m["mn"]))]),
+    # halves and quarters of a year: "the first half of 2100", "the last quarter of 2100", "Q3 2100", "2100 Q3"
+    (rf"\b(?:the )?(?P<p>first|second|1st|2nd|last) half of (?:the year )?(?P<y>{_YEAR})\b",
+     lambda m: [_part_of_year(int(m["y"]), m["p"], 2)]),
+    (rf"\b(?:the )?(?P<p>first|second|third|fourth|1st|2nd|3rd|4th|last) quarter of (?:the year )?(?P<y>{_YEAR})\b",
+     lambda m: [_part_of_year(int(m["y"]), m["p"], 4)]),
+    (rf"\bq(?P<p>[1-4]),? (?:of )?(?P<y>{_YEAR})\b|\b(?P<y2>{_YEAR}),? q(?P<p2>[1-4])\b",
+     lambda m: [_part_of_year(int(m["y"] or m["y2"]), m["p"] or m["p2"], 4)]),
     (rf"\b{_YEAR_CUE} (?P<date>(?:the year )?(?P<y>{_YEAR}))\b(?![-/]|\s*(?:mg|mcg|ml|g|units?|kg|cc|%))",
      lambda m: [_period(int(m["y"]))]),
 )]
@@ -564,8 +583,9 @@ def check_stated_window(ctx: SqlContext) -> CheckResult:
     wanted = stated_window(ctx.question, now)
     if wanted is None:
         return NOTHING
-    if stated_time_filter(ctx.question) is not None and sql_time_filters(ctx.sql):
-        return NOTHING  # both sides written the EHRSQL way: check_time_window compares them
+    theirs = stated_time_filter(ctx.question)
+    if theirs is not None and any(hit[0].kind == theirs.kind for hit in sql_time_filters(ctx.sql)):
+        return NOTHING  # both sides written the EHRSQL way, of one kind: check_time_window compares them
     window = sql_window(ctx)
     if window is None and reads_no_time(ctx) and not _names_a_visit(ctx):
         return found(Finding("missing_time_window", "warning", f"The question asks about a period ('{wanted.phrase}'); the "
