@@ -223,6 +223,16 @@ def test_no_false_alarm_from_the_new_checks(ctx, question, sql):
     ("What was the total intake of patient 10000032?",
      "SELECT SUM(outputevents.value) FROM outputevents WHERE outputevents.subject_id = 10000032",
      "SELECT SUM(totalamount) FROM inputevents WHERE subject_id = 10000032", "wrong_concept"),
+    # a diagnosis code read with the procedures' titles: the dictionary its foreign key refers to
+    ("What diagnoses were coded for patient 10000032?",
+     "SELECT d.long_title FROM diagnoses_icd di JOIN d_icd_procedures d ON di.icd_code = d.icd_code WHERE di.subject_id = 10000032",
+     "SELECT d.long_title FROM diagnoses_icd di JOIN d_icd_diagnoses d ON di.icd_code = d.icd_code WHERE di.subject_id = 10000032",
+     "wrong_reference"),
+    ("How many patients had a procedure named with 'catheter'?",
+     "SELECT COUNT(DISTINCT subject_id) FROM procedures_icd WHERE icd_code IN (SELECT d_icd_diagnoses.icd_code "
+     "FROM d_icd_diagnoses WHERE d_icd_diagnoses.long_title LIKE '%catheter%')",
+     "SELECT COUNT(DISTINCT subject_id) FROM procedures_icd WHERE icd_code IN (SELECT icd_code FROM d_icd_procedures "
+     "WHERE long_title LIKE '%catheter%')", "wrong_reference"),
 ])
 def test_a_certain_mistake_is_repaired_to_the_right_answer(ctx, question, wrong, right, check):
     found_and_repaired(ctx, question, wrong, right, check)
@@ -535,3 +545,27 @@ def test_a_limit_one_is_not_stated_by_a_year_ago(ctx):
     sql = ("SELECT icd_code FROM diagnoses_icd WHERE subject_id = 10004235 AND charttime >= datetime('2100-12-31 23:59:00', '-1 year') "
            "LIMIT 1")
     assert "limit_cuts_answer" in checks_of(ctx, "List every diagnosis of patient 10004235 since 1 year ago.", sql)
+
+
+def test_a_column_that_refers_to_several_tables_or_two_siblings_is_no_wrong_reference(ctx):
+    # cost.event_id refers to rows of several tables; two coded-event tables linked on the code share one dictionary
+    for sql in ("SELECT cost.cost FROM cost WHERE cost.event_type = 'procedures_icd' AND cost.event_id IN "
+                "(SELECT procedures_icd.row_id FROM procedures_icd)",
+                "SELECT COUNT(*) FROM diagnoses_icd d JOIN icustays i ON d.hadm_id = i.hadm_id"):
+        assert "wrong_reference" not in checks_of(ctx, "How much did it cost?", sql)
+
+
+def test_a_question_kept_to_the_icu_answered_from_the_whole_hospital_stay(ctx, eicu_ctx):
+    question = "Which drugs did patient 10000032 receive in the ICU?"
+    hospital = "SELECT DISTINCT drug FROM prescriptions WHERE subject_id = 10000032"
+    finding = next(f for f in run_checks(question, hospital, ctx).findings if f.check == "missing_icu_scope")
+    from ehrguard.verify.offline.policy import blocking
+
+    assert finding.severity == "warning" and blocking([finding]) and finding.suggestion is None
+    within = ("SELECT DISTINCT p.drug FROM prescriptions p JOIN icustays i ON p.hadm_id = i.hadm_id WHERE p.subject_id = "
+              "10000032 AND p.starttime BETWEEN i.intime AND i.outtime")
+    assert "missing_icu_scope" not in checks_of(ctx, question, within)
+    assert "missing_icu_scope" not in checks_of(ctx, "How many patients were admitted to the ICU?",
+                                                "SELECT COUNT(DISTINCT subject_id) FROM icustays")
+    # eICU's visits are ICU stays: every record is the ICU's
+    assert "missing_icu_scope" not in checks_of(eicu_ctx, "What did the ICU stays cost?", "SELECT SUM(cost) FROM cost")

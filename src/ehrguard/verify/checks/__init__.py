@@ -41,11 +41,11 @@ from ehrguard.verify.checks.contrasts import check_contrasts
 from ehrguard.verify.checks.conventions import check_count_distinct, check_counts_people, check_counts_visits, check_now
 from ehrguard.verify.checks.execution import check_executes, check_result
 from ehrguard.verify.checks.grounding import check_grounding
-from ehrguard.verify.checks.keys import check_coarse_joins, check_id_kinds, check_join_keys, check_row_keys
+from ehrguard.verify.checks.keys import check_coarse_joins, check_id_kinds, check_join_keys, check_referenced_table, check_row_keys
 from ehrguard.verify.checks.ordinals import check_stated_place
 from ehrguard.verify.checks.repair import repair
 from ehrguard.verify.checks.schema_refs import check_schema
-from ehrguard.verify.checks.stated import check_stated_groups, check_stated_numbers, check_unscoped_reads
+from ehrguard.verify.checks.stated import check_icu_scope, check_stated_groups, check_stated_numbers, check_unscoped_reads
 from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_read_only
 from ehrguard.verify.checks.ties import check_tied_end
 from ehrguard.verify.checks.units import check_duration_unit
@@ -69,6 +69,7 @@ CHECKS: tuple[Check, ...] = (
     Check("id_kinds", check_id_kinds),
     Check("join_keys", check_join_keys),
     Check("row_keys", check_row_keys),
+    Check("referenced_table", check_referenced_table),
     Check("coarse_joins", check_coarse_joins),
     Check("count_distinct", check_count_distinct),
     Check("counts_people", check_counts_people),
@@ -91,6 +92,7 @@ CHECKS: tuple[Check, ...] = (
     Check("stated_numbers", check_stated_numbers),
     Check("stated_groups", check_stated_groups),
     Check("unscoped_reads", check_unscoped_reads),
+    Check("icu_scope", check_icu_scope),
     Check("contrasts", check_contrasts),
     Check("returned_column", check_returned_column),
     Check("grounding", check_grounding),

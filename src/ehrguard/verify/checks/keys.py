@@ -9,12 +9,15 @@ else, so they hold for any schema the profile describes:
 - **row keys**: ``a.row_id = b.row_id`` links two tables by their own row numbers (primary keys neither refers to):
   the rows it pairs are unrelated; the repair joins them by the one foreign key the schema declares between them;
 - **id kinds**: ``hadm_id = 10000032`` where no admission has that id but a patient does: the number is the other
-  entity's id. The repair compares the column the number belongs to, when the query's table has it.
+  entity's id. The repair compares the column the number belongs to, when the query's table has it;
+- **referenced table**: a code looked up in another dictionary than the one its foreign key refers to
+  (``diagnoses_icd.icd_code`` in ``d_icd_procedures``); the repair reads the table the key refers to.
 """
 
 from __future__ import annotations
 
 import re
+from functools import partial
 
 from sqlglot import exp
 
@@ -117,6 +120,75 @@ def check_row_keys(ctx: SqlContext) -> CheckResult:
             mine, theirs = (column, referred) if referring == one else (referred, column)
             edits += [rename(left, mine), rename(right, theirs)]
     return found(*findings, edits=edits)
+
+
+def _referenced(ctx: SqlContext) -> dict[tuple[str, str], set[str]]:
+    """(table, column) -> the tables its declared foreign keys refer to (several for a column that refers to rows of
+    several tables, as ``cost.event_id`` does); every column some key refers to is there too, with no table (a
+    dictionary's code, a visit's id)."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for info in ctx.db.schema.tables:
+        for fk in info.foreign_keys:
+            out.setdefault((info.name.lower(), fk.column.lower()), set()).add(fk.ref_table.lower())
+            out.setdefault((fk.ref_table.lower(), fk.ref_column.lower()), set())
+    return out
+
+
+def check_referenced_table(ctx: SqlContext) -> CheckResult:
+    """A code looked up in another table than the one the schema says it refers to: ``diagnoses_icd.icd_code`` in
+    ``d_icd_procedures`` (a diagnosis read with a procedure's title). Only where the other table's column is itself a
+    column some foreign key refers to (another dictionary, another entity's table) and the code's column refers to one
+    table; repaired by reading the table the key refers to, when it has every column the query reads from the other."""
+    if ctx.tree is None:
+        return NOTHING
+    keys = _referenced(ctx)
+    if not keys:
+        return NOTHING
+    tables = aliases(ctx.tree)[0]
+    pairs = list(_linked_pairs(ctx.tree))
+    for node in ctx.tree.find_all(exp.EQ):  # code = (SELECT d.code FROM d WHERE ...)
+        for col, query in ((node.this, node.expression), (node.expression, node.this)):
+            inner = _projected_column(query) if isinstance(query, exp.Subquery) else None
+            if isinstance(col, exp.Column) and inner is not None:
+                pairs.append((col, inner))
+    findings, edits = [], []
+    for left, right in pairs:
+        for code, looked_up in ((left, right), (right, left)):
+            mine, theirs = _table_of(ctx, code, tables), _table_of(ctx, looked_up, tables)
+            refers = keys.get((mine, code.name.lower()), set())
+            if len(refers) != 1 or not theirs or theirs in refers or theirs == mine or (theirs, looked_up.name.lower()) not in keys:
+                continue
+            if keys[(theirs, looked_up.name.lower())] & refers:
+                continue  # both refer to the same table: siblings, not a lookup
+            meant = next(iter(refers))
+            findings.append(Finding("wrong_reference", "error",
+                                    f"The query looks up {mine}.{code.name} in {theirs}; the schema says it refers to {meant}.",
+                                    ctx.span_of(theirs), meant))
+            edits += _retarget(ctx, looked_up, theirs, meant)
+            break
+    return found(*findings, edits=edits)
+
+
+def _retarget(ctx: SqlContext, column: exp.Column, table: str, meant: str) -> list[Edit]:
+    """Read ``meant`` where the SELECT of ``column`` reads ``table``, when ``meant`` has every column read from it."""
+    select, tree = column.find_ancestor(exp.Select), ctx.tree
+    if select is None or tree is None:
+        return []
+    sources = [t for t in select.find_all(exp.Table) if t.name.lower() == table and t.find_ancestor(exp.Select) is select]
+    info = ctx.db.schema.table(meant)
+    if len(sources) != 1 or info is None:
+        return []
+    names = {sources[0].alias_or_name.lower(), table}
+    if any(info.column(c.name) is None for c in tree.find_all(exp.Column) if c.table.lower() in names):
+        return []
+    edits: list[Edit] = [rename(sources[0], meant)]
+    if not sources[0].alias:  # qualified by the table's own name: the qualifiers follow it
+        edits += [TreeEdit(partial(_requalify, meant), target=c) for c in tree.find_all(exp.Column) if c.table.lower() == table]
+    return edits
+
+
+def _requalify(name: str, node: exp.Expression) -> None:
+    node.set("table", exp.to_identifier(name))
 
 
 def check_coarse_joins(ctx: SqlContext) -> CheckResult:

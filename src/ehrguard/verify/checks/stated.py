@@ -27,6 +27,7 @@ from ehrguard.verify.checks.keys import entity_columns, holds_id
 from ehrguard.verify.checks.schema_refs import aliases
 from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.checks.windows import mask_dates, stated_window
+from ehrguard.verify.offline.features import mask_values
 from ehrguard.verify.verdict import Finding
 
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![.\d]*[a-z_])", re.I)
@@ -507,3 +508,28 @@ def check_unscoped_reads(ctx: SqlContext) -> CheckResult:
                              "visit or stay condition: that part answers for every patient. Add the patient's condition "
                              "to it.", ctx.span_of(table)))
     return NOTHING
+
+
+# The ICU, however a person names it; "ICU" inside a name the query looks for is masked first.
+_ICU = re.compile(r"\b(?:icu|intensive care|critical care unit|micu|sicu|cvicu|ccu)\b", re.IGNORECASE)
+
+
+def check_icu_scope(ctx: SqlContext) -> CheckResult:
+    """The question keeps to the ICU ("drugs given in the ICU", "during the ICU stay"), the schema holds records of
+    the whole hospital stay beside the ICU's (tables without the ICU stay's id column), and the query reads nothing of
+    an ICU stay: no table that holds the stay id, no stay id. Its answer takes in the whole hospital stay. A schema
+    whose visits are ICU stays (eICU: one table holds both) is never asked."""
+    stay, admission = ctx.db.profile.entity("stay"), ctx.db.profile.entity("admission")
+    if ctx.tree is None or stay is None or admission is None or not _ICU.search(mask_values(ctx.question, ctx.sql)):
+        return NOTHING
+    if stay.table.lower() == admission.table.lower():
+        return NOTHING  # the records are an ICU's: its stays are the visits (eICU)
+    column = stay.id_column.lower()
+    read = {t.name.lower() for t in ctx.tree.find_all(exp.Table)}
+    if any((info := ctx.db.schema.table(name)) is not None and info.column(column) is not None for name in read):
+        return NOTHING
+    if any(c.name.lower() == column for c in ctx.tree.find_all(exp.Column)):
+        return NOTHING
+    return found(Finding("missing_icu_scope", "warning",
+                         f"The question keeps to the ICU; the query reads nothing of an ICU stay ({stay.table}, {stay.id_column}), "
+                         "so its answer takes in the whole hospital stay."))
