@@ -266,6 +266,16 @@ def test_allergies_are_answerable_where_the_schema_holds_them(eicu_ctx, eicu_db,
     ("Will patient 10000032 need dialysis?", "asks_future"),
     ("Should I give patient 10000032 more heparin?", "asks_judgement"),
     ("Did the furosemide work for patient 10000032?", "asks_judgement"),
+    ("Should patient 10000032 be started on anticoagulation?", "asks_judgement"),
+    ("Was the treatment of patient 10000032 successful?", "asks_judgement"),
+    ("Is patient 10000032 getting better?", "asks_judgement"),
+    # kinds of record this schema lacks (session 18): what an image showed, a relative's health, billing codes, race
+    ("What did the radiologist say about patient 10000032's abdominal ultrasound?", "not_in_records"),
+    ("Was there a pneumothorax on patient 10000032's last chest film?", "not_in_records"),
+    ("Has anyone in patient 10000032's family had a stroke?", "not_in_records"),
+    ("What CPT codes were billed for patient 10000032?", "not_in_records"),
+    ("What was the DRG payment for the admission of patient 10000032?", "not_in_records"),
+    ("What race is patient 10000032?", "not_in_records"),
 ])
 def test_the_future_and_advice_are_not_in_the_records(ctx, question, check):
     _, found = findings(ctx, question, "SELECT COUNT(*) FROM admissions")
@@ -298,6 +308,9 @@ def test_every_form_of_the_machine_clock_is_found(ctx, now_call):
     "What was the total cost of the hospital stay of patient 10000032?",
     "Did patient 10000032 have a ct scan of the chest during the stay?",
     "How many patients were diagnosed with tobacco use disorder?",
+    "Which drugs were given on the day of the ct scan of patient 10000032?",
+    "Was patient 10000032's ultrasound done in 2100?",
+    "What was the cost of the stay of patient 10000032 in the family medicine service?",
 ])
 def test_ordinary_phrasing_is_not_a_refusal(ctx, question):
     _, found = findings(ctx, question, "SELECT drug FROM prescriptions WHERE subject_id = 10000032")
@@ -346,3 +359,11 @@ def test_the_window_repair_survives_an_earlier_text_edit(ctx):
     fixed = repair(checked)
     assert fixed is not None and "'-1 year'" in fixed and "'now'" not in fixed.lower()
     ctx.db.execute(fixed)  # well-formed SQL
+
+
+def test_ethnicity_is_held_in_eicu_and_not_in_the_ehrsql_mimic_iv_schema(ctx, eicu_ctx):
+    _, found = findings(eicu_ctx, "What is the ethnicity of patient 002-12289?",
+                        "SELECT ethnicity FROM patient WHERE uniquepid = '002-12289'")
+    assert "not_in_records" not in found
+    _, found = findings(ctx, "What is the ethnicity of patient 10000032?", "SELECT language FROM admissions WHERE subject_id = 10000032")
+    assert "not_in_records" in found

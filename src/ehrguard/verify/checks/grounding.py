@@ -36,9 +36,11 @@ _FUTURE = cue(r"(?<!\bi )(?<!\bwe )\bwill (?!you\b|u\b)(?:\w+ ){0,3}?(?:be|get|n
               r"|\bin the (?:near )?future\b|\bfrom now on\b")
 # Advice and judgement: what should be done, whether a treatment worked, how the patient is doing.
 _ADVICE = cue(r"\bshould (?:i|we|you|he|she|they|the (?:patient|doctor|team|nurse))\b|\bought (?:i|we|he|she) to\b|\bought to\b"
+              r"|\bshould (?:the )?patient(?: \d+)? (?:be|get|receive|start|stop|continue|have|go)\b"
+              r"|\bis (?:the )?patient(?: [\d-]+)? (?:getting (?:better|worse)|improving|deteriorating|recovering)\b"
               r"|\bis it (?:safe|ok|okay|advisable|wise|appropriate|reasonable|necessary) to\b"
               r"|\b(?:would|do|can|could) you (?:recommend|suggest|advise)\b|\bwhat (?:do|would) you (?:recommend|suggest|advise)\b"
-              r"|\bdid (?:the|this|that|his|her|their) (?:\w+ ){0,3}(?:work|help)\b|\bwas (?:the|this|that|his|her) (?:\w+ ){0,3}"
+              r"|\bdid (?:the|this|that|his|her|their) (?:\w+ ){0,3}(?:work|help)\b|\bwas (?:the|this|that|his|her) (?:[\w-]+ ){0,5}"
               r"(?:effective|successful|worth it|the right (?:choice|decision|call|thing|treatment))\b"
               r"|\bhow is (?:the )?patient(?: \d+)? doing\b|\bprognosis\b"
               r"|\bbest (?:treatment|course of action|option)\b")

@@ -195,10 +195,15 @@ RECORD_KINDS = (
     # FHIR ImagingStudy / DiagnosticReport: what an image showed (that a scan was done can be a coded procedure).
     RecordKind("imaging results", cue(
         r"\b(?:x-?rays?|radiographs?|ct(?: scans?)?|cat scans?|mri(?: scans?)?|ultrasounds?|sonograms?|echocardiograms?|echo|"
-        r"mammograms?|angiograms?|pet scans?|scans?|imaging)\b(?:[ ,'-]+\w+){0,5}?[ ,'-]+(?:show(?:s|ed|n)?|reveal(?:s|ed)?|findings?|"
-        r"impressions?|demonstrat(?:e|es|ed)|suggest(?:s|ed)?|look(?:s|ed)? like|images?)\b"
+        r"mammograms?|angiograms?|pet scans?|scans?|imaging|films?)\b(?:[ ,'-]+\w+){0,5}?[ ,'-]+"
+        r"(?:show(?:s|ed|n)?|reveal(?:s|ed)?|findings?|impressions?|demonstrat(?:e|es|ed)|suggest(?:s|ed)?|look(?:s|ed)? like|images?)\b"
         r"|\b(?:findings|images|impression|reading) (?:of|from|on) (?:the |his |her |their |a )?(?:\w+ )?(?:x-?ray|radiograph|ct|"
-        r"cat scan|mri|ultrasound|echo\w*|scan|imaging)\b"),
+        r"cat scan|mri|ultrasound|echo\w*|scan|imaging)\b"
+        # what a radiologist read, or what was seen on an image ("a pneumothorax on the last chest film")
+        r"|\bradiolog(?:ist|y)(?:'s)? (?:say|said|read|report\w*|impressions?|findings?)\b|\bwhat did the radiologist\b"
+        r"|\b(?:on|in) (?:the |his |her |their |a |(?:the )?patient(?: \d+)?'s )(?:\w+ ){0,2}"
+        r"(?:x-?ray|radiograph|film|ct scan|cat scan|mri|ultrasound|echo(?:cardiogram)?|sonogram)\b"
+        r"(?! (?:was|were) (?:done|performed|ordered))"),
                ("radiology", "imaging", "image", "dicom"), feature=False),
     # FHIR Observation, category social-history.
     RecordKind("social history (smoking, alcohol or drug use)", cue(
@@ -209,14 +214,20 @@ RECORD_KINDS = (
     # FHIR Claim / ExplanationOfBenefit: what was billed to whom (a cost table holds amounts, not claims).
     RecordKind("insurance claims or billing codes", cue(
         r"\b(?:insurance )?claims? (?:amount|status|number|submitted|sent|filed|denied|paid)\b|\b(?:insurance|billing) claims?\b"
-        r"|\binvoices?\b|\breimburs\w*|\bco-?pays?\b|\bdeductibles?\b|\bbilling codes?\b"),
-               ("claim", "invoice", "reimburs", "billing", "copay"), feature=False),
+        r"|\binvoices?\b|\breimburs\w*|\bco-?pays?\b|\bdeductibles?\b|\bbilling codes?\b|\bbilled\b"
+        r"|\b(?:cpt|hcpcs)(?: codes?)?\b|\bdrgs?(?: codes?| payments?| weights?)?\b|\bdiagnosis[- ]related groups?\b"),
+               ("claim", "invoice", "reimburs", "billing", "copay", "cpt", "hcpcs", "drg"), feature=False),
     # FHIR Coverage: who pays.
     RecordKind("insurance details", cue(r"\binsurance\b|\binsur(?:er|ers|ed)\b|\b(?:health )?(?:plan|coverage) (?:type|provider)\b"),
                ("insur", "payer", "coverage"), feature=False),
+    # US Core's race and ethnicity of a patient: some schemas keep them (eICU's ethnicity), others do not.
+    RecordKind("race or ethnicity", cue(r"\brace\b|\bracial\b|\bethnicit(?:y|ies)\b|\bethnic (?:group|background|origin)s?\b"),
+               ("race", "ethnic"), feature=False),
     # FHIR FamilyMemberHistory: a relative's health is not the patient's record.
     RecordKind("records of family members' health", cue(
         r"\b(?:his|her|their|the patient'?s|patient \d+'?s) (?:mother|father|parents?|brothers?|sisters?|siblings?|sons?|"
-        r"daughters?|grand(?:mother|father|parents?)|relatives?|family members?|twin)\b"),
+        r"daughters?|grand(?:mother|father|parents?)|relatives?|family members?|twin)\b"
+        r"|\b(?:in|of) (?:(?:the|his|her|their|patient|patient's|\d+'s)\s+){1,3}family\b"
+        r"(?!\s+(?:medicine|practice|practitioners?|physicians?|doctors?|nurses?|planning|rooms?|meetings?|services?))"),
                ("family", "relative"), feature=False),
 )
