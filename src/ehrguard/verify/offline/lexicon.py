@@ -214,7 +214,7 @@ RECORD_KINDS = (
     # FHIR Claim / ExplanationOfBenefit: what was billed to whom (a cost table holds amounts, not claims).
     RecordKind("insurance claims or billing codes", cue(
         r"\b(?:insurance )?claims? (?:amount|status|number|submitted|sent|filed|denied|paid)\b|\b(?:insurance|billing) claims?\b"
-        r"|\binvoices?\b|\breimburs\w*|\bco-?pays?\b|\bdeductibles?\b|\bbilling codes?\b|\bbilled\b"
+        r"|\binvoices?\b|\breimburs\w*|\bco-?pays?\b|\bdeductibles?\b|\bbilling codes?\b"
         r"|\b(?:cpt|hcpcs)(?: codes?)?\b|\bdrgs?(?: codes?| payments?| weights?)?\b|\bdiagnosis[- ]related groups?\b"),
                ("claim", "invoice", "reimburs", "billing", "copay", "cpt", "hcpcs", "drg"), feature=False),
     # FHIR Coverage: who pays.
