@@ -569,3 +569,24 @@ def test_a_question_kept_to_the_icu_answered_from_the_whole_hospital_stay(ctx, e
                                                 "SELECT COUNT(DISTINCT subject_id) FROM icustays")
     # eICU's visits are ICU stays: every record is the ICU's
     assert "missing_icu_scope" not in checks_of(eicu_ctx, "What did the ICU stays cost?", "SELECT SUM(cost) FROM cost")
+
+
+def test_one_visit_asked_and_the_tables_joined_on_the_patient_only(ctx):
+    question = "What were the diagnoses of patient 10000032's first admission?"
+    first = "(SELECT MIN(admittime) FROM admissions WHERE subject_id = 10000032)"
+    wrong = ("SELECT d.long_title FROM diagnoses_icd di JOIN d_icd_diagnoses d ON di.icd_code = d.icd_code JOIN admissions a "
+             f"ON di.subject_id = a.subject_id WHERE a.subject_id = 10000032 AND a.admittime = {first}")
+    right = wrong.replace("di.subject_id = a.subject_id", "di.hadm_id = a.hadm_id")
+    checked = run_checks(question, wrong, ctx)
+    [finding] = [f for f in checked.findings if f.check == "coarse_join"]
+    from ehrguard.verify.offline.policy import blocking
+
+    assert finding.severity == "warning" and blocking([finding])
+    fixed = repair(checked)
+    assert fixed is not None and rows(ctx, fixed) == rows(ctx, right) != rows(ctx, wrong)
+    assert "coarse_join" not in checks_of(ctx, question, right)
+    # a filter by the patient (IN) pairs no rows, and a question about every visit names no one visit
+    semi = ("SELECT d.long_title FROM diagnoses_icd di JOIN d_icd_diagnoses d ON di.icd_code = d.icd_code WHERE di.subject_id IN "
+            "(SELECT subject_id FROM admissions WHERE subject_id = 10000032)")
+    assert "coarse_join" not in checks_of(ctx, question, semi)
+    assert "coarse_join" not in checks_of(ctx, "What were all the diagnoses of patient 10000032?", wrong)

@@ -206,16 +206,29 @@ def check_coarse_joins(ctx: SqlContext) -> CheckResult:
         col, lit = node.this, node.expression
         if isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and col.name.lower() in ids and lit.this in ctx.question:
             kept.setdefault(col.name.lower(), set()).add((_table_of(ctx, col, tables), lit.this))
+    named = _named_visits(ctx)
+    linked = {(_table_of(ctx, a, tables), _table_of(ctx, b, tables), a.name.lower()) for a, b in pairs if a.name.lower() == b.name.lower()}
     findings, edits = [], []
     for left, right in pairs:
         key = left.name.lower()
-        if key != right.name.lower() or key not in order or not any(v in ctx.question for _, v in kept.get(key, ())) \
-                and not _states_entity(ctx, key):
+        if key != right.name.lower() or key not in order:
             continue
         one, other = _table_of(ctx, left, tables), _table_of(ctx, right, tables)
+        stated = any(v in ctx.question for _, v in kept.get(key, ())) or _states_entity(ctx, key)
         for finer in order[order.index(key) + 1:]:
+            if not (_has_column(ctx, one, finer) and _has_column(ctx, other, finer)):
+                continue
             sides = {t for t, _ in kept.get(finer, ())}
-            if not sides or not (_has_column(ctx, one, finer) and _has_column(ctx, other, finer)) or len(sides & {one, other}) != 1:
+            if finer in named and not sides and one != other and _joined(left, right) \
+                    and not {(one, other, finer), (other, one, finer)} & linked:
+                # "the first hospital visit": one visit of the patient, and the two tables linked on the patient only
+                findings.append(Finding("coarse_join", "warning",
+                                        f"The question is about one {ids[finer]}, but the query links {left.sql()} with "
+                                        f"{right.sql()} on the {ids[key]} only: rows of every {ids[finer]} of that {ids[key]} "
+                                        f"are paired. Link them on {finer} too.", ctx.span_of(left.sql()), finer))
+                edits += [rename(left, finer), rename(right, finer)]
+                break
+            if not stated or not sides or len(sides & {one, other}) != 1:
                 continue
             findings.append(Finding("coarse_join", "error",
                                     f"The query links {left.sql()} with {right.sql()} but keeps to one {ids[finer]} ({finer}) in "
@@ -224,6 +237,28 @@ def check_coarse_joins(ctx: SqlContext) -> CheckResult:
             edits += [rename(left, finer), rename(right, finer)]
             break
     return found(*findings, edits=edits)
+
+
+# One particular visit, named by its place: "the first hospital visit", "his last admission", "the current ICU stay".
+_ONE_VISIT = {"admission": r"(?:hospital )?(?:admission|visit|hospitali[sz]ation|encounter|hospital stay)",
+              "stay": r"(?:icu|intensive care|unit) (?:stay|visit|admission)"}
+
+
+def _joined(left: exp.Column, right: exp.Column) -> bool:
+    """The two columns are compared with each other (a join pairs rows), not linked by ``IN (SELECT ...)`` (a filter)."""
+    eq = left.parent
+    return isinstance(eq, exp.EQ) and {id(eq.this), id(eq.expression)} == {id(left), id(right)}
+
+
+def _named_visits(ctx: SqlContext) -> set[str]:
+    """The id columns of the visits the question names one of by its place (first, last, current, ...)."""
+    out = set()
+    for entity in ctx.db.profile.entities:
+        noun = _ONE_VISIT.get(entity.name)
+        if noun and re.search(rf"\b(?:first|last|latest|most recent|current|earliest|previous|second|final) {noun}\b",
+                              ctx.question, re.IGNORECASE):
+            out.add(entity.id_column.lower())
+    return out
 
 
 def _states_entity(ctx: SqlContext, column: str) -> bool:
