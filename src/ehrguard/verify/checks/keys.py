@@ -222,18 +222,16 @@ def check_coarse_joins(ctx: SqlContext) -> CheckResult:
             if finer in named and not sides and one != other and _joined(left, right) \
                     and not {(one, other, finer), (other, one, finer)} & linked:
                 # "the first hospital visit": one visit of the patient, and the two tables linked on the patient only
-                findings.append(Finding("coarse_join", "warning",
-                                        f"The question is about one {ids[finer]}, but the query links {left.sql()} with "
-                                        f"{right.sql()} on the {ids[key]} only: rows of every {ids[finer]} of that {ids[key]} "
-                                        f"are paired. Link them on {finer} too.", ctx.span_of(left.sql()), finer))
-                edits += [rename(left, finer), rename(right, finer)]
-                break
-            if not stated or not sides or len(sides & {one, other}) != 1:
+                severity, message = "warning", (f"The question is about one {ids[finer]}, but the query links {left.sql()} with "
+                                                f"{right.sql()} on the {ids[key]} only: rows of every {ids[finer]} of that "
+                                                f"{ids[key]} are paired. Link them on {finer} too.")
+            elif stated and len(sides & {one, other}) == 1:
+                severity, message = "error", (f"The query links {left.sql()} with {right.sql()} but keeps to one {ids[finer]} "
+                                              f"({finer}) in {next(iter(sides & {one, other}))} only: the other table's rows of "
+                                              f"every {ids[finer]} of that {ids[key]} come in.")
+            else:
                 continue
-            findings.append(Finding("coarse_join", "error",
-                                    f"The query links {left.sql()} with {right.sql()} but keeps to one {ids[finer]} ({finer}) in "
-                                    f"{next(iter(sides & {one, other}))} only: the other table's rows of every {ids[finer]} of that "
-                                    f"{ids[key]} come in.", ctx.span_of(left.sql()), finer))
+            findings.append(Finding("coarse_join", severity, message, ctx.span_of(left.sql()), finer))
             edits += [rename(left, finer), rename(right, finer)]
             break
     return found(*findings, edits=edits)

@@ -21,7 +21,8 @@ from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEd
 from ehrguard.verify.offline.features import mask_values
 from ehrguard.verify.verdict import Finding
 
-PLACES = {"second": 2, "third": 3, "fourth": 4, "fifth": 5, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5}
+ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5}
+PLACES = {word: n for word, n in ORDINALS.items() if n >= 2}  # a place past the first, as a question states it
 _STATED = re.compile(r"(?<![\w-])(?<!\d )(second|third|fourth|fifth|2nd|3rd|4th|5th)(?!\w)(?!-(?:line|degree|hand|rate|class)\b)"
                      r"(?!\s+(?:of|opinion|line|hand|half|quarter|trimester|degree|look|thought|place)\b)", re.IGNORECASE)
 _RANKING = (exp.RowNumber, exp.Rank, exp.DenseRank)
@@ -36,7 +37,7 @@ def _number(node: exp.Expression | None) -> int | None:
     return int(node.this) if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit() else None
 
 
-def _first_of(select: exp.Select) -> bool:
+def takes_first(select: exp.Select) -> bool:
     """An ordered SELECT that keeps one row and skips none."""
     limit = select.args.get("limit")
     return (bool(select.args.get("order")) and isinstance(limit, exp.Limit) and _number(limit.expression) == 1
@@ -62,7 +63,7 @@ def places_taken(tree: exp.Expression) -> set[int]:
             k = _number(offset.expression if isinstance(offset, exp.Offset) else offset)
             if k is not None:
                 places.add(k + 1)
-        elif _first_of(select):
+        elif takes_first(select):
             places.add(1)
         if isinstance(limit, exp.Limit) and (n := _number(limit.expression)) is not None and n >= 2 and offset is None:
             places.add(n)  # the n first rows, the last of them taken outside ("LIMIT 2", then the other order's first)
@@ -94,7 +95,7 @@ def check_stated_place(ctx: SqlContext) -> CheckResult:
     if not missing:
         return NOTHING
     words = ", ".join(next(w for w, p in PLACES.items() if p == n) for n in missing)
-    firsts = [s for s in tree.find_all(exp.Select) if _first_of(s)]
+    firsts = [s for s in tree.find_all(exp.Select) if takes_first(s)]
     edits: list[TreeEdit] = []
     if len(missing) == 1 and taken == {1} and len(firsts) == 1:
         skip = missing[0] - 1

@@ -17,15 +17,10 @@ from sqlglot import exp
 from ehrguard.db.engine import Result
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found
+from ehrguard.verify.checks.ordinals import takes_first
 from ehrguard.verify.verdict import Finding
 
 _PROBE_TIMEOUT_S = 5.0
-
-
-def _limit_one(select: exp.Select) -> bool:
-    limit = select.args.get("limit")
-    number = limit.expression if isinstance(limit, exp.Limit) else None
-    return isinstance(number, exp.Literal) and not number.is_string and number.this == "1" and not select.args.get("offset")
 
 
 def _key_expressions(select: exp.Select) -> list[exp.Expression] | None:
@@ -60,8 +55,8 @@ def _first_two(ctx: SqlContext, select: exp.Select, keys: list[exp.Expression]) 
 
 def check_tied_end(ctx: SqlContext) -> CheckResult:
     select = ctx.tree
-    if (not isinstance(select, exp.Select) or not select.args.get("order") or not _limit_one(select)
-            or select.args.get("distinct") or any(isinstance(e, exp.Star) for e in select.expressions)):
+    if (not isinstance(select, exp.Select) or not takes_first(select) or select.args.get("distinct")
+            or any(isinstance(e, exp.Star) for e in select.expressions)):
         return NOTHING
     if not isinstance(ctx.execution, Result) or len(ctx.execution.rows) != 1:
         return NOTHING

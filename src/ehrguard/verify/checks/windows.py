@@ -33,6 +33,7 @@ from ehrguard.errors import DatabaseError
 from ehrguard.evaluation.execution_match import NOW
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, data_fact, found, quoted_names
 from ehrguard.verify.checks.conventions import anchor_now
+from ehrguard.verify.checks.ordinals import ORDINALS
 from ehrguard.verify.checks.schema_refs import aliases
 from ehrguard.verify.offline.forms import stated_time_filter, stated_time_phrase
 from ehrguard.verify.offline.time_filters import TimeFilter, sql_time_filters
@@ -142,12 +143,9 @@ def _period(year: int, month: int | None = None, day: int | None = None) -> Peri
         return None
 
 
-_PART = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
-
-
 def _part_of_year(year: int, part: str, parts: int) -> Period | None:
     """A half (``parts`` 2) or a quarter (4) of a year, counted from its start ("last" is the final one)."""
-    n = parts if part == "last" else _PART.get(part, int(part) if part.isdigit() else 0)
+    n = parts if part == "last" else ORDINALS.get(part, int(part) if part.isdigit() else 0)
     if not 1 <= n <= parts:
         return None
     start = datetime(year, 1 + (n - 1) * 12 // parts, 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,10 +100,13 @@ _BOUNDED = re.compile(rf"(?<![a-z])[a-z]+(?=(?:[\s-]+[a-z]+){{0,3}}[\s(,:]*(?:of
                       rf"{_NUMBER_WORD}(?![a-z])(?!\s*-?\s*(?:years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?)\b))")
 # Names of conditions and procedures with a word of degree in them ("severe sepsis", "low back pain"), derived from the
 # ICD dictionaries by scripts/derive_condition_names.py: the word names, it does not grade.
-_CONDITION_NAMES = tuple(line for line in (Path(__file__).parent / "data" / "condition_names.txt").read_text().splitlines()
-                         if line and not line.startswith("#"))
-_CONDITION = re.compile(r"(?<![a-z])(?:" + "|".join(re.escape(n).replace(r"\ ", r"[\s-]+")
-                                                  for n in sorted(_CONDITION_NAMES, key=len, reverse=True)) + r")(?![a-z])")
+# Read and compiled on first use, not at import (a pattern of several hundred names costs ~25 ms to build).
+@functools.cache
+def _condition_names() -> re.Pattern[str]:
+    names = [line for line in (Path(__file__).parent / "data" / "condition_names.txt").read_text().splitlines()
+             if line and not line.startswith("#")]
+    return re.compile(r"(?<![a-z])(?:" + "|".join(re.escape(n).replace(r"\ ", r"[\s-]+")
+                                                for n in sorted(names, key=len, reverse=True)) + r")(?![a-z])")
 
 
 def _vague_hits(text: str) -> list[str]:
@@ -112,7 +116,7 @@ def _vague_hits(text: str) -> list[str]:
     def blank(m: re.Match[str]) -> str:
         return "#" * len(m.group(0))
 
-    masked = _BOUNDED.sub(blank, _CONDITION.sub(blank, text))
+    masked = _BOUNDED.sub(blank, _condition_names().sub(blank, text))
     masked = _SUPERLATIVE.sub(blank, _MEASURED.sub(blank, _NOT_VAGUE.sub(blank, masked)))
     return _phrase_hits(masked, "vague")
 
