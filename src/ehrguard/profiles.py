@@ -119,6 +119,10 @@ PROFILES: dict[str, DatabaseProfile] = {
                           "patient.hospitaldischargetime", "diagnosis.diagnosistime", "treatment.treatmenttime", "lab.labresulttime",
                           "medication.drugstarttime", "medication.drugstoptime", "cost.chargetime", "allergy.allergytime",
                           "intakeoutput.intakeoutputtime", "microlab.culturetakentime", "vitalperiodic.observationtime"),
+            value_columns=("patient.gender", "patient.ethnicity", "patient.hospitaladmitsource", "patient.hospitaldischargestatus",
+                           "diagnosis.diagnosisname", "treatment.treatmentname", "lab.labname", "medication.drugname",
+                           "medication.routeadmin", "cost.eventtype", "allergy.drugname", "allergy.allergyname", "intakeoutput.celllabel",
+                           "microlab.culturesite", "microlab.organism"),
             file_name="eicu.sqlite", source_folder="eicu-demo-2.0.1", builder="eicu", bank="ehrsql-eicu",
         ),
         DatabaseProfile(

@@ -233,6 +233,23 @@ def test_no_false_alarm_from_the_new_checks(ctx, question, sql):
      "FROM d_icd_diagnoses WHERE d_icd_diagnoses.long_title LIKE '%catheter%')",
      "SELECT COUNT(DISTINCT subject_id) FROM procedures_icd WHERE icd_code IN (SELECT icd_code FROM d_icd_procedures "
      "WHERE long_title LIKE '%catheter%')", "wrong_reference"),
+    # a key shared by several kinds of row linked to one kind without saying which: other events' costs come in
+    ("What did the drugs of patient 10007058 cost in total?",
+     "SELECT SUM(c.cost) FROM cost c JOIN prescriptions p ON c.event_id = p.row_id WHERE p.subject_id = 10007058",
+     "SELECT SUM(c.cost) FROM cost c JOIN prescriptions p ON c.event_id = p.row_id WHERE p.subject_id = 10007058 "
+     "AND c.event_type = 'prescriptions'", "missing_key_kind"),
+    # codes returned where the question asks which procedures: what they are called is in the dictionary
+    ("Which procedures were done on patient 10007058?",
+     "SELECT DISTINCT d_icd_procedures.icd_code FROM d_icd_procedures WHERE d_icd_procedures.icd_code IN "
+     "(SELECT procedures_icd.icd_code FROM procedures_icd WHERE procedures_icd.subject_id = 10007058)",
+     "SELECT DISTINCT d_icd_procedures.long_title FROM d_icd_procedures WHERE d_icd_procedures.icd_code IN "
+     "(SELECT procedures_icd.icd_code FROM procedures_icd WHERE procedures_icd.subject_id = 10007058)", "code_for_name"),
+    # the table an item's records are kept in, returned for the name of the item
+    ("What is the name of the output recorded first for patient 10007058?",
+     "SELECT d_items.linksto FROM d_items WHERE d_items.itemid IN (SELECT outputevents.itemid FROM outputevents "
+     "WHERE outputevents.subject_id = 10007058 ORDER BY outputevents.charttime LIMIT 1)",
+     "SELECT d_items.label FROM d_items WHERE d_items.itemid IN (SELECT outputevents.itemid FROM outputevents "
+     "WHERE outputevents.subject_id = 10007058 ORDER BY outputevents.charttime LIMIT 1)", "code_for_name"),
 ])
 def test_a_certain_mistake_is_repaired_to_the_right_answer(ctx, question, wrong, right, check):
     found_and_repaired(ctx, question, wrong, right, check)
@@ -590,3 +607,25 @@ def test_one_visit_asked_and_the_tables_joined_on_the_patient_only(ctx):
             "(SELECT subject_id FROM admissions WHERE subject_id = 10000032)")
     assert "coarse_join" not in checks_of(ctx, question, semi)
     assert "coarse_join" not in checks_of(ctx, "What were all the diagnoses of patient 10000032?", wrong)
+
+
+def test_codes_asked_for_or_a_name_returned_are_no_code_for_name(ctx):
+    codes = ("SELECT DISTINCT d_icd_procedures.icd_code FROM d_icd_procedures WHERE d_icd_procedures.icd_code IN "
+             "(SELECT procedures_icd.icd_code FROM procedures_icd WHERE procedures_icd.subject_id = 10007058)")
+    assert "code_for_name" not in checks_of(ctx, "What are the ICD codes of the procedures of patient 10007058?", codes)
+    assert "code_for_name" not in checks_of(ctx, "Which drugs did patient 10007058 get?",
+                                            "SELECT DISTINCT drug FROM prescriptions WHERE subject_id = 10007058")
+    # a table with no name column of its own (the events table): nothing to return instead
+    assert "code_for_name" not in checks_of(ctx, "Which procedures were done on patient 10007058?",
+                                            "SELECT icd_code FROM procedures_icd WHERE subject_id = 10007058")
+
+
+def test_an_item_filter_inside_a_subquery_does_not_pick_the_outer_reads_items(ctx):
+    question = "What was the last weight of patient 10007058?"
+    inner = ("SELECT MAX(charttime) FROM chartevents WHERE subject_id = 10007058 AND itemid IN "
+             "(SELECT itemid FROM d_items WHERE label = 'daily weight')")
+    mixed = f"SELECT valuenum FROM chartevents WHERE subject_id = 10007058 AND charttime = ({inner})"
+    assert "missing_item_filter" in checks_of(ctx, question, mixed)
+    picked = mixed.replace("WHERE subject_id = 10007058 AND charttime", "WHERE itemid IN (SELECT itemid FROM d_items WHERE label = "
+                           "'daily weight') AND subject_id = 10007058 AND charttime", 1)
+    assert "missing_item_filter" not in checks_of(ctx, question, picked)

@@ -4,6 +4,7 @@ the BLAS a numpy release links may sum in another order, which moves the last bi
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -68,3 +69,22 @@ def test_mimicsql_questions_are_answerable_masked_sampled_and_leave_out_lexicon_
     assert all("heparin" not in q.lower() for q, _ in everything)  # the drug is masked, as in EHRSQL's questions
     sample = mimicsql_questions([path], n=4, seed=1)
     assert len(sample) == 4 and sample == mimicsql_questions([path], n=4, seed=1) and set(sample) <= set(everything)
+
+
+def test_bedside_questions_name_patients_and_visits_the_ways_the_schemas_identify_them():
+    from ehrguard.verify.offline.training import bedside_questions
+
+    answerable = [q for q, c in bedside_questions(seed=0) if c == "answerable"]
+    assert any(re.search(r"patient \d{8}\b", q) for q in answerable)  # MIMIC's subject_id
+    assert any(re.search(r"patient \d{3}-\d+", q) for q in answerable)  # eICU's uniquepid
+    assert any(re.search(r"\b(?:unit stay|icu stay|hospital admission|encounter) \d+", q, re.I) for q in answerable)
+
+
+def test_a_visit_named_by_its_number_reads_as_answerable():
+    from ehrguard.verify.offline.question import QuestionClassifier
+
+    classifier = QuestionClassifier(embeddings="off")
+    # read as pointing back at nothing (answerable 0.29 to 0.52) by the model trained without visits named by number
+    for question in ("What was the last heart rate recorded for ICU stay 30000484?", "Which lab tests were done in unit stay 141765?",
+                     "How much insulin was given during unit stay 200310?"):
+        assert classifier.assess(question).category["answerable"] > 0.8, question

@@ -91,6 +91,8 @@ def outcome(case: SafetyCase, verdict: Any, db: Any) -> dict[str, Any]:
     record: dict[str, Any] = {"id": case.id, "db": case.db, "kind": case.kind, "category": case.category, "action": verdict.action,
                               "status": verdict.status, "reason": verdict.reason, "answers_like_gold": right,
                               "confidence": verdict.confidence}
+    if verdict.details:  # what the verdict rested on: `ehrguard train calibration` can fit on these records too
+        record["details"] = verdict.details
     if case.kind == "correct":
         record["harmful"] = answered and verdict.action == "correct" and not right
         record["over_cautious"] = not verified

@@ -35,13 +35,20 @@ from ehrguard.verify.checks.alignment import (
     check_visit_order,
 )
 from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, summary
-from ehrguard.verify.checks.columns import check_returned_column
+from ehrguard.verify.checks.columns import check_name_returned, check_returned_column
 from ehrguard.verify.checks.concepts import check_stated_values, check_substitution
 from ehrguard.verify.checks.contrasts import check_contrasts
 from ehrguard.verify.checks.conventions import check_count_distinct, check_counts_people, check_counts_visits, check_now
 from ehrguard.verify.checks.execution import check_executes, check_result
 from ehrguard.verify.checks.grounding import check_grounding
-from ehrguard.verify.checks.keys import check_coarse_joins, check_id_kinds, check_join_keys, check_referenced_table, check_row_keys
+from ehrguard.verify.checks.keys import (
+    check_coarse_joins,
+    check_id_kinds,
+    check_join_keys,
+    check_key_kind,
+    check_referenced_table,
+    check_row_keys,
+)
 from ehrguard.verify.checks.ordinals import check_stated_place
 from ehrguard.verify.checks.repair import repair
 from ehrguard.verify.checks.schema_refs import check_schema
@@ -70,6 +77,7 @@ CHECKS: tuple[Check, ...] = (
     Check("join_keys", check_join_keys),
     Check("row_keys", check_row_keys),
     Check("referenced_table", check_referenced_table),
+    Check("key_kind", check_key_kind),
     Check("coarse_joins", check_coarse_joins),
     Check("count_distinct", check_count_distinct),
     Check("counts_people", check_counts_people),
@@ -95,6 +103,7 @@ CHECKS: tuple[Check, ...] = (
     Check("icu_scope", check_icu_scope),
     Check("contrasts", check_contrasts),
     Check("returned_column", check_returned_column),
+    Check("name_returned", check_name_returned),
     Check("grounding", check_grounding),
 )
 

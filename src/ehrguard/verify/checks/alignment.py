@@ -548,12 +548,13 @@ def _events_tables(ctx: SqlContext) -> set[str]:
     return {t.name.lower() for t in ctx.db.schema.tables if t.column("itemid") is not None and not t.name.lower().startswith("d_")}
 
 
-def _names_an_item(condition: exp.Expression) -> bool:
-    """A condition that picks items: itemid = / IN a literal, or IN a subquery that compares something other than
-    the table an item links to (a label, a category)."""
+def _names_an_item(condition: exp.Expression, select: exp.Select) -> bool:
+    """A condition of ``select`` that picks items: itemid = / IN a literal, or IN a subquery that compares something
+    other than the table an item links to (a label, a category). A subquery's own item filter picks the items of its
+    own rows, not of ``select``'s (``charttime = (SELECT ... WHERE label = 'daily weight')`` leaves every item in)."""
     for node in condition.find_all(exp.EQ, exp.In):
         column = node.this
-        if not (isinstance(column, exp.Column) and column.name.lower() == "itemid"):
+        if not (isinstance(column, exp.Column) and column.name.lower() == "itemid") or node.find_ancestor(exp.Select) is not select:
             continue
         query = node.args.get("query")
         if query is None:
@@ -589,7 +590,7 @@ def check_item_filter(ctx: SqlContext) -> CheckResult:
         reads_value = any(c.name.lower() in ("valuenum", "value", "amount", "totalamount") and not _summed(c)
                           for e in select.expressions for c in ([e] if isinstance(e, exp.Column) else e.find_all(exp.Column)))
         where = select.args.get("where")
-        if reads_value and (where is None or not _names_an_item(where)) and select.args.get("group") is None:
+        if reads_value and (where is None or not _names_an_item(where, select)) and select.args.get("group") is None:
             return found(Finding("missing_item_filter", "error", f"The query reads every kind of {table.name} item together; "
                                  "the question asks about one measurement."))
     return NOTHING

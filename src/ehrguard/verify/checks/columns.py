@@ -12,10 +12,12 @@ that tell the columns apart) and none of the returned column's, the query return
 from __future__ import annotations
 
 import re
+from functools import partial
 
 from sqlglot import exp
 
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, found
+from ehrguard.verify.checks.concepts import name_columns
 from ehrguard.verify.checks.keys import entity_columns
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
@@ -98,3 +100,51 @@ def check_returned_column(ctx: SqlContext) -> CheckResult:
         findings.append(Finding("wrong_column", "warning", f"The query returns {table}.{name}; the question asks for {asked}.",
                                 ctx.span_of(col.sql()) or ctx.span_of(name)))
     return found(*findings)
+
+
+# Words by which a question asks what something is called, and words by which it asks for a code or a number instead.
+_NAME_WORDS = frozenset(("name", "names", "named", "called", "title", "titles"))
+_CODE_WORDS = frozenset(("code", "codes", "icd", "icd9", "icd10", "id", "ids", "identifier", "identifiers", "number", "numbers",
+                         "itemid", "table", "tables", "category", "categories", "version"))
+
+
+def check_name_returned(ctx: SqlContext) -> CheckResult:
+    """The query returns another column of a table that holds names where the question asks what something is called:
+    a diagnosis code (``d_icd_diagnoses.icd_code``) for "which procedure" or "the name of the diagnosis", the table an
+    item's records are kept in (``d_items.linksto``) for "the name of the output". Read from the database: the name
+    column of a table is its one value column with many distinct values (``concepts.name_columns``). Only when the
+    question asks for a name ("name", "called", "title") or the returned column holds codes (its name says so), the
+    question asks for no code or number, and it names nothing of the returned column; repaired by returning the name."""
+    if ctx.tree is None:
+        return NOTHING
+    words = re.findall(r"[a-z0-9]+", ctx.question.lower())
+    if set(words) & _CODE_WORDS:
+        return NOTHING
+    select = ctx.tree if isinstance(ctx.tree, exp.Select) else ctx.tree.find(exp.Select)
+    if select is None:
+        return NOTHING
+    by_table: dict[str, list[str]] = {}
+    for table, column in name_columns(ctx):
+        by_table.setdefault(table.lower(), []).append(column.lower())
+    tables, _ = aliases(ctx.tree)
+    stems, asks_name = _stems(ctx.question), bool(set(words) & _NAME_WORDS)
+    findings: list[Finding] = []
+    edits = []
+    for projection in select.expressions:
+        col = projection.this if isinstance(projection, exp.Alias) else projection
+        if not isinstance(col, exp.Column):
+            continue
+        name = col.name.lower()
+        table = owner_table(ctx, tables.get(col.table.lower(), col.table.lower()), name, tables)
+        meant = by_table.get(table or "", [])
+        if len(meant) != 1 or meant[0] == name or not (asks_name or "code" in name) or _names(name, stems, words):
+            continue
+        findings.append(Finding("code_for_name", "warning",
+                                f"The query returns {table}.{col.name}; the question asks what it is called ({table}.{meant[0]}).",
+                                ctx.span_of(col.sql()) or ctx.span_of(name), meant[0]))
+        edits.append(TreeEdit(partial(_rename, meant[0]), target=col))
+    return found(*findings, edits=edits)
+
+
+def _rename(name: str, node: exp.Expression) -> None:
+    node.set("this", exp.to_identifier(name))

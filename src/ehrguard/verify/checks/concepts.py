@@ -129,7 +129,7 @@ def _distinct_count(ctx: SqlContext, table: str, column: str) -> int:
     return ctx.db.derived(("distinct_count", table, column), build)
 
 
-def _name_columns(ctx: SqlContext) -> list[tuple[str, str]]:
+def name_columns(ctx: SqlContext) -> list[tuple[str, str]]:
     """The profile's value columns that hold names (many distinct values) in this database."""
 
     def build() -> list[tuple[str, str]]:
@@ -183,7 +183,7 @@ def check_stated_values(ctx: SqlContext) -> CheckResult:
     in_sql = " ".join(literals)
     findings = []
     identifiers = _identifiers(ctx)
-    columns = _name_columns(ctx)
+    columns = name_columns(ctx)
     named = _named(ctx, columns, ctx.question)
     for table, column in columns:
         for value in named[(table, column)]:

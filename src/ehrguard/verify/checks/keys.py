@@ -11,7 +11,10 @@ else, so they hold for any schema the profile describes:
 - **id kinds**: ``hadm_id = 10000032`` where no admission has that id but a patient does: the number is the other
   entity's id. The repair compares the column the number belongs to, when the query's table has it;
 - **referenced table**: a code looked up in another dictionary than the one its foreign key refers to
-  (``diagnoses_icd.icd_code`` in ``d_icd_procedures``); the repair reads the table the key refers to.
+  (``diagnoses_icd.icd_code`` in ``d_icd_procedures``); the repair reads the table the key refers to;
+- **kind of a shared key**: a column whose keys refer to rows of several tables (``cost.event_id``: a prescription's,
+  a procedure's, a lab test's row) linked to one of them without the column that says which (``cost.event_type``):
+  rows of the other kinds with the same number come in too; the repair states the kind.
 """
 
 from __future__ import annotations
@@ -167,6 +170,69 @@ def check_referenced_table(ctx: SqlContext) -> CheckResult:
             edits += _retarget(ctx, looked_up, theirs, meant)
             break
     return found(*findings, edits=edits)
+
+
+def _kind_columns(ctx: SqlContext) -> dict[tuple[str, str], tuple[str, dict[str, str]]]:
+    """(table, column) of a key that refers to rows of several tables -> the column of its own table that says which
+    table each row's key refers to, and which of its values names which table. Read from the data: a text column whose
+    values are all names of the tables the key refers to (``cost.event_type``: 'prescriptions', 'labevents', ...)."""
+
+    def build() -> dict[tuple[str, str], tuple[str, dict[str, str]]]:
+        out: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
+        for (table, column), refers in _referenced(ctx).items():
+            info = ctx.db.schema.table(table) if len(refers) > 1 else None
+            for other in info.columns if info is not None else ():
+                if other.name.lower() == column or not any(k in other.type.lower() for k in ("char", "text", "string")):
+                    continue
+                query = exp.select(exp.column(other.name)).distinct().from_(exp.to_table(table)).limit(len(refers) + 1)
+                try:
+                    values = [str(r[0]) for r in ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows if r[0] is not None]
+                except DatabaseError:
+                    continue
+                if len(values) >= 2 and all(v.lower() in refers for v in values):
+                    out[(table, column)] = (other.name, {v.lower(): v for v in values})
+                    break
+        return out
+
+    return ctx.db.derived(("kind_columns",), build)
+
+
+def check_key_kind(ctx: SqlContext) -> CheckResult:
+    """A key that refers to rows of several tables linked to one of them without saying which kind of row it is:
+    ``cost.event_id IN (SELECT prescriptions.row_id ...)`` with no ``cost.event_type = 'prescriptions'`` in the same
+    SELECT also takes the cost of a lab test or a procedure whose row has the same number. Repaired by stating the kind."""
+    kinds = _kind_columns(ctx) if ctx.tree is not None else {}
+    if ctx.tree is None or not kinds:
+        return NOTHING
+    tables = aliases(ctx.tree)[0]
+    findings, edits = [], []
+    for left, right in _linked_pairs(ctx.tree):
+        for key, other in ((left, right), (right, left)):
+            mine = _table_of(ctx, key, tables)
+            entry = kinds.get((mine, key.name.lower()))
+            theirs = _table_of(ctx, other, tables)
+            select = key.find_ancestor(exp.Select)
+            if entry is None or theirs not in entry[1] or select is None:
+                continue
+            kind_column, names = entry
+            where = select.args.get("where")
+            if where is not None and any(c.name.lower() == kind_column.lower() and c.find_ancestor(exp.Select) is select
+                                         for c in where.find_all(exp.Column)):
+                continue
+            value = names[theirs]
+            findings.append(Finding("missing_key_kind", "error",
+                                    f"The query links {mine}.{key.name} to {theirs} rows without {mine}.{kind_column} = '{value}': "
+                                    f"rows of other kinds with the same number come in too.", ctx.span_of(key.sql()),
+                                    f"{mine}.{kind_column} = '{value}'"))
+            condition = exp.column(kind_column, table=key.table or None).eq(exp.Literal.string(value))
+            edits.append(TreeEdit(partial(_add_condition, condition), target=select))
+            break
+    return found(*findings, edits=edits)
+
+
+def _add_condition(condition: exp.Expression, node: exp.Expression) -> None:
+    if isinstance(node, exp.Select):
+        node.where(condition.copy(), copy=False)
 
 
 def _retarget(ctx: SqlContext, column: exp.Column, table: str, meant: str) -> list[Edit]:

@@ -64,7 +64,8 @@ OPERATING_POINTS = {
 BLOCKING_WARNINGS = frozenset({"count_without_distinct", "counts_rows_not_patients", "counts_visits_not_patients", "missing_current_filter",
                                "missing_death_filter", "missing_value_filter", "not_checked", "missing_stated_number",
                                "missing_group_filter", "missing_age_filter", "missing_route_filter", "unscoped_read", "wrong_column",
-                               "missing_time_window", "kind_not_read", "tied_end", "missing_place", "missing_icu_scope", "coarse_join"})
+                               "missing_time_window", "kind_not_read", "tied_end", "missing_place", "missing_icu_scope", "coarse_join",
+                               "code_for_name"})
 
 NO_QUERY = "The text-to-SQL model produced no query for this question. "
 
@@ -135,6 +136,9 @@ def plain_reason(f: Finding) -> str:
     if f.check == "tied_end" and m:
         return (f"Several records share the first place of the query's order {m.group(1)} with different values {m.group(2)}; "
                 "the query shows one of them, whichever the database meets first.")
+    m = re.match(r"The query returns (\w+)\.(\w+); the question asks what it is called \((\w+)\.(\w+)\)", f.message)
+    if f.check == "code_for_name" and m:
+        return f"The query returns the {m.group(2)} column of {m.group(1)}, not the name the question asks for ({m.group(4)})."
     if f.check == "execution":
         return f.message.replace("The query fails on the database: ", "The query fails on the database (") + ")"
     return f.message

@@ -316,12 +316,36 @@ _BEDSIDE_SLOTS = {
 }
 
 
+# The ways the schemas identify whom or what a question is about: a patient by MIMIC's subject_id (eight digits) or
+# eICU's uniquepid ("002-34851"); a visit by its own id, named after the id column that holds it (MIMIC's hadm_id: a
+# hospital admission; stay_id: an ICU stay; eICU's patientunitstayid: a unit stay; patienthealthsystemstayid: a
+# hospital stay). Read from the schemas' id columns, so that a question naming a visit by its number is not taken for
+# one that points back at something it never names.
+_VISITS = ("admission", "hospital admission", "hospital stay", "hospitalization", "icu stay", "ICU stay", "unit stay",
+           "patient unit stay", "ICU unit stay", "encounter")
+
+
+def _subject(rng: random.Random) -> str:
+    """Whom a point question is about: a patient by one of the schemas' patient ids, or a visit by its id."""
+    draw = rng.random()
+    if draw < 0.5:
+        return f"patient {rng.randint(10000000, 19999999)}"
+    if draw < 0.7:
+        return f"patient {rng.randint(0, 999):03d}-{rng.randint(1, 99999)}"
+    return f"{rng.choice(_VISITS)} {rng.randint(100000, 39999999)}"
+
+
 def _bedside_question(rng: random.Random) -> str:
     values = {k: rng.choice(v) for k, v in _BEDSIDE_SLOTS.items()}
-    values.update(pid=str(rng.randint(10000000, 10099999)), drug=rng.choice(_DRUGS), measure=rng.choice(_MEASURES))
+    values.update(drug=rng.choice(_DRUGS), measure=rng.choice(_MEASURES))
     values["year"] = str(rng.randint(2100, 2105))
     values["scope"] = values["scope"].format(year=values["year"])
-    return re.sub(r"\s{2,}", " ", rng.choice(_BEDSIDE_FORMS).format(**values))
+    form = rng.choice(_BEDSIDE_FORMS)
+    if "{ordinal} {stay}" not in form and "{ordinal} hospital stay" not in form and "{ordinal} admission" not in form:
+        form = form.replace("patient {pid}", "{subject}")  # a visit named by its id has no "first stay" of its own
+        values["subject"] = _subject(rng)
+    values["pid"] = str(rng.randint(10000000, 19999999)) if rng.random() < 0.7 else f"{rng.randint(0, 999):03d}-{rng.randint(1, 99999)}"
+    return re.sub(r"\s{2,}", " ", form.format(**values))
 
 
 def bedside_questions(seed: int = 0, n: int = 600) -> list[tuple[str, str]]:
