@@ -250,6 +250,13 @@ def test_no_false_alarm_from_the_new_checks(ctx, question, sql):
      "WHERE outputevents.subject_id = 10007058 ORDER BY outputevents.charttime LIMIT 1)",
      "SELECT d_items.label FROM d_items WHERE d_items.itemid IN (SELECT outputevents.itemid FROM outputevents "
      "WHERE outputevents.subject_id = 10007058 ORDER BY outputevents.charttime LIMIT 1)", "code_for_name"),
+    # a count of different kinds answered by counting rows: a drug given twice counted twice
+    ("How many different drugs were prescribed to patient 10007058?",
+     "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10007058",
+     "SELECT COUNT(DISTINCT drug) FROM prescriptions WHERE subject_id = 10007058", "count_not_distinct"),
+    ("What is the number of unique drugs patient 10007058 was prescribed?",
+     "SELECT COUNT(drug) FROM prescriptions WHERE subject_id = 10007058",
+     "SELECT COUNT(DISTINCT drug) FROM prescriptions WHERE subject_id = 10007058", "count_not_distinct"),
 ])
 def test_a_certain_mistake_is_repaired_to_the_right_answer(ctx, question, wrong, right, check):
     found_and_repaired(ctx, question, wrong, right, check)
@@ -629,3 +636,18 @@ def test_an_item_filter_inside_a_subquery_does_not_pick_the_outer_reads_items(ct
     picked = mixed.replace("WHERE subject_id = 10007058 AND charttime", "WHERE itemid IN (SELECT itemid FROM d_items WHERE label = "
                            "'daily weight') AND subject_id = 10007058 AND charttime", 1)
     assert "missing_item_filter" not in checks_of(ctx, question, picked)
+
+
+def test_a_count_of_occurrences_or_of_people_is_no_count_of_kinds(ctx):
+    rows_asked = "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10007058"
+    assert "count_not_distinct" not in checks_of(ctx, "How many prescriptions did patient 10007058 get?", rows_asked)
+    # patients are the counting-people checks' to judge
+    assert "count_not_distinct" not in checks_of(ctx, "How many different patients got heparin?",
+                                                 "SELECT COUNT(subject_id) FROM prescriptions WHERE drug = 'heparin'")
+    # kinds counted per group: the GROUP BY makes each count one group's
+    per_drug = "SELECT drug, COUNT(*) FROM prescriptions GROUP BY drug"
+    assert "count_not_distinct" not in checks_of(ctx, "How many different routes does each drug have?", per_drug)
+    # the events table holds no names of its own: flagged, with nothing certain to count instead
+    checked = run_checks("How many unique lab tests did patient 10007058 have?", "SELECT COUNT(*) FROM labevents WHERE subject_id = "
+                         "10007058", ctx)
+    assert [f.suggestion for f in checked.findings if f.check == "count_not_distinct"] == [None]

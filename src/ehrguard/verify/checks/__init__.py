@@ -38,7 +38,7 @@ from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlCo
 from ehrguard.verify.checks.columns import check_name_returned, check_returned_column
 from ehrguard.verify.checks.concepts import check_stated_values, check_substitution
 from ehrguard.verify.checks.contrasts import check_contrasts
-from ehrguard.verify.checks.conventions import check_count_distinct, check_counts_people, check_counts_visits, check_now
+from ehrguard.verify.checks.conventions import check_count_distinct, check_count_kinds, check_counts_people, check_counts_visits, check_now
 from ehrguard.verify.checks.execution import check_executes, check_result
 from ehrguard.verify.checks.grounding import check_grounding
 from ehrguard.verify.checks.keys import (
@@ -80,6 +80,7 @@ CHECKS: tuple[Check, ...] = (
     Check("key_kind", check_key_kind),
     Check("coarse_joins", check_coarse_joins),
     Check("count_distinct", check_count_distinct),
+    Check("count_kinds", check_count_kinds),
     Check("counts_people", check_counts_people),
     Check("counts_visits", check_counts_visits),
     Check("direction", check_direction),

@@ -9,6 +9,7 @@ from functools import partial
 from sqlglot import exp
 
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TextEdit, TreeEdit, data_fact, found
+from ehrguard.verify.checks.concepts import name_columns
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
@@ -88,6 +89,40 @@ def check_count_distinct(ctx: SqlContext) -> CheckResult:
     return found(*findings, edits=edits)
 
 
+# Words by which a count asks for kinds, not occurrences: "how many different drugs", "the number of unique tests".
+_KINDS_COUNTED = re.compile(r"\b(?:how many|count|number of)\s+(?:[\w']+\s+){0,2}?(?:unique|different|distinct|separate)\b", re.IGNORECASE)
+
+
+def check_count_kinds(ctx: SqlContext) -> CheckResult:
+    """A count of different kinds of thing ("how many different drugs did patient X get") answered by counting rows
+    or occurrences: COUNT(drug) counts every prescription of the same drug again. Repaired by counting distinct values:
+    of the counted column, or for COUNT(*) over one table of the one column of that table that holds names
+    (``concepts.name_columns``). People are left to the checks of counting patients."""
+    if ctx.tree is None or not _KINDS_COUNTED.search(ctx.question) or counts_people(ctx.question):
+        return NOTHING
+    names: dict[str, list[str]] = {}
+    for table, column in name_columns(ctx):
+        names.setdefault(table.lower(), []).append(column)
+    findings, edits = [], []
+    for count in ctx.tree.find_all(exp.Count):
+        arg, select = count.this, count.find_ancestor(exp.Select)
+        if isinstance(arg, exp.Distinct) or select is None or select.args.get("group") or _one_row_per_value(count, arg):
+            continue
+        if isinstance(arg, exp.Column):
+            column = arg.copy()
+        else:
+            source = select.args.get("from_") or select.args.get("from")
+            table = source.this if source is not None else None
+            held = names.get(table.name.lower(), []) if isinstance(table, exp.Table) and not select.args.get("joins") else []
+            column = exp.column(held[0], table=table.alias_or_name) if len(held) == 1 and isinstance(table, exp.Table) else None
+        findings.append(Finding("count_not_distinct", "warning", "The question counts different kinds; the query counts rows, "
+                                "so a kind that occurs several times is counted several times.", ctx.span_of(count.sql(dialect="sqlite")),
+                                f"COUNT(DISTINCT {column.sql(dialect='sqlite')})" if column is not None else None))
+        if column is not None:
+            edits.append(TreeEdit(_distinct_person(column), target=count))
+    return found(*findings, edits=edits)
+
+
 def one_row_per_person(ctx: SqlContext, table: str, id_column: str) -> bool:
     """Does ``table`` hold one row per person, or per whatever ``id_column`` identifies (its id unique)?
     Asked of the data once per open database."""
@@ -96,6 +131,8 @@ def one_row_per_person(ctx: SqlContext, table: str, id_column: str) -> bool:
 
 
 def _distinct_person(column: exp.Column) -> Callable[[exp.Expression], None]:
+    """COUNT(DISTINCT column): of a person's id, or of whatever else is counted once per value."""
+
     def apply(count: exp.Expression) -> None:
         count.set("this", exp.Distinct(expressions=[column.copy()]))
 
