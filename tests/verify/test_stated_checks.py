@@ -250,6 +250,18 @@ def test_no_false_alarm_from_the_new_checks(ctx, question, sql):
      "WHERE outputevents.subject_id = 10007058 ORDER BY outputevents.charttime LIMIT 1)",
      "SELECT d_items.label FROM d_items WHERE d_items.itemid IN (SELECT outputevents.itemid FROM outputevents "
      "WHERE outputevents.subject_id = 10007058 ORDER BY outputevents.charttime LIMIT 1)", "code_for_name"),
+    # the kind of a shared key naming another table than the one linked: a diagnosis's cost for a drug's
+    ("What did the drugs of patient 10007058 cost in total?",
+     "SELECT SUM(c.cost) FROM cost c JOIN prescriptions p ON c.event_id = p.row_id WHERE p.subject_id = 10007058 "
+     "AND c.event_type = 'diagnoses_icd'",
+     "SELECT SUM(c.cost) FROM cost c JOIN prescriptions p ON c.event_id = p.row_id WHERE p.subject_id = 10007058 "
+     "AND c.event_type = 'prescriptions'", "wrong_key_kind"),
+    # charted values read with the items of another events table
+    ("What was the highest heart rate of patient 10007058?",
+     "SELECT MAX(valuenum) FROM chartevents WHERE subject_id = 10007058 AND itemid IN (SELECT itemid FROM d_items "
+     "WHERE label = 'heart rate' AND linksto = 'inputevents')",
+     "SELECT MAX(valuenum) FROM chartevents WHERE subject_id = 10007058 AND itemid IN (SELECT itemid FROM d_items "
+     "WHERE label = 'heart rate' AND linksto = 'chartevents')", "wrong_key_kind"),
     # a count of different kinds answered by counting rows: a drug given twice counted twice
     ("How many different drugs were prescribed to patient 10007058?",
      "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10007058",
@@ -651,3 +663,10 @@ def test_a_count_of_occurrences_or_of_people_is_no_count_of_kinds(ctx):
     checked = run_checks("How many unique lab tests did patient 10007058 have?", "SELECT COUNT(*) FROM labevents WHERE subject_id = "
                          "10007058", ctx)
     assert [f.suggestion for f in checked.findings if f.check == "count_not_distinct"] == [None]
+
+
+def test_a_dictionary_read_without_the_table_that_holds_its_items_is_no_missing_key_kind(ctx):
+    # d_items.linksto says which events table holds an item; a label alone already picks the item
+    sql = ("SELECT MAX(valuenum) FROM chartevents WHERE subject_id = 10007058 AND itemid IN (SELECT itemid FROM d_items "
+           "WHERE label = 'heart rate')")
+    assert not checks_of(ctx, "What was the highest heart rate of patient 10007058?", sql) & {"missing_key_kind", "wrong_key_kind"}

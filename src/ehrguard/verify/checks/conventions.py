@@ -101,13 +101,14 @@ def check_count_kinds(ctx: SqlContext) -> CheckResult:
     if ctx.tree is None or not _KINDS_COUNTED.search(ctx.question) or counts_people(ctx.question):
         return NOTHING
     names: dict[str, list[str]] = {}
-    for table, column in name_columns(ctx):
-        names.setdefault(table.lower(), []).append(column)
+    for table_name, name_column in name_columns(ctx):
+        names.setdefault(table_name.lower(), []).append(name_column)
     findings, edits = [], []
     for count in ctx.tree.find_all(exp.Count):
         arg, select = count.this, count.find_ancestor(exp.Select)
         if isinstance(arg, exp.Distinct) or select is None or select.args.get("group") or _one_row_per_value(count, arg):
             continue
+        column: exp.Column | None
         if isinstance(arg, exp.Column):
             column = arg.copy()
         else:

@@ -14,7 +14,9 @@ else, so they hold for any schema the profile describes:
   (``diagnoses_icd.icd_code`` in ``d_icd_procedures``); the repair reads the table the key refers to;
 - **kind of a shared key**: a column whose keys refer to rows of several tables (``cost.event_id``: a prescription's,
   a procedure's, a lab test's row) linked to one of them without the column that says which (``cost.event_type``):
-  rows of the other kinds with the same number come in too; the repair states the kind.
+  rows of the other kinds with the same number come in too; the repair states the kind. The same column naming
+  another table than the one linked (``cost.event_type``, or ``d_items.linksto`` for the events table that reads the
+  items) is repaired to name the linked one.
 """
 
 from __future__ import annotations
@@ -173,23 +175,33 @@ def check_referenced_table(ctx: SqlContext) -> CheckResult:
 
 
 def _kind_columns(ctx: SqlContext) -> dict[tuple[str, str], tuple[str, dict[str, str]]]:
-    """(table, column) of a key that refers to rows of several tables -> the column of its own table that says which
-    table each row's key refers to, and which of its values names which table. Read from the data: a text column whose
-    values are all names of the tables the key refers to (``cost.event_type``: 'prescriptions', 'labevents', ...)."""
+    """(table, column) -> the column of that table that says which table a row belongs with, and which of its values
+    names which table. Two shapes, both read from the declared foreign keys and the data (a text column whose values
+    are all names of those tables, at least two):
+
+    - a key that refers to rows of several tables: ``cost.event_id`` -> ``cost.event_type`` ('prescriptions', ...);
+    - a dictionary several tables refer to: ``d_items.itemid`` (chartevents, inputevents and outputevents refer to it)
+      -> ``d_items.linksto`` ('chartevents', ...), the table that holds each item's records."""
 
     def build() -> dict[tuple[str, str], tuple[str, dict[str, str]]]:
+        referenced = _referenced(ctx)
+        referring: dict[tuple[str, str], set[str]] = {}
+        for referrer in ctx.db.schema.tables:
+            for fk in referrer.foreign_keys:
+                referring.setdefault((fk.ref_table.lower(), fk.ref_column.lower()), set()).add(referrer.name.lower())
         out: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
-        for (table, column), refers in _referenced(ctx).items():
-            info = ctx.db.schema.table(table) if len(refers) > 1 else None
+        for (table, column), refers in referenced.items():
+            tables = refers or referring.get((table, column), set())
+            info = ctx.db.schema.table(table) if len(tables) > 1 else None
             for other in info.columns if info is not None else ():
                 if other.name.lower() == column or not any(k in other.type.lower() for k in ("char", "text", "string")):
                     continue
-                query = exp.select(exp.column(other.name)).distinct().from_(exp.to_table(table)).limit(len(refers) + 1)
+                query = exp.select(exp.column(other.name)).distinct().from_(exp.to_table(table)).limit(len(tables) + 1)
                 try:
                     values = [str(r[0]) for r in ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows if r[0] is not None]
                 except DatabaseError:
                     continue
-                if len(values) >= 2 and all(v.lower() in refers for v in values):
+                if len(values) >= 2 and all(v.lower() in tables for v in values):
                     out[(table, column)] = (other.name, {v.lower(): v for v in values})
                     break
         return out
@@ -198,36 +210,62 @@ def _kind_columns(ctx: SqlContext) -> dict[tuple[str, str], tuple[str, dict[str,
 
 
 def check_key_kind(ctx: SqlContext) -> CheckResult:
-    """A key that refers to rows of several tables linked to one of them without saying which kind of row it is:
-    ``cost.event_id IN (SELECT prescriptions.row_id ...)`` with no ``cost.event_type = 'prescriptions'`` in the same
-    SELECT also takes the cost of a lab test or a procedure whose row has the same number. Repaired by stating the kind."""
+    """The column that says which table a row belongs with, against the table the query links the row to:
+
+    - **missing**: a key that refers to rows of several tables linked to one of them without it:
+      ``cost.event_id IN (SELECT prescriptions.row_id ...)`` with no ``cost.event_type = 'prescriptions'`` in the same
+      SELECT also takes the cost of a lab test or a procedure whose row has the same number. Repaired by stating it;
+    - **contradicted**: it names another table than the one linked: ``cost.event_type = 'diagnoses_icd'`` beside
+      prescriptions' rows, or ``chartevents.itemid IN (SELECT itemid FROM d_items WHERE ... linksto = 'inputevents')``
+      (input items looked for among the charted values: nothing, or other items, comes back). Repaired by naming the
+      linked table."""
     kinds = _kind_columns(ctx) if ctx.tree is not None else {}
     if ctx.tree is None or not kinds:
         return NOTHING
-    tables = aliases(ctx.tree)[0]
+    tables, referenced = aliases(ctx.tree)[0], _referenced(ctx)
     findings, edits = [], []
     for left, right in _linked_pairs(ctx.tree):
-        for key, other in ((left, right), (right, left)):
-            mine = _table_of(ctx, key, tables)
-            entry = kinds.get((mine, key.name.lower()))
-            theirs = _table_of(ctx, other, tables)
-            select = key.find_ancestor(exp.Select)
-            if entry is None or theirs not in entry[1] or select is None:
+        for keeper, other in ((left, right), (right, left)):
+            mine, linked = _table_of(ctx, keeper, tables), _table_of(ctx, other, tables)
+            entry = kinds.get((mine, keeper.name.lower()))
+            select = keeper.find_ancestor(exp.Select)
+            if entry is None or linked not in entry[1] or select is None:
                 continue
             kind_column, names = entry
-            where = select.args.get("where")
-            if where is not None and any(c.name.lower() == kind_column.lower() and c.find_ancestor(exp.Select) is select
-                                         for c in where.find_all(exp.Column)):
-                continue
-            value = names[theirs]
-            findings.append(Finding("missing_key_kind", "error",
-                                    f"The query links {mine}.{key.name} to {theirs} rows without {mine}.{kind_column} = '{value}': "
-                                    f"rows of other kinds with the same number come in too.", ctx.span_of(key.sql()),
-                                    f"{mine}.{kind_column} = '{value}'"))
-            condition = exp.column(kind_column, table=key.table or None).eq(exp.Literal.string(value))
-            edits.append(TreeEdit(partial(_add_condition, condition), target=select))
+            value = names[linked]
+            stated = [(c, lit) for c, lit in _compared_literals(select) if c.name.lower() == kind_column.lower()]
+            wrong = [(c, lit) for c, lit in stated if lit.this.lower() in names and lit.this.lower() != linked]
+            if wrong:
+                findings.append(Finding("wrong_key_kind", "error",
+                                        f"The query reads {linked} rows but keeps {mine}.{kind_column} = '{wrong[0][1].this}': "
+                                        f"those are another table's.", ctx.span_of(f"'{wrong[0][1].this}'"), f"'{value}'"))
+                edits += [TreeEdit(partial(_set_literal, value), target=lit) for _, lit in wrong]
+            elif not stated and referenced.get((mine, keeper.name.lower())):
+                findings.append(Finding("missing_key_kind", "error",
+                                        f"The query links {mine}.{keeper.name} to {linked} rows without {mine}.{kind_column} = "
+                                        f"'{value}': rows of other kinds with the same number come in too.", ctx.span_of(keeper.sql()),
+                                        f"{mine}.{kind_column} = '{value}'"))
+                condition = exp.column(kind_column, table=keeper.table or None).eq(exp.Literal.string(value))
+                edits.append(TreeEdit(partial(_add_condition, condition), target=select))
             break
     return found(*findings, edits=edits)
+
+
+def _compared_literals(select: exp.Select) -> list[tuple[exp.Column, exp.Literal]]:
+    """``column = 'text'`` conditions of this SELECT itself (not of its subqueries)."""
+    where = select.args.get("where")
+    out = []
+    for node in where.find_all(exp.EQ) if where is not None else ():
+        if node.find_ancestor(exp.Select) is not select:
+            continue
+        for col, lit in ((node.this, node.expression), (node.expression, node.this)):
+            if isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and lit.is_string:
+                out.append((col, lit))
+    return out
+
+
+def _set_literal(value: str, node: exp.Expression) -> None:
+    node.replace(exp.Literal.string(value))
 
 
 def _add_condition(condition: exp.Expression, node: exp.Expression) -> None:
