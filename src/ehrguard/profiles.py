@@ -121,7 +121,7 @@ PROFILES: dict[str, DatabaseProfile] = {
                           "intakeoutput.intakeoutputtime", "microlab.culturetakentime", "vitalperiodic.observationtime"),
             value_columns=("patient.gender", "patient.ethnicity", "patient.hospitaladmitsource", "patient.hospitaldischargestatus",
                            "diagnosis.diagnosisname", "treatment.treatmentname", "lab.labname", "medication.drugname",
-                           "medication.routeadmin", "cost.eventtype", "allergy.drugname", "allergy.allergyname", "intakeoutput.celllabel",
+                           "cost.eventtype", "allergy.drugname", "allergy.allergyname", "intakeoutput.celllabel",
                            "microlab.culturesite", "microlab.organism"),
             file_name="eicu.sqlite", source_folder="eicu-demo-2.0.1", builder="eicu", bank="ehrsql-eicu",
         ),

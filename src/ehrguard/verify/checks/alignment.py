@@ -550,11 +550,12 @@ def _events_tables(ctx: SqlContext) -> set[str]:
 
 def _names_an_item(condition: exp.Expression, select: exp.Select) -> bool:
     """A condition of ``select`` that picks items: itemid = / IN a literal, or IN a subquery that compares something
-    other than the table an item links to (a label, a category). A subquery's own item filter picks the items of its
-    own rows, not of ``select``'s (``charttime = (SELECT ... WHERE label = 'daily weight')`` leaves every item in)."""
+    other than the table an item links to (a label, a category). An item filter inside a subquery that picks a value
+    of another column picks the items of that subquery's rows, not of ``select``'s (``charttime = (SELECT ... WHERE
+    label = 'daily weight')`` leaves every item in)."""
     for node in condition.find_all(exp.EQ, exp.In):
         column = node.this
-        if not (isinstance(column, exp.Column) and column.name.lower() == "itemid") or node.find_ancestor(exp.Select) is not select:
+        if not (isinstance(column, exp.Column) and column.name.lower() == "itemid") or _picks_a_value(node, select):
             continue
         query = node.args.get("query")
         if query is None:
@@ -565,6 +566,34 @@ def _names_an_item(condition: exp.Expression, select: exp.Select) -> bool:
                                      for c in where.find_all(exp.EQ, exp.Like, exp.In)):
             return True
     return False
+
+
+def _picks_a_value(node: exp.Expr, select: exp.Select) -> bool:
+    """Is ``node`` inside a subquery of ``select`` that is compared with another column than an item's
+    (``charttime = (SELECT ...)``)? Its item filter picks that value, not the items ``select`` reads; one inside an
+    EXISTS or an ``itemid IN`` does pick them."""
+    outermost = None
+    for ancestor in _ancestors(node, select):
+        if isinstance(ancestor, exp.Subquery):
+            outermost = ancestor
+    if outermost is None:
+        return False
+    parent = outermost.parent
+    comparisons = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+    if not isinstance(parent, comparisons):
+        return False
+    other = parent.expression if parent.this is outermost else parent.this
+    return isinstance(other, exp.Column) and other.name.lower() != "itemid"
+
+
+def _ancestors(node: exp.Expr, stop: exp.Expr) -> list[exp.Expr]:
+    """The nodes above ``node``, up to ``stop`` (left out)."""
+    out: list[exp.Expr] = []
+    current = node.parent
+    while current is not None and current is not stop:
+        out.append(current)
+        current = current.parent
+    return out
 
 
 def _summed(column: exp.Column) -> bool:

@@ -1,5 +1,5 @@
 """The column the query returns is the one the question asks for: "when was the patient discharged" is not answered
-with the admission time.
+with the admission time, "which procedure" not with its code (``check_name_returned``).
 
 Read from the schema alone: a question word names a column when the word's first letters appear in the column's
 name (``discharged`` -> ``dischtime``, ``admitted`` -> ``unitadmittime``). The query's returned column is compared
@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, found
 from ehrguard.verify.checks.concepts import name_columns
-from ehrguard.verify.checks.keys import entity_columns
+from ehrguard.verify.checks.keys import entity_columns, kind_columns, referenced_keys
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
@@ -102,19 +102,19 @@ def check_returned_column(ctx: SqlContext) -> CheckResult:
     return found(*findings)
 
 
-# Words by which a question asks what something is called, and words by which it asks for a code or a number instead.
-_NAME_WORDS = frozenset(("name", "names", "named", "called", "title", "titles"))
+# Words by which a question asks for a code, a number or where a record is kept rather than what a thing is called.
 _CODE_WORDS = frozenset(("code", "codes", "icd", "icd9", "icd10", "id", "ids", "identifier", "identifiers", "number", "numbers",
                          "itemid", "table", "tables", "category", "categories", "version"))
 
 
 def check_name_returned(ctx: SqlContext) -> CheckResult:
-    """The query returns another column of a table that holds names where the question asks what something is called:
-    a diagnosis code (``d_icd_diagnoses.icd_code``) for "which procedure" or "the name of the diagnosis", the table an
-    item's records are kept in (``d_items.linksto``) for "the name of the output". Read from the database: the name
-    column of a table is its one value column with many distinct values (``concepts.name_columns``). Only when the
-    question asks for a name ("name", "called", "title") or the returned column holds codes (its name says so), the
-    question asks for no code or number, and it names nothing of the returned column; repaired by returning the name."""
+    """The query returns a code of a table that holds names where the question asks for the thing itself: a diagnosis
+    code (``d_icd_diagnoses.icd_code``) for "which procedure" or "the name of the diagnosis", the table an item's
+    records are kept in (``d_items.linksto``) for "the name of the output". Read from the database: the name column of
+    a table is its one value column with many distinct values (``concepts.name_columns``); a code is a column some
+    foreign key refers to (not an entity's id), one named for codes, or the column that says which table a row belongs
+    with (``keys.kind_columns``). Only when the question asks for no code, id, number, table or category and names
+    nothing of the returned column; repaired by returning the name."""
     if ctx.tree is None:
         return NOTHING
     words = re.findall(r"[a-z0-9]+", ctx.question.lower())
@@ -127,7 +127,8 @@ def check_name_returned(ctx: SqlContext) -> CheckResult:
     for table, column in name_columns(ctx):
         by_table.setdefault(table.lower(), []).append(column.lower())
     tables, _ = aliases(ctx.tree)
-    stems, asks_name = _stems(ctx.question), bool(set(words) & _NAME_WORDS)
+    stems, ids, keys = _stems(ctx.question), entity_columns(ctx), referenced_keys(ctx)
+    kinds = {(table, kind.lower()) for (table, _), (kind, _) in kind_columns(ctx).items()}
     findings: list[Finding] = []
     edits = []
     for projection in select.expressions:
@@ -137,7 +138,8 @@ def check_name_returned(ctx: SqlContext) -> CheckResult:
         name = col.name.lower()
         table = owner_table(ctx, tables.get(col.table.lower(), col.table.lower()), name, tables)
         meant = by_table.get(table or "", [])
-        if len(meant) != 1 or meant[0] == name or not (asks_name or "code" in name) or _names(name, stems, words):
+        code = "code" in name or (table, name) in kinds or ((table, name) in keys and not keys[(table, name)])
+        if len(meant) != 1 or meant[0] == name or name in ids or not code or _names(name, stems, words):
             continue
         findings.append(Finding("code_for_name", "warning",
                                 f"The query returns {table}.{col.name}; the question asks what it is called ({table}.{meant[0]}).",

@@ -1,4 +1,5 @@
-"""Conventions of the database and of counting: the database's own "now", and DISTINCT when counting people."""
+"""Conventions of the database and of counting: the database's own "now", DISTINCT when counting people, and when
+counting different kinds of thing ("how many different drugs")."""
 
 from __future__ import annotations
 
@@ -90,7 +91,8 @@ def check_count_distinct(ctx: SqlContext) -> CheckResult:
 
 
 # Words by which a count asks for kinds, not occurrences: "how many different drugs", "the number of unique tests".
-_KINDS_COUNTED = re.compile(r"\b(?:how many|count|number of)\s+(?:[\w']+\s+){0,2}?(?:unique|different|distinct|separate)\b", re.IGNORECASE)
+_KINDS_COUNTED = re.compile(r"\b(?:how many|count|number of)\s+(?:[\w']+\s+){0,2}?(?:unique|different|distinct|separate)\b"
+                            r"(?!\s+(?:times?|occasions?|days?|dates?)\b)", re.IGNORECASE)
 
 
 def check_count_kinds(ctx: SqlContext) -> CheckResult:
@@ -98,24 +100,30 @@ def check_count_kinds(ctx: SqlContext) -> CheckResult:
     or occurrences: COUNT(drug) counts every prescription of the same drug again. Repaired by counting distinct values:
     of the counted column, or for COUNT(*) over one table of the one column of that table that holds names
     (``concepts.name_columns``). People are left to the checks of counting patients."""
-    if ctx.tree is None or not _KINDS_COUNTED.search(ctx.question) or counts_people(ctx.question):
+    if ctx.tree is None or not _KINDS_COUNTED.search(ctx.question) or counts_people(ctx.question) or _COUNTS_VISITS.search(ctx.question):
         return NOTHING
+    derived = {cte.alias_or_name.lower() for cte in ctx.tree.find_all(exp.CTE)}
     names: dict[str, list[str]] = {}
     for table_name, name_column in name_columns(ctx):
         names.setdefault(table_name.lower(), []).append(name_column)
     findings, edits = [], []
     for count in ctx.tree.find_all(exp.Count):
         arg, select = count.this, count.find_ancestor(exp.Select)
-        if isinstance(arg, exp.Distinct) or select is None or select.args.get("group") or _one_row_per_value(count, arg):
+        if select is None or select is not ctx.tree:
+            continue
+        source = select.args.get("from_") or select.args.get("from")
+        table = source.this if source is not None else None
+        # the outermost count of rows read straight from a table: a count inside a condition, over a derived table or
+        # a CTE (grouped, DISTINCT: one row per kind already) or per group is another question
+        if (isinstance(arg, exp.Distinct) or select.args.get("group") or not isinstance(table, exp.Table)
+                or table.name.lower() in derived or count.find_ancestor(exp.Where, exp.Having, exp.Order) is not None):
             continue
         column: exp.Column | None
         if isinstance(arg, exp.Column):
             column = arg.copy()
         else:
-            source = select.args.get("from_") or select.args.get("from")
-            table = source.this if source is not None else None
-            held = names.get(table.name.lower(), []) if isinstance(table, exp.Table) and not select.args.get("joins") else []
-            column = exp.column(held[0], table=table.alias_or_name) if len(held) == 1 and isinstance(table, exp.Table) else None
+            held = names.get(table.name.lower(), []) if not select.args.get("joins") else []
+            column = exp.column(held[0], table=table.alias_or_name) if len(held) == 1 else None
         findings.append(Finding("count_not_distinct", "warning", "The question counts different kinds; the query counts rows, "
                                 "so a kind that occurs several times is counted several times.", ctx.span_of(count.sql(dialect="sqlite")),
                                 f"COUNT(DISTINCT {column.sql(dialect='sqlite')})" if column is not None else None))

@@ -16,7 +16,7 @@ else, so they hold for any schema the profile describes:
   a procedure's, a lab test's row) linked to one of them without the column that says which (``cost.event_type``):
   rows of the other kinds with the same number come in too; the repair states the kind. The same column naming
   another table than the one linked (``cost.event_type``, or ``d_items.linksto`` for the events table that reads the
-  items) is repaired to name the linked one.
+  items) is an error with no repair.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def check_row_keys(ctx: SqlContext) -> CheckResult:
     return found(*findings, edits=edits)
 
 
-def _referenced(ctx: SqlContext) -> dict[tuple[str, str], set[str]]:
+def referenced_keys(ctx: SqlContext) -> dict[tuple[str, str], set[str]]:
     """(table, column) -> the tables its declared foreign keys refer to (several for a column that refers to rows of
     several tables, as ``cost.event_id`` does); every column some key refers to is there too, with no table (a
     dictionary's code, a visit's id)."""
@@ -146,7 +146,7 @@ def check_referenced_table(ctx: SqlContext) -> CheckResult:
     table; repaired by reading the table the key refers to, when it has every column the query reads from the other."""
     if ctx.tree is None:
         return NOTHING
-    keys = _referenced(ctx)
+    keys = referenced_keys(ctx)
     if not keys:
         return NOTHING
     tables = aliases(ctx.tree)[0]
@@ -174,7 +174,11 @@ def check_referenced_table(ctx: SqlContext) -> CheckResult:
     return found(*findings, edits=edits)
 
 
-def _kind_columns(ctx: SqlContext) -> dict[tuple[str, str], tuple[str, dict[str, str]]]:
+# Rows read to find the column that says which table a row belongs with (its values are a handful of table names).
+KIND_SAMPLE = 100_000
+
+
+def kind_columns(ctx: SqlContext) -> dict[tuple[str, str], tuple[str, dict[str, str]]]:
     """(table, column) -> the column of that table that says which table a row belongs with, and which of its values
     names which table. Two shapes, both read from the declared foreign keys and the data (a text column whose values
     are all names of those tables, at least two):
@@ -184,7 +188,7 @@ def _kind_columns(ctx: SqlContext) -> dict[tuple[str, str], tuple[str, dict[str,
       -> ``d_items.linksto`` ('chartevents', ...), the table that holds each item's records."""
 
     def build() -> dict[tuple[str, str], tuple[str, dict[str, str]]]:
-        referenced = _referenced(ctx)
+        referenced = referenced_keys(ctx)
         referring: dict[tuple[str, str], set[str]] = {}
         for referrer in ctx.db.schema.tables:
             for fk in referrer.foreign_keys:
@@ -196,7 +200,9 @@ def _kind_columns(ctx: SqlContext) -> dict[tuple[str, str], tuple[str, dict[str,
             for other in info.columns if info is not None else ():
                 if other.name.lower() == column or not any(k in other.type.lower() for k in ("char", "text", "string")):
                     continue
-                query = exp.select(exp.column(other.name)).distinct().from_(exp.to_table(table)).limit(len(tables) + 1)
+                # a bounded sample: a column with a handful of values would otherwise be read to the end of a large table
+                sample = exp.select(exp.column(other.name)).from_(exp.to_table(table)).limit(KIND_SAMPLE).subquery("sample")
+                query = exp.select(exp.column(other.name)).distinct().from_(sample).limit(len(tables) + 1)
                 try:
                     values = [str(r[0]) for r in ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows if r[0] is not None]
                 except DatabaseError:
@@ -217,12 +223,12 @@ def check_key_kind(ctx: SqlContext) -> CheckResult:
       SELECT also takes the cost of a lab test or a procedure whose row has the same number. Repaired by stating it;
     - **contradicted**: it names another table than the one linked: ``cost.event_type = 'diagnoses_icd'`` beside
       prescriptions' rows, or ``chartevents.itemid IN (SELECT itemid FROM d_items WHERE ... linksto = 'inputevents')``
-      (input items looked for among the charted values: nothing, or other items, comes back). Repaired by naming the
-      linked table."""
-    kinds = _kind_columns(ctx) if ctx.tree is not None else {}
+      (input items looked for among the charted values: nothing, or other items, comes back). Not repaired: the kind
+      or the table read may be the one meant."""
+    kinds = kind_columns(ctx) if ctx.tree is not None else {}
     if ctx.tree is None or not kinds:
         return NOTHING
-    tables, referenced = aliases(ctx.tree)[0], _referenced(ctx)
+    tables, referenced = aliases(ctx.tree)[0], referenced_keys(ctx)
     findings, edits = [], []
     for left, right in _linked_pairs(ctx.tree):
         for keeper, other in ((left, right), (right, left)):
@@ -235,11 +241,10 @@ def check_key_kind(ctx: SqlContext) -> CheckResult:
             value = names[linked]
             stated = [(c, lit) for c, lit in _compared_literals(select) if c.name.lower() == kind_column.lower()]
             wrong = [(c, lit) for c, lit in stated if lit.this.lower() in names and lit.this.lower() != linked]
-            if wrong:
+            if wrong:  # which side is wrong, the kind or the table read, is not known: no repair
                 findings.append(Finding("wrong_key_kind", "error",
                                         f"The query reads {linked} rows but keeps {mine}.{kind_column} = '{wrong[0][1].this}': "
-                                        f"those are another table's.", ctx.span_of(f"'{wrong[0][1].this}'"), f"'{value}'"))
-                edits += [TreeEdit(partial(_set_literal, value), target=lit) for _, lit in wrong]
+                                        f"those are another table's.", ctx.span_of(f"'{wrong[0][1].this}'")))
             elif not stated and referenced.get((mine, keeper.name.lower())):
                 findings.append(Finding("missing_key_kind", "error",
                                         f"The query links {mine}.{keeper.name} to {linked} rows without {mine}.{kind_column} = "
@@ -252,20 +257,20 @@ def check_key_kind(ctx: SqlContext) -> CheckResult:
 
 
 def _compared_literals(select: exp.Select) -> list[tuple[exp.Column, exp.Literal]]:
-    """``column = 'text'`` conditions of this SELECT itself (not of its subqueries)."""
-    where = select.args.get("where")
+    """``column = 'text'`` and ``column IN ('text', ...)`` conditions of this SELECT itself, in its WHERE or its joins'
+    ON (not of its subqueries)."""
+    places = [select.args.get("where"), *(j.args.get("on") for j in select.args.get("joins") or [])]
     out = []
-    for node in where.find_all(exp.EQ) if where is not None else ():
-        if node.find_ancestor(exp.Select) is not select:
-            continue
-        for col, lit in ((node.this, node.expression), (node.expression, node.this)):
-            if isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and lit.is_string:
-                out.append((col, lit))
+    for place in (p for p in places if p is not None):
+        for node in place.find_all(exp.EQ, exp.In):
+            if node.find_ancestor(exp.Select) is not select:
+                continue
+            if isinstance(node, exp.In):
+                pairs = [(node.this, lit) for lit in node.expressions]
+            else:
+                pairs = [(node.this, node.expression), (node.expression, node.this)]
+            out += [(c, lit) for c, lit in pairs if isinstance(c, exp.Column) and isinstance(lit, exp.Literal) and lit.is_string]
     return out
-
-
-def _set_literal(value: str, node: exp.Expression) -> None:
-    node.replace(exp.Literal.string(value))
 
 
 def _add_condition(condition: exp.Expression, node: exp.Expression) -> None:
