@@ -295,12 +295,7 @@ def test_counting_patients_through_a_join_counts_distinct_patients(ctx):
     wrong = ("SELECT COUNT(*) FROM procedures_icd JOIN d_icd_procedures ON procedures_icd.icd_code = d_icd_procedures.icd_code "
              f"WHERE d_icd_procedures.long_title = '{title}'")
     right = wrong.replace("COUNT(*)", "COUNT(DISTINCT procedures_icd.subject_id)")
-    assert rows(ctx, wrong) != rows(ctx, right)
-    checked = run_checks(question, wrong, ctx)
-    assert "counts_rows_not_patients" in {f.check for f in checked.findings}
-    fixed = repair(checked)
-    assert fixed is not None and rows(ctx, fixed) == rows(ctx, right)
-    assert "counts_rows_not_patients" not in checks_of(ctx, question, right)
+    found_and_repaired(ctx, question, wrong, right, "counts_rows_not_patients")
 
 
 def test_counting_patients_from_eicu_events_joins_the_patients_table(eicu_ctx):
@@ -601,14 +596,11 @@ def test_one_visit_asked_and_the_tables_joined_on_the_patient_only(ctx):
     wrong = ("SELECT d.long_title FROM diagnoses_icd di JOIN d_icd_diagnoses d ON di.icd_code = d.icd_code JOIN admissions a "
              f"ON di.subject_id = a.subject_id WHERE a.subject_id = 10000032 AND a.admittime = {first}")
     right = wrong.replace("di.subject_id = a.subject_id", "di.hadm_id = a.hadm_id")
-    checked = run_checks(question, wrong, ctx)
-    [finding] = [f for f in checked.findings if f.check == "coarse_join"]
+    found_and_repaired(ctx, question, wrong, right, "coarse_join")
+    [finding] = [f for f in run_checks(question, wrong, ctx).findings if f.check == "coarse_join"]
     from ehrguard.verify.offline.policy import blocking
 
     assert finding.severity == "warning" and blocking([finding])
-    fixed = repair(checked)
-    assert fixed is not None and rows(ctx, fixed) == rows(ctx, right) != rows(ctx, wrong)
-    assert "coarse_join" not in checks_of(ctx, question, right)
     # a filter by the patient (IN) pairs no rows, and a question about every visit names no one visit
     semi = ("SELECT d.long_title FROM diagnoses_icd di JOIN d_icd_diagnoses d ON di.icd_code = d.icd_code WHERE di.subject_id IN "
             "(SELECT subject_id FROM admissions WHERE subject_id = 10000032)")

@@ -128,6 +128,15 @@ def few_values(ctx: SqlContext, table: str, column: str) -> bool:
                      lambda rows: bool(rows) and rows[0][0] is not None and 0 < rows[0][0] <= CATEGORY_MAX_VALUES)
 
 
+def add_condition(condition: exp.Expression) -> Callable[[exp.Expression], None]:
+    """A tree edit that ANDs ``condition`` (a copy of it) into the WHERE of the SELECT it is applied to."""
+    def apply(select: exp.Expression) -> None:
+        if isinstance(select, exp.Select):
+            select.where(condition.copy(), copy=False)
+
+    return apply
+
+
 def found(*findings: Finding, edits: Sequence[Edit] = ()) -> CheckResult:
     return CheckResult(tuple(findings), tuple(edits))
 

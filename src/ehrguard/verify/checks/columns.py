@@ -12,13 +12,12 @@ that tell the columns apart) and none of the returned column's, the query return
 from __future__ import annotations
 
 import re
-from functools import partial
 
 from sqlglot import exp
 
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, found
-from ehrguard.verify.checks.concepts import name_columns
-from ehrguard.verify.checks.keys import entity_columns, kind_columns, referenced_keys
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, found
+from ehrguard.verify.checks.concepts import name_columns_by_table
+from ehrguard.verify.checks.keys import entity_columns, kind_columns, referenced_keys, rename
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
@@ -123,30 +122,24 @@ def check_name_returned(ctx: SqlContext) -> CheckResult:
     select = ctx.tree if isinstance(ctx.tree, exp.Select) else ctx.tree.find(exp.Select)
     if select is None:
         return NOTHING
-    by_table: dict[str, list[str]] = {}
-    for table, column in name_columns(ctx):
-        by_table.setdefault(table.lower(), []).append(column.lower())
+    by_table = name_columns_by_table(ctx)
     tables, _ = aliases(ctx.tree)
     stems, ids, keys = _stems(ctx.question), entity_columns(ctx), referenced_keys(ctx)
     kinds = {(table, kind.lower()) for (table, _), (kind, _) in kind_columns(ctx).items()}
     findings: list[Finding] = []
-    edits = []
+    edits: list[Edit] = []
     for projection in select.expressions:
         col = projection.this if isinstance(projection, exp.Alias) else projection
         if not isinstance(col, exp.Column):
             continue
         name = col.name.lower()
         table = owner_table(ctx, tables.get(col.table.lower(), col.table.lower()), name, tables)
-        meant = by_table.get(table or "", [])
+        meant = [c.lower() for c in by_table.get(table or "", [])]
         code = "code" in name or (table, name) in kinds or ((table, name) in keys and not keys[(table, name)])
         if len(meant) != 1 or meant[0] == name or name in ids or not code or _names(name, stems, words):
             continue
         findings.append(Finding("code_for_name", "warning",
                                 f"The query returns {table}.{col.name}; the question asks what it is called ({table}.{meant[0]}).",
                                 ctx.span_of(col.sql()) or ctx.span_of(name), meant[0]))
-        edits.append(TreeEdit(partial(_rename, meant[0]), target=col))
+        edits.append(rename(col, meant[0]))
     return found(*findings, edits=edits)
-
-
-def _rename(name: str, node: exp.Expression) -> None:
-    node.set("this", exp.to_identifier(name))

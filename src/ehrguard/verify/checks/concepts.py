@@ -143,6 +143,14 @@ def name_columns(ctx: SqlContext) -> list[tuple[str, str]]:
     return ctx.db.derived(("name_columns",), build)
 
 
+def name_columns_by_table(ctx: SqlContext) -> dict[str, list[str]]:
+    """:func:`name_columns` grouped by table (its name in lower case)."""
+    out: dict[str, list[str]] = {}
+    for table, column in name_columns(ctx):
+        out.setdefault(table.lower(), []).append(column)
+    return out
+
+
 def _item_labels(ctx: SqlContext) -> list[str]:
     """The labels of the items the SQL names by number (``itemid = 220045``), read from the dictionary tables."""
     assert ctx.tree is not None

@@ -10,7 +10,7 @@ from functools import partial
 from sqlglot import exp
 
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TextEdit, TreeEdit, data_fact, found
-from ehrguard.verify.checks.concepts import name_columns
+from ehrguard.verify.checks.concepts import name_columns_by_table
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
@@ -103,9 +103,7 @@ def check_count_kinds(ctx: SqlContext) -> CheckResult:
     if ctx.tree is None or not _KINDS_COUNTED.search(ctx.question) or counts_people(ctx.question) or _COUNTS_VISITS.search(ctx.question):
         return NOTHING
     derived = {cte.alias_or_name.lower() for cte in ctx.tree.find_all(exp.CTE)}
-    names: dict[str, list[str]] = {}
-    for table_name, name_column in name_columns(ctx):
-        names.setdefault(table_name.lower(), []).append(name_column)
+    names = name_columns_by_table(ctx)
     findings, edits = [], []
     for count in ctx.tree.find_all(exp.Count):
         arg, select = count.this, count.find_ancestor(exp.Select)

@@ -27,7 +27,7 @@ from functools import partial
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, add_condition, found
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
@@ -251,7 +251,7 @@ def check_key_kind(ctx: SqlContext) -> CheckResult:
                                         f"'{value}': rows of other kinds with the same number come in too.", ctx.span_of(keeper.sql()),
                                         f"{mine}.{kind_column} = '{value}'"))
                 condition = exp.column(kind_column, table=keeper.table or None).eq(exp.Literal.string(value))
-                edits.append(TreeEdit(partial(_add_condition, condition), target=select))
+                edits.append(TreeEdit(add_condition(condition), target=select))
             break
     return found(*findings, edits=edits)
 
@@ -271,11 +271,6 @@ def _compared_literals(select: exp.Select) -> list[tuple[exp.Column, exp.Literal
                 pairs = [(node.this, node.expression), (node.expression, node.this)]
             out += [(c, lit) for c, lit in pairs if isinstance(c, exp.Column) and isinstance(lit, exp.Literal) and lit.is_string]
     return out
-
-
-def _add_condition(condition: exp.Expression, node: exp.Expression) -> None:
-    if isinstance(node, exp.Select):
-        node.where(condition.copy(), copy=False)
 
 
 def _retarget(ctx: SqlContext, column: exp.Column, table: str, meant: str) -> list[Edit]:

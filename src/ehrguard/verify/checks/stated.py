@@ -19,7 +19,7 @@ import re
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, few_values, found, quoted_names
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, add_condition, few_values, found, quoted_names
 from ehrguard.verify.checks.concepts import _words
 from ehrguard.verify.checks.contrasts import item_labels
 from ehrguard.verify.checks.conventions import one_row_per_person
@@ -293,13 +293,7 @@ def _id_condition(ctx: SqlContext, tree: exp.Expression, number: str) -> tuple[s
         return None
     qualifier = source.alias_or_name
     condition = exp.column(column, table=qualifier).eq(exp.Literal.number(number))
-    text = condition.sql(dialect=ctx.dialect)
-
-    def apply(select: exp.Expression) -> None:
-        if isinstance(select, exp.Select):
-            select.where(condition.copy(), copy=False)
-
-    return text, TreeEdit(apply)
+    return condition.sql(dialect=ctx.dialect), TreeEdit(add_condition(condition))
 
 
 def _referenced(tree: exp.Expression) -> set[str]:

@@ -325,13 +325,16 @@ _VISITS = ("admission", "hospital admission", "hospital stay", "hospitalization"
            "patient unit stay", "ICU unit stay", "encounter")
 
 
+def _patient_id(rng: random.Random, mimic: bool) -> str:
+    """A patient's id as a schema writes it: MIMIC's subject_id (eight digits) or eICU's uniquepid ("002-34851")."""
+    return str(rng.randint(10000000, 19999999)) if mimic else f"{rng.randint(0, 999):03d}-{rng.randint(1, 99999)}"
+
+
 def _subject(rng: random.Random) -> str:
     """Whom a point question is about: a patient by one of the schemas' patient ids, or a visit by its id."""
     draw = rng.random()
-    if draw < 0.5:
-        return f"patient {rng.randint(10000000, 19999999)}"
     if draw < 0.7:
-        return f"patient {rng.randint(0, 999):03d}-{rng.randint(1, 99999)}"
+        return f"patient {_patient_id(rng, mimic=draw < 0.5)}"
     return f"{rng.choice(_VISITS)} {rng.randint(100000, 39999999)}"
 
 
@@ -344,7 +347,7 @@ def _bedside_question(rng: random.Random) -> str:
     if "{ordinal} {stay}" not in form and "{ordinal} hospital stay" not in form and "{ordinal} admission" not in form:
         form = form.replace("patient {pid}", "{subject}")  # a visit named by its id has no "first stay" of its own
         values["subject"] = _subject(rng)
-    values["pid"] = str(rng.randint(10000000, 19999999)) if rng.random() < 0.7 else f"{rng.randint(0, 999):03d}-{rng.randint(1, 99999)}"
+    values["pid"] = _patient_id(rng, mimic=rng.random() < 0.7)
     return re.sub(r"\s{2,}", " ", form.format(**values))
 
 
