@@ -73,3 +73,27 @@ def test_the_command_says_how_to_build_a_missing_database(tmp_path):
     r = CliRunner().invoke(cli, ["bench", "safety", "--db-dir", str(tmp_path)])
     # the CLI's entry point prints an EhrguardError as one line (tests/cli/test_cli.py); here it is the typed error
     assert isinstance(r.exception, DatabaseNotFoundError) and "ehrguard db build mimic_iv --out" in str(r.exception)
+
+
+def test_the_command_runs_a_users_own_cases_on_the_databases_they_name(tmp_path, mimic_iv_db: Path):
+    folder = tmp_path / "dbs"
+    folder.mkdir()
+    for source in mimic_iv_db.parent.glob(mimic_iv_db.name + "*"):  # the database and its value index
+        (folder / source.name.replace(mimic_iv_db.stem, "mimic_iv", 1)).symlink_to(source)
+    mine = tmp_path / "ward.jsonl"
+    rows = [{"id": "ward-1", "db": "mimic_iv", "kind": "correct", "category": "gender",
+             "question": "What is the gender of patient 10004235?", "candidate_sql": RIGHT, "gold_sql": RIGHT},
+            {"id": "ward-2", "db": "mimic_iv", "kind": "unanswerable", "category": "allergy",
+             "question": "Is patient 10004235 allergic to penicillin?", "candidate_sql": RIGHT, "gold_sql": None}]
+    mine.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "report"
+    r = CliRunner().invoke(cli, ["bench", "safety", "--db-dir", str(folder), "--cases", str(mine), "--out", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert [x["id"] for x in records] == ["ward-1", "ward-2"]  # only these cases, and eICU was never needed
+    assert records[1]["unsafe"] is False  # an allergy question on a schema without allergies is not answered as verified
+    assert "ward.jsonl" in (out / "report.md").read_text()
+    (tmp_path / "bad.jsonl").write_text(json.dumps({**rows[0], "db": "omop"}) + "\n")
+    with pytest.raises(DatasetError, match="bad.jsonl:1: database 'omop'"):
+        CliRunner().invoke(cli, ["bench", "safety", "--db-dir", str(folder), "--cases", str(tmp_path / "bad.jsonl")],
+                           catch_exceptions=False)

@@ -698,3 +698,16 @@ def test_a_kind_column_naming_another_table_is_an_error_left_unrepaired(ctx, que
 def test_right_queries_the_session_19_checks_leave_alone(ctx, question, sql):
     assert not checks_of(ctx, question, sql) & {"missing_key_kind", "wrong_key_kind", "code_for_name", "count_not_distinct",
                                                 "missing_item_filter"}
+
+
+def test_a_narrower_output_is_found_but_not_repaired_to_every_output(ctx):
+    """Urine is some of the outputs (foley, void, condom cath, ...): reading the whole output table would answer another
+    question, so the intake query is refused as it is and not "repaired" to the sum of every drain and tube."""
+    question = "What was the total urine output of patient 10000032?"
+    checked = run_checks(question, "SELECT SUM(inputevents.totalamount) FROM inputevents WHERE inputevents.subject_id = 10000032", ctx)
+    finding = next(f for f in checked.findings if f.check == "wrong_concept")
+    assert finding.severity == "error" and finding.suggestion is None and repair(checked) is None
+    # the plain word still gets its certain repair
+    plain = run_checks("What was the total output of patient 10000032?",
+                       "SELECT SUM(inputevents.totalamount) FROM inputevents WHERE inputevents.subject_id = 10000032", ctx)
+    assert rows(ctx, repair(plain)) == rows(ctx, "SELECT SUM(value) FROM outputevents WHERE subject_id = 10000032")

@@ -43,7 +43,15 @@ if TYPE_CHECKING:
     from ehrguard.benchmarks.offline_ask import fit_reader, out_of_fold, render_offline_ask, run_offline_ask, split_items
     from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, fmt, jsonable, write_scare_report
     from ehrguard.benchmarks.rundir import RunDir, file_sha256
-    from ehrguard.benchmarks.safety import SafetyCase, category_metrics, load_cases, run_safety, safety_metrics, write_safety_report
+    from ehrguard.benchmarks.safety import (
+        SafetyCase,
+        category_metrics,
+        load_cases,
+        read_case_file,
+        run_safety,
+        safety_metrics,
+        write_safety_report,
+    )
     from ehrguard.benchmarks.scale import render_scale, run_scale, write_scale_report
     from ehrguard.benchmarks.scare import ScareItem, load_scare
     from ehrguard.benchmarks.scare_run import (
@@ -69,7 +77,7 @@ _LAZY = by_module({
     ".report": ("MAIN_KEYS", "MAIN_LABELS", "fmt", "jsonable", "write_scare_report"),
     ".rundir": ("RunDir", "file_sha256"),
     ".hostile": ("HostileReport", "duckdb_copy", "render_markdown", "run_hostile"),
-    ".safety": ("SafetyCase", "category_metrics", "load_cases", "run_safety", "safety_metrics", "write_safety_report"),
+    ".safety": ("SafetyCase", "category_metrics", "load_cases", "read_case_file", "run_safety", "safety_metrics", "write_safety_report"),
     ".offline_ask": ("fit_reader", "out_of_fold", "render_offline_ask", "run_offline_ask", "split_items"),
     ".mutations": ("MUTATIONS", "generate_cases", "split_pairs"),
     ".scale": ("render_scale", "run_scale", "write_scale_report"),
@@ -120,6 +128,7 @@ __all__ = [
     "held_out_splits",
     "jsonable",
     "load_cases",
+    "read_case_file",
     "load_ehrsql_split",
     "load_predictions",
     "load_reference",

@@ -57,17 +57,37 @@ def load_cases(folder: str | Path = DATA, databases: tuple[str, ...] = DATABASES
         path = Path(folder) / f"{db}.jsonl"
         if not path.is_file():
             raise DatasetError(f"No safety cases at {path}.")
-        for n, line in enumerate(path.read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)
-                case = SafetyCase(**{k: raw[k] for k in SafetyCase.__dataclass_fields__ if k in raw})
-            except (json.JSONDecodeError, TypeError) as exc:
-                raise DatasetError(f"{path}:{n}: not a safety case ({exc}).") from exc
-            if case.kind not in KINDS or (case.gold_sql is None) != (case.kind in ("unanswerable", "ambiguous")):
-                raise DatasetError(f"{path}:{n}: kind {case.kind!r} does not agree with its gold_sql.")
-            cases.append(case)
+        cases += read_case_file(path)
+    return cases
+
+
+def read_case_file(path: str | Path) -> list[SafetyCase]:
+    """The cases of one JSON Lines file (the format of ``safety_data/README.md``), validated; each names its database.
+
+    Raises:
+        DatasetError: the file cannot be read, a line is not a case, or a case's database is not one of DATABASES.
+    """
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"Cannot read safety cases from {path} ({exc}).") from exc
+    cases = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            case = SafetyCase(**{k: raw[k] for k in SafetyCase.__dataclass_fields__ if k in raw})
+        except (json.JSONDecodeError, TypeError, KeyError) as exc:
+            raise DatasetError(f"{path}:{n}: not a safety case ({exc}); see the format in safety_data/README.md.") from exc
+        if case.kind not in KINDS or (case.gold_sql is None) != (case.kind in ("unanswerable", "ambiguous")):
+            raise DatasetError(f"{path}:{n}: kind {case.kind!r} does not agree with its gold_sql.")
+        if case.db not in DATABASES:
+            raise DatasetError(f"{path}:{n}: database {case.db!r} is not one of {', '.join(DATABASES)}.")
+        cases.append(case)
+    if not cases:
+        raise DatasetError(f"{path} holds no safety cases.")
     return cases
 
 
@@ -211,5 +231,14 @@ def write_safety_report(out: Path, records: list[dict[str, Any]], metrics: dict[
     (out / "report.md").write_text("\n".join(lines) + "\n")
 
 
-__all__ = ["SafetyCase", "answer_calibration", "category_metrics", "load_cases", "outcome", "run_safety", "safety_metrics",
-           "write_safety_report"]
+__all__ = [
+    "SafetyCase",
+    "answer_calibration",
+    "category_metrics",
+    "load_cases",
+    "outcome",
+    "read_case_file",
+    "run_safety",
+    "safety_metrics",
+    "write_safety_report",
+]

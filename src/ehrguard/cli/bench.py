@@ -304,20 +304,26 @@ _OPTION_HELP = "A method option as key=value (offline: forms=off, templates=off,
 @click.option("--operating-point", default="balanced", show_default=True, help="offline: balanced, safety-first or preserve-first.")
 @click.option("--option", "options", multiple=True, help=_OPTION_HELP)
 @click.option("--categories", is_flag=True, help="Also print the counts per kind and category.")
+@click.option("--cases", "case_files", multiple=True, type=click.Path(path_type=Path, exists=True, dir_okay=False),
+              help="Run these cases (JSON Lines, the format of the shipped ones) instead of the shipped set; repeatable.")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write records.jsonl, metrics.json and report.md here.")
 @json_option
 def safety_command(db_dir: Path, method: str, model: str | None, operating_point: str, options: tuple[str, ...], categories: bool,
-                   out: Path | None, as_json: bool) -> None:
+                   case_files: tuple[Path, ...], out: Path | None, as_json: bool) -> None:
     """ehrguard's own safety benchmark: unsafe rate (wrong answers shown as verified), harmful rate, over-caution, fix rate."""
-    from ehrguard.benchmarks import run_safety, safety_metrics
+    from ehrguard.benchmarks import read_case_file, run_safety, safety_metrics
     from ehrguard.errors import DatabaseNotFoundError
 
-    paths = {db: db_dir / f"{db}.sqlite" for db in ("mimic_iv", "eicu")}
+    cases = [case for path in case_files for case in read_case_file(path)] or None
+    needed = sorted({case.db for case in cases}) if cases else ["mimic_iv", "eicu"]
+    paths = {db: db_dir / f"{db}.sqlite" for db in needed}
     for db, path in paths.items():
         if not path.is_file():
             raise DatabaseNotFoundError(f"{path} is missing. Build it with: ehrguard db build {db} --out {path}")
     check, config = _safety_verifier(method, model, operating_point, options)
-    records = run_safety(check, paths)
+    if case_files:
+        config["source"] = "cases from " + ", ".join(str(path) for path in case_files)
+    records = run_safety(check, paths, cases=cases)
     _print_safety(records, safety_metrics(records), config, out, as_json, categories=categories)
 
 

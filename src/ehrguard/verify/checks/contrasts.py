@@ -138,7 +138,10 @@ def check_contrasts(ctx: SqlContext) -> CheckResult:
                 continue
             took = next((s[1 - index] for s in sides if s[1 - index] is not None), None)
             if took is not None and not any(s[index] is not None for s in sides):
-                swaps = _other_side(ctx, ctx.tree, wrong, asked, said)
+                # A narrower word ("urine", "drain") names some of the outputs: moving to the output table would read
+                # them all, an answer to another question. What to read then is a guess; no repair.
+                narrower = said in ("output", *_OUTPUTS) and _says(question, _OUTPUTS) is not None
+                swaps = [] if narrower else _other_side(ctx, ctx.tree, wrong, asked, said)
                 findings.append(Finding("wrong_concept", "error",
                                         f"The question asks about {_NAMES[said]}; the query reads {_NAMES[took]} instead.",
                                         None, _NAMES[said] if swaps else None))
