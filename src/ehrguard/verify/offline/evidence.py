@@ -30,8 +30,10 @@ class KnownQuestion:
     """A known, checked question the question fits, whose SQL runs cleanly with rows here.
 
     ``agrees``: the candidate answers as that SQL does (evidence the candidate is right), else the
-    known SQL is a correction. ``readable``: for a paraphrased form, the known question as people
-    read it, with how close the wording is.
+    known SQL is a correction, when it ``overrules`` the candidate; a disagreement that does not
+    (a loose paraphrase against a candidate no check faults) only keeps the candidate from being
+    verified. ``readable``: for a paraphrased form, the known question as people read it, with how
+    close the wording is.
     """
 
     source: KnownSource
@@ -39,6 +41,12 @@ class KnownQuestion:
     sql: str
     findings: tuple[Finding, ...]
     readable: str = ""
+    overrules: bool = True
+
+    @property
+    def disputes(self) -> bool:
+        """It answers otherwise but may not replace the candidate: two readings disagree and neither is checked wrong."""
+        return not self.agrees and not self.overrules
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,7 @@ class Evidence:
     @property
     def replacement(self) -> Replacement | None:
         """The SQL to return instead of the candidate: a known question's that answers differently, else a repair."""
-        if self.known is not None and not self.known.agrees:
+        if self.known is not None and not self.known.agrees and self.known.overrules:
             return Replacement(self.known.source, self.known.sql, self.known.findings, readable=self.known.readable)
         if self.repair is not None:
             return Replacement("repair", self.repair.sql, self.repair.findings, answers=self.repair.answers)
@@ -125,4 +133,5 @@ class Evidence:
             "question": {"category": a.category, "model": a.model, "cues": {k: v for k, v in a.cues.__dict__.items() if v}},
             "sql": {**summary(self.findings), "outcome": self.final_outcome()}, "threshold": threshold,
             "known_form": self.known_label,
+            **({"disputed_by": self.known.readable} if self.known is not None and self.known.disputes else {}),
         }

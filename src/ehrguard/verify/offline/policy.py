@@ -177,6 +177,10 @@ def trust(evidence: Evidence, policy: Policy, fix: Replacement | None) -> tuple[
     unclear = _unclear(evidence.question)
     if unclear:  # whatever else the question says, a word with no agreed meaning leaves the answer a guess
         return "unverified", unclear
+    if fix is None and evidence.known is not None and evidence.known.disputes:
+        known = re.sub(r" \(similarity [\d.]+\)$", "", evidence.known.readable)
+        return "unverified", (f"A known question close to this one ('{known}') answers differently; "
+                              "no check found a problem in the query, but which reading is meant is not confirmed.")
     answerable = evidence.question.category["answerable"]
     if policy.calibration is not None:
         p, bar = answer_probability(evidence, policy, fix), policy.calibration.bar(policy.target_risk)

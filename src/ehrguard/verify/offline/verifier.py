@@ -25,7 +25,7 @@ from ehrguard.verify.methods import Case, DatabaseContext, register_method
 from ehrguard.verify.offline.calibration import load_calibration
 from ehrguard.verify.offline.evidence import Evidence, KnownQuestion, Outcome, Repair
 from ehrguard.verify.offline.forms import YES_NO_SQL, load_forms
-from ehrguard.verify.offline.policy import OPERATING_POINTS, Policy, clarifying_message, decide, refusal_message
+from ehrguard.verify.offline.policy import OPERATING_POINTS, Policy, blocking, clarifying_message, decide, refusal_message
 from ehrguard.verify.offline.question import shared_classifier
 from ehrguard.verify.offline.templates import load_bank
 from ehrguard.verify.verdict import Verdict
@@ -192,7 +192,7 @@ class OfflineVerifier:
         if known is None and self.use_forms and search:
             known = self._form_opinion(checked)
         found_repair = None
-        wants_repair = known is None or known.agrees
+        wants_repair = known is None or known.agrees or known.disputes
         if wants_repair and self.policy.repair and search and any(f.suggestion for f in checked.findings):
             found_repair = self._repair(checked)
         outcome: Outcome = "failed" if no_query else checked.outcome  # type: ignore[assignment]
@@ -240,7 +240,12 @@ class OfflineVerifier:
             # query that reads the question's value otherwise than the candidate does (a choice, not a mistake); rows
             # that say what a known yes/no query says are no mistake either, but too cheap an agreement to vouch
             return None
-        return KnownQuestion("form", agrees, best.sql, tuple(clean.findings), f"{best.form.readable} (similarity {best.similarity:.2f})")
+        # A paraphrase overrules only a candidate the checks fault, or as the known question word for word (values aside):
+        # against a candidate nothing faults, a loosely similar question ("how many patients were hospitalized this
+        # year" for "... had a head CT this year") is a second reading that disagrees, not a correction.
+        overrules = agrees or bool(blocking(checked.findings)) or best.similarity >= 1.0
+        return KnownQuestion("form", agrees, best.sql, tuple(clean.findings), f"{best.form.readable} (similarity {best.similarity:.2f})",
+                             overrules=overrules)
 
     @staticmethod
     def _template_opinion(checked: Checked) -> KnownQuestion | None:
