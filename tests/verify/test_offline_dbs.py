@@ -35,3 +35,18 @@ def test_repairs_and_refusals_on_every_database(built, db, question, wrong, righ
     assert ehrguard.verify(question, right, db=built[db]).action == "preserve"
     v = ehrguard.verify("Train a neural network to predict mortality from vitals.", right, db=built[db])
     assert v.action == "unanswerable" and v.subtype == "out-of-scope"
+
+
+def test_a_known_question_that_only_resembles_the_question_does_not_replace_a_sound_candidate(eicu_db: Path, monkeypatch):
+    """The shipped form bank reads "how many patients were intubated this year" as its nearest known question, "how many
+    patients who have been hospitalized [period]" (a third of the words shared), which answers otherwise. No check
+    faults the candidate: the verdict keeps it, not verified, and names the known question, never swapping in an
+    answer to another question."""
+    monkeypatch.setenv("EHRGUARD_TEMPLATE_BANK", "on")  # the banks that ship, as a fresh install has them
+    monkeypatch.delenv("EHRGUARD_DATA_DIR", raising=False)
+    sql = ("SELECT COUNT(DISTINCT p.uniquepid) FROM treatment t JOIN patient p ON t.patientunitstayid = p.patientunitstayid "
+           "WHERE t.treatmentname LIKE '%intubation%' AND strftime('%Y', t.treatmenttime) = '2100'")
+    v = ehrguard.verify("How many patients were intubated this year?", sql, db=eicu_db)
+    assert (v.action, v.sql, v.status) == ("preserve", sql, "unverified")
+    assert "hospitalized" in v.details.get("disputed_by", ""), (v.reason, v.details)
+    assert "hospitalized" in v.reason

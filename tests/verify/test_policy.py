@@ -150,3 +150,13 @@ def test_every_reason_is_a_sentence_without_check_names(finding, reason):
     from ehrguard.verify.offline.policy import plain_reason
 
     assert plain_reason(finding) == reason
+
+
+def test_a_loose_paraphrase_disputes_a_candidate_no_check_faults_and_does_not_replace_it():
+    disputing = KnownQuestion("form", False, FIXED, (), readable="how many patients who have been hospitalized [period] (similarity 0.40)",
+                              overrules=False)
+    v = decide(evidence(known=disputing), BALANCED)
+    assert (v.action, v.sql, v.status) == ("preserve", CANDIDATE, "unverified")
+    assert "how many patients who have been hospitalized [period]" in v.reason and "similarity" not in v.reason
+    assert v.details["disputed_by"] == disputing.readable and v.details["known_form"] is None
+    assert decide(evidence(known=FORM_DIFFERS), BALANCED).action == "correct"  # one that overrules still corrects

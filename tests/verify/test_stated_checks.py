@@ -711,3 +711,78 @@ def test_a_narrower_output_is_found_but_not_repaired_to_every_output(ctx):
     plain = run_checks("What was the total output of patient 10000032?",
                        "SELECT SUM(inputevents.totalamount) FROM inputevents WHERE inputevents.subject_id = 10000032", ctx)
     assert rows(ctx, repair(plain)) == rows(ctx, "SELECT SUM(value) FROM outputevents WHERE subject_id = 10000032")
+
+
+@pytest.mark.parametrize(("db", "question", "wrong", "right"), [
+    # "or older" keeps the number itself; ">" leaves the admissions of 70-year-olds out
+    ("mimic_iv", "How many hospital admissions were of people aged 70 or older?", "SELECT COUNT(*) FROM admissions WHERE age > 70",
+     "SELECT COUNT(*) FROM admissions WHERE age >= 70"),
+    # "more than" leaves it out; the number written on the left is read the same way
+    ("mimic_iv", "How many admissions had an age of more than 60?", "SELECT COUNT(*) FROM admissions WHERE 60 <= age",
+     "SELECT COUNT(*) FROM admissions WHERE 60 < age"),
+    ("eicu", "How many unit stays were of patients 80 and up?", "SELECT COUNT(*) FROM patient WHERE CAST(age AS INTEGER) > 80",
+     "SELECT COUNT(*) FROM patient WHERE CAST(age AS INTEGER) >= 80"),
+    ("eicu", "How many unit stays were of patients younger than 60?", "SELECT COUNT(*) FROM patient WHERE CAST(age AS INTEGER) <= 60",
+     "SELECT COUNT(*) FROM patient WHERE CAST(age AS INTEGER) < 60"),
+])
+def test_a_bound_kept_or_left_out_as_the_question_says(ctx, eicu_ctx, db, question, wrong, right):
+    found_and_repaired(ctx if db == "mimic_iv" else eicu_ctx, question, wrong, right, "wrong_bound")
+
+
+@pytest.mark.parametrize("question", [
+    "How many admissions lasted over 3 days?",  # "over N days" may be a period: not read
+    "How many admissions were between 60 and 70 years old?",
+    "How many admissions were older than 60, and how many exactly 60?",  # a number stated twice: which one is compared?
+])
+def test_bounds_stay_silent_where_the_phrase_says_no_side(ctx, question):
+    assert "wrong_bound" not in checks_of(ctx, question, "SELECT COUNT(*) FROM admissions WHERE age <= 60 AND age >= 3")
+
+
+def test_a_text_column_of_numbers_compared_with_a_number_is_cast(ctx):
+    # '5' > '1000' as text: a comparison with the number written as text or as a number keeps the wrong doses
+    question = "How many insulin orders were for more than 12 units?"
+    for wrong in ("SELECT COUNT(*) FROM prescriptions WHERE drug = 'insulin' AND dose_val_rx > '12'",
+                  "SELECT COUNT(*) FROM prescriptions WHERE drug = 'insulin' AND dose_val_rx > 12"):
+        found_and_repaired(ctx, question, wrong, "SELECT COUNT(*) FROM prescriptions WHERE drug = 'insulin' AND "
+                           "CAST(dose_val_rx AS REAL) > 12", "text_compared_as_text")
+
+
+@pytest.mark.parametrize(("db", "question", "wrong", "right"), [
+    ("mimic_iv", "Show each patient's number of ICU stays, for the patients with more than one.",
+     "SELECT hadm_id, COUNT(*) FROM icustays GROUP BY hadm_id HAVING COUNT(*) > 1",
+     "SELECT subject_id, COUNT(*) FROM icustays GROUP BY subject_id HAVING COUNT(*) > 1"),
+    ("eicu", "Which patients had more than 2 unit stays?",
+     "SELECT patienthealthsystemstayid FROM patient GROUP BY patienthealthsystemstayid HAVING COUNT(*) > 2",
+     "SELECT uniquepid FROM patient GROUP BY uniquepid HAVING COUNT(*) > 2"),
+])
+def test_grouping_by_visit_where_the_question_asks_per_patient(ctx, eicu_ctx, db, question, wrong, right):
+    found_and_repaired(ctx if db == "mimic_iv" else eicu_ctx, question, wrong, right, "wrong_group_key")
+
+
+def test_grouping_by_visit_is_right_where_the_question_asks_per_visit(ctx):
+    assert "wrong_group_key" not in checks_of(ctx, "For each hospital admission, how many ICU stays were there?",
+                                              "SELECT hadm_id, COUNT(*) FROM icustays GROUP BY hadm_id")
+
+
+def test_counting_admissions_of_patients_is_not_counting_patients(ctx):
+    """The phrase a count word starts says what is counted: "how many admissions were for patients aged ..." counts
+    admissions; "how many diabetic patients" counts people."""
+    from ehrguard.verify.checks.conventions import counts_people
+
+    assert not counts_people("How many admissions were for patients aged 65 or over?")
+    assert not counts_people("How many unit stays were of patients aged 75 and up?")
+    assert counts_people("How many diabetic patients were admitted?") and counts_people("how many of the patients died?")
+    sql = "SELECT COUNT(*) FROM admissions WHERE age >= 65"
+    assert not checks_of(ctx, "How many admissions were for patients aged 65 or over?", sql) & {
+        "counts_rows_not_patients", "count_without_distinct"}
+
+
+def test_a_narrower_value_is_found_but_not_repaired(eicu_ctx):
+    """'bedside glucose' where the question names 'glucose', a value of the same column: the query is not trusted, but
+    the question may name the narrower item in its own words ("fingerstick"), so no repair."""
+    sql = "SELECT labresult FROM lab WHERE patientunitstayid = 2893348 AND labname = 'bedside glucose' ORDER BY labresulttime LIMIT 1"
+    checked = run_checks("What was the first glucose of unit stay 2893348?", sql, eicu_ctx)
+    finding = next(f for f in checked.findings if f.check == "wrong_value")
+    assert finding.severity == "error" and finding.suggestion is None and repair(checked) is None
+    # the question that says one of the literal's other words names it
+    assert "wrong_value" not in checks_of(eicu_ctx, "What was the first bedside glucose of unit stay 2893348?", sql)

@@ -35,10 +35,18 @@ from ehrguard.verify.checks.alignment import (
     check_visit_order,
 )
 from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, summary
+from ehrguard.verify.checks.bounds import check_bounds
 from ehrguard.verify.checks.columns import check_name_returned, check_returned_column
 from ehrguard.verify.checks.concepts import check_stated_values, check_substitution
 from ehrguard.verify.checks.contrasts import check_contrasts
-from ehrguard.verify.checks.conventions import check_count_distinct, check_count_kinds, check_counts_people, check_counts_visits, check_now
+from ehrguard.verify.checks.conventions import (
+    check_count_distinct,
+    check_count_kinds,
+    check_counts_people,
+    check_counts_visits,
+    check_grouped_entity,
+    check_now,
+)
 from ehrguard.verify.checks.execution import check_executes, check_result
 from ehrguard.verify.checks.grounding import check_grounding
 from ehrguard.verify.checks.keys import (
@@ -83,6 +91,7 @@ CHECKS: tuple[Check, ...] = (
     Check("count_kinds", check_count_kinds),
     Check("counts_people", check_counts_people),
     Check("counts_visits", check_counts_visits),
+    Check("grouped_entity", check_grouped_entity),
     Check("direction", check_direction),
     Check("visit_order", check_visit_order),
     Check("aggregate", check_aggregate),
@@ -93,6 +102,7 @@ CHECKS: tuple[Check, ...] = (
     Check("time_window", check_time_window),
     Check("stated_window", check_stated_window),
     Check("limit", check_limit),
+    Check("bounds", check_bounds),
     Check("tied_end", check_tied_end),
     Check("stated_place", check_stated_place),
     Check("item_filter", check_item_filter),

@@ -272,14 +272,35 @@ def _cast_real(node: exp.Expression) -> None:
     cast.set("this", node)  # the column itself moves under the CAST, so edits aimed at it still apply
 
 
+def _as_number(literal: exp.Literal) -> None:
+    literal.replace(exp.Literal.number(literal.this))
+
+
+def _compared_number(node: exp.Expression) -> tuple[exp.Column, exp.Literal] | None:
+    """``column < 1000`` / ``'1000' <= column``: the column and the number it is compared with (a number written as text
+    too: against a text column SQLite compares either as text)."""
+    for column, other in ((node.this, node.expression), (node.expression, node.this)):
+        if isinstance(column, exp.Column) and isinstance(other, exp.Literal) and re.fullmatch(r"[-+]?\d+(?:\.\d+)?", other.this.strip()):
+            return column, other
+    return None
+
+
 def check_text_numbers(ctx: SqlContext) -> CheckResult:
-    """MAX / MIN / ORDER BY over a text column that holds numbers compares them as strings ('750' > '1250')."""
+    """MAX / MIN / ORDER BY over a text column that holds numbers, or a comparison of it with a number, compares them as
+    strings ('750' > '1250'; dose > '1000' keeps '5')."""
     if ctx.tree is None:
         return NOTHING
     tables, _ = aliases(ctx.tree)
     findings, edits = [], []
-    for node in ctx.tree.find_all(exp.Max, exp.Min, exp.Ordered):
-        column = node.this
+    for node in ctx.tree.find_all(exp.Max, exp.Min, exp.Ordered, exp.GT, exp.GTE, exp.LT, exp.LTE):
+        literal = None
+        if isinstance(node, exp.GT | exp.GTE | exp.LT | exp.LTE):
+            pair = _compared_number(node)
+            if pair is None:
+                continue
+            column, literal = pair
+        else:
+            column = node.this
         if not isinstance(column, exp.Column):
             continue
         table = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
@@ -295,6 +316,8 @@ def check_text_numbers(ctx: SqlContext) -> CheckResult:
                                     "('750' comes after '1250').",
                                     ctx.span_of(column.sql(dialect="sqlite")), f"CAST({column.sql(dialect='sqlite')} AS REAL)"))
             edits.append(TreeEdit(_cast_real, target=column))
+            if literal is not None and literal.is_string:
+                edits.append(TreeEdit(_as_number, target=literal))
         else:  # a number and its unit in one text: no cast is sure to read every value, and units may differ
             findings.append(Finding("text_compared_as_text", "error",
                                     f"{table}.{column.name} holds amounts with their units as text ('81 mg'): the query "

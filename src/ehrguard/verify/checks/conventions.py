@@ -11,13 +11,12 @@ from sqlglot import exp
 
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TextEdit, TreeEdit, data_fact, found
 from ehrguard.verify.checks.concepts import name_columns_by_table
+from ehrguard.verify.checks.keys import rename
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
 _NOW_CALL = re.compile(r"""\b(?:datetime|date|time|julianday|unixepoch|strftime)\s*\((?:\s*'[^']*'\s*,)?\s*['"]now['"]"""
                        r"|\bcurrent_(?:timestamp|date|time)\b|\bnow\s*\(\s*\)|\bgetdate\s*\(\s*\)", re.IGNORECASE)
-_PEOPLE = re.compile(r"\b(patients|people|persons|individuals|subjects)\b|\bpatient (?:count|number|total)\b", re.IGNORECASE)
-_COUNTING = re.compile(r"\bhow many|\bcount|\bnumber of", re.IGNORECASE)
 # The question counts visits itself ("how many hospital stays did patients have"): counting them is what it asks.
 _COUNTS_VISITS = re.compile(r"\b(?:how many|count|number of)\s+(?:[\w']+\s+){0,3}?(?:stays?|admissions?|visits?|encounters?|"
                             r"hospitali[sz]ations?|episodes?|times?)\b", re.IGNORECASE)
@@ -47,9 +46,35 @@ def _distinct_argument(count: exp.Expression) -> None:
     count.set("this", exp.Distinct(expressions=[count.this.copy()]))
 
 
+# What ends the phrase a count word starts before it reaches people: a verb (be, do, have, common participles), a
+# preposition, a relative pronoun, or a noun of something else that is counted ("how many admissions were for patients
+# aged 65 or over" counts admissions; "how many unit stays for patients ..." counts stays). English closed classes.
+_COUNTED_PHRASE_ENDS = frozenset((
+    "was", "were", "is", "are", "be", "been", "did", "do", "does", "had", "has", "have", "got", "received", "given", "made",
+    "done", "performed", "recorded", "ordered", "prescribed", "for", "with", "in", "on", "at", "from", "to", "by", "during",
+    "per", "among", "after", "before", "since", "within", "under", "over", "into", "across", "between", "that", "who",
+    "which", "where", "when", "whose",
+    "stay", "stays", "admission", "admissions", "visit", "visits", "encounter", "encounters", "hospitalization",
+    "hospitalizations", "hospitalisation", "hospitalisations", "episode", "episodes", "time", "times", "order", "orders",
+    "prescription", "prescriptions", "test", "tests", "record", "records", "row", "rows", "event", "events", "day", "days",
+))
+_COUNT_WORD = re.compile(r"\b(?:how many|count(?:ing)?|number of|total of)\b", re.IGNORECASE)
+_PERSON_WORDS = frozenset(("patients", "people", "persons", "individuals", "subjects"))
+
+
 def counts_people(question: str) -> bool:
-    """The question asks how many people (patients, subjects, ...)."""
-    return bool(_PEOPLE.search(question) and _COUNTING.search(question))
+    """The question asks how many people (patients, subjects, ...): the phrase a count word starts reaches a word for
+    people before a verb, a preposition or another counted noun ("how many diabetic patients", "the number of unique
+    subjects", "how many of the patients"; not "how many admissions were for patients aged 65 or over")."""
+    if re.search(r"\bpatient (?:count|number|total)\b", question, re.IGNORECASE):
+        return True
+    for m in _COUNT_WORD.finditer(question):
+        for word in re.findall(r"[a-z][a-z'-]*", question[m.end():].lower())[:6]:
+            if word in _PERSON_WORDS:
+                return True
+            if word in _COUNTED_PHRASE_ENDS:
+                break
+    return False
 
 
 def _grouped_by(select: exp.Select) -> set[str]:
@@ -283,3 +308,39 @@ def check_counts_visits(ctx: SqlContext) -> CheckResult:
                 suggestion = f"COUNT(DISTINCT {link[0].sql(dialect='sqlite')})"
         findings.append(Finding("counts_visits_not_patients", "warning", message, ctx.span_of(count.sql(dialect="sqlite")), suggestion))
     return found(*findings, edits=edits)
+
+
+# The question asks something of each patient, or which patients: "for each patient", "per patient", "which patients
+# have had ...". Not when it names visits as what is grouped or listed ("per admission", "which ICU stays").
+_PER_PERSON = re.compile(r"\b(?:for each|for every|per|by|of each|each) (?:patient|person|subject|individual)\b"
+                         r"|\b(?:which|what|list (?:the |all )?|show (?:the |all )?|name the) (?:patients|people|subjects|individuals)\b",
+                         re.IGNORECASE)
+_PER_VISIT = re.compile(r"\b(?:for each|for every|per|by|of each|each|which|what|list (?:the |all )?|show (?:the |all )?)(?:\w+ ){0,2}?"
+                        r"(?:admissions?|stays?|visits?|encounters?|hospitali[sz]ations?|episodes?)\b", re.IGNORECASE)
+
+
+def check_grouped_entity(ctx: SqlContext) -> CheckResult:
+    """A question asked per patient ("for each patient, how many ICU stays", "which patients had more than 3 stays")
+    answered by grouping on a visit's id (``GROUP BY hadm_id``): one group per admission, not per patient. Repaired to
+    the patient id of the same table, where it holds one; in the SELECT list too."""
+    tree = ctx.tree
+    person_ids = ctx.db.profile.person_ids[:1]
+    if not isinstance(tree, exp.Select) or not person_ids or not _PER_PERSON.search(ctx.question) or _PER_VISIT.search(ctx.question):
+        return NOTHING
+    group = tree.args.get("group")
+    keys = group.expressions if group else []
+    if len(keys) != 1 or not isinstance(keys[0], exp.Column) or keys[0].name.lower() not in _visit_ids(ctx):
+        return NOTHING
+    key, person = keys[0], person_ids[0]
+    tables, _ = aliases(tree)
+    table = owner_table(ctx, tables.get(key.table.lower(), key.table.lower()), key.name, tables)
+    info = ctx.db.schema.table(table) if table else None
+    fixable = info is not None and info.column(person) is not None
+    same = [c for c in tree.find_all(exp.Column)
+            if c.name.lower() == key.name.lower() and c.table.lower() == key.table.lower() and c.find_ancestor(exp.Select) is tree
+            and (c.find_ancestor(exp.Group) is not None or c.parent is tree or isinstance(c.parent, exp.Alias) and c.parent.parent is tree)]
+    finding = Finding("wrong_group_key", "error",
+                      f"The question asks per patient; the query groups by {key.name}, one group per visit, so a patient with "
+                      "several visits appears several times and their counts are split.", ctx.span_of(key.sql(dialect="sqlite")),
+                      person if fixable else None)
+    return found(finding, edits=[rename(c, person) for c in same] if fixable else [])
