@@ -272,7 +272,7 @@ def _cast_real(node: exp.Expression) -> None:
     cast.set("this", node)  # the column itself moves under the CAST, so edits aimed at it still apply
 
 
-def _as_number(literal: exp.Literal) -> None:
+def _as_number(literal: exp.Expression) -> None:
     literal.replace(exp.Literal.number(literal.this))
 
 

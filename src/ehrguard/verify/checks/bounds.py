@@ -37,11 +37,11 @@ _PHRASES: tuple[tuple[re.Pattern[str], type[exp.Expression]], ...] = tuple((re.c
     (rf"(?:\b(?:less than|fewer than|lower than|younger than|smaller than|shorter than|below)|<(?!=))\s*{_N}"
      rf"|\bunder\s*{_N}{_NOT_A_PERIOD}", exp.LT),
 ))
-_COMPARISONS = (exp.GT, exp.GTE, exp.LT, exp.LTE)
-_WORDS = {exp.GT: "above it, leaving it out", exp.GTE: "it and above", exp.LT: "below it, leaving it out", exp.LTE: "it and below"}
-_SYMBOL = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
+_COMPARISONS: tuple[type[exp.Expression], ...] = (exp.GT, exp.GTE, exp.LT, exp.LTE)
+_WORDS: dict[type[exp.Expression], str] = {exp.GT: "above it, leaving it out", exp.GTE: "it and above", exp.LT: "below it, leaving it out", exp.LTE: "it and below"}
+_SYMBOL: dict[type[exp.Expression], str] = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
 # The same comparison with the number on the left: 65 < age is age > 65.
-_MIRROR = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE}
+_MIRROR: dict[type[exp.Expression], type[exp.Expression]] = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE}
 
 
 def stated_bounds(question: str) -> dict[float, type[exp.Expression]]:
