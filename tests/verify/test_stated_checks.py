@@ -786,3 +786,19 @@ def test_a_narrower_value_is_found_but_not_repaired(eicu_ctx):
     assert finding.severity == "error" and finding.suggestion is None and repair(checked) is None
     # the question that says one of the literal's other words names it
     assert "wrong_value" not in checks_of(eicu_ctx, "What was the first bedside glucose of unit stay 2893348?", sql)
+
+
+def test_the_length_of_the_other_visit_returned_is_found(ctx):
+    """A hospital length of stay answered from the ICU stay's own times (or the other way round) is the other visit;
+    an attribute of the ICU stay (its care unit) or a question that names both visits is not."""
+    icu_times = "SELECT julianday(outtime) - julianday(intime) FROM icustays WHERE subject_id = 10004235 ORDER BY intime LIMIT 1"
+    hospital_times = ("SELECT julianday(dischtime) - julianday(admittime) FROM admissions WHERE subject_id = 10004235 "
+                      "ORDER BY admittime LIMIT 1")
+    assert rows(ctx, icu_times) != rows(ctx, hospital_times)
+    assert "wrong_concept" in checks_of(ctx, "How many days was patient 10004235's first stay in the hospital?", icu_times)
+    assert "wrong_concept" in checks_of(ctx, "How many days was patient 10004235's first ICU stay?", hospital_times)
+    assert "wrong_concept" not in checks_of(ctx, "How many days was patient 10004235's first ICU stay?", icu_times)
+    assert "wrong_concept" not in checks_of(ctx, "What was the first care unit of patient 10004235 in the hospital?",
+                                            "SELECT first_careunit FROM icustays WHERE subject_id = 10004235 ORDER BY intime LIMIT 1")
+    assert "wrong_concept" not in checks_of(ctx, "When did patient 10004235 first enter the ICU during a hospital stay?",
+                                            "SELECT intime FROM icustays WHERE subject_id = 10004235 ORDER BY intime LIMIT 1")

@@ -38,7 +38,8 @@ _PHRASES: tuple[tuple[re.Pattern[str], type[exp.Expression]], ...] = tuple((re.c
      rf"|\bunder\s*{_N}{_NOT_A_PERIOD}", exp.LT),
 ))
 _COMPARISONS: tuple[type[exp.Expression], ...] = (exp.GT, exp.GTE, exp.LT, exp.LTE)
-_WORDS: dict[type[exp.Expression], str] = {exp.GT: "above it, leaving it out", exp.GTE: "it and above", exp.LT: "below it, leaving it out", exp.LTE: "it and below"}
+_WORDS: dict[type[exp.Expression], str] = {exp.GT: "above it, leaving it out", exp.GTE: "it and above",
+                                           exp.LT: "below it, leaving it out", exp.LTE: "it and below"}
 _SYMBOL: dict[type[exp.Expression], str] = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
 # The same comparison with the number on the left: 65 < age is age > 65.
 _MIRROR: dict[type[exp.Expression], type[exp.Expression]] = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE}

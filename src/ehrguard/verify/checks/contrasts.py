@@ -103,7 +103,36 @@ def _what_the_query_reads(ctx: SqlContext, tree: exp.Expression) -> list[tuple[s
         parts.append((_split(name), True))
     parts += [(lit.this.lower(), False) for lit in tree.find_all(exp.Literal) if lit.is_string]
     parts += [(label.lower(), False) for label in item_labels(ctx, tree)]
+    parts += [(side, False) for side in _visit_sides_returned(ctx, tree)]
     return parts
+
+
+# The visit a table of the profile's entities records, as a side of the ICU / hospital contrast.
+_ENTITY_SIDE = {"stay": "icu", "admission": "hospital"}
+
+
+def _visit_sides_returned(ctx: SqlContext, tree: exp.Expression) -> list[str]:
+    """The visits whose own columns the query returns (a length of stay from ``icustays.intime``/``outtime`` is the ICU
+    stay's; from ``admissions.admittime``/``dischtime`` the hospital's): its time columns, as the profile names them.
+    Only a table that records one kind of visit
+    (eICU's ``patient`` holds both, and says which in its column names), only what the outermost SELECT returns."""
+    if not isinstance(tree, exp.Select):
+        return []
+    kinds: dict[str, set[str]] = {}
+    for e in ctx.db.profile.entities:
+        kinds.setdefault(e.table.lower(), set()).add(e.name)
+    times = {c.lower() for c in ctx.db.profile.time_columns}
+    tables, _ = aliases(tree)
+    sides = []
+    for expression in tree.expressions:
+        for column in expression.find_all(exp.Column):
+            table = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
+            if f"{table}.{column.name}".lower() not in times:
+                continue  # the visit's times say which visit; its attributes (a care unit, a location) do not
+            held = kinds.get((table or "").lower(), set())
+            if len(held) == 1 and (side := _ENTITY_SIDE.get(next(iter(held)))):
+                sides.append(side)
+    return sides
 
 
 # How a question writes a stem when the stem alone would start other words ("lab" starts labetalol and labor).
