@@ -28,6 +28,9 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9'’\-\.]*")
 PATIENT_ID = re.compile(r"\b(?:\d{3}-\d{3,7}|\d{4,9})\b")
 _DEMONSTRATIVE = re.compile(r"\b(this|that|these|those)\s+([a-z]+)")
 _PERSONAL = {"he", "she", "him", "his", "her", "hers", "they", "them", "their", "theirs"}
+# Nouns of a visit (and the words that start one: "this ICU stay", "this hospital visit").
+_VISIT_NOUNS = frozenset(("admission", "hospitalization", "hospitalisation", "stay", "visit", "encounter", "icu", "hospital", "unit",
+                          "episode"))
 _NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
 _UNRESOLVED = [re.compile(p) for p in UNRESOLVED_REFERENCES]
 _TRAILING = re.compile(rf"\s+{PREPOSITION}$")
@@ -190,7 +193,9 @@ def question_cues(question: str) -> QuestionCues:
     refs = []
     for m in _DEMONSTRATIVE.finditer(text):
         named = re.match(r"\s*(?:\d{3}-\d{3,7}|\d{4,9})\b", text[m.end():])  # "that patient 10004235 ..." names the patient
-        if m.group(2) not in TIME_NOUNS and not named and not _relative(m.group(1), m.group(2)):
+        # With a patient named, "this admission" / "this ICU stay" is that patient's present visit, anchored like "this year"
+        present_visit = has_id and m.group(1) == "this" and m.group(2) in _VISIT_NOUNS
+        if m.group(2) not in TIME_NOUNS and not named and not present_visit and not _relative(m.group(1), m.group(2)):
             refs.append(f"{m.group(1)} {m.group(2)}")
     bare = set(REFERENCE_WORDS) - {"this", "that", "these", "those"}
     if has_id:
