@@ -97,3 +97,20 @@ def test_the_command_runs_a_users_own_cases_on_the_databases_they_name(tmp_path,
     with pytest.raises(DatasetError, match="bad.jsonl:1: database 'omop'"):
         CliRunner().invoke(cli, ["bench", "safety", "--db-dir", str(folder), "--cases", str(tmp_path / "bad.jsonl")],
                            catch_exceptions=False)
+
+
+def test_the_held_out_cases_load_and_answer_as_labelled(mimic_iv_db: Path, eicu_db: Path):
+    """The blind held-out set (safety_heldout/): both halves load, ids are unique, and on the real demo databases every
+    correct candidate answers like its gold and every wrong one differently (as the cases were validated)."""
+    from ehrguard.benchmarks import read_case_file
+    from ehrguard.benchmarks.safety import _answer
+
+    folder = Path(__file__).parents[2] / "src" / "ehrguard" / "benchmarks" / "safety_heldout"
+    read, unread = read_case_file(folder / "read.jsonl"), read_case_file(folder / "unread.jsonl")
+    assert len(read) == len(unread) == 100 and len({c.id for c in read + unread}) == 200
+    assert all(int(c.id.split("-")[1]) % 2 == 1 for c in read) and all(int(c.id.split("-")[1]) % 2 == 0 for c in unread)
+    dbs = {"mimic_iv": open_database(mimic_iv_db), "eicu": open_database(eicu_db)}
+    for c in read + unread:
+        if c.kind in ("correct", "wrong"):
+            same = _answer(dbs[c.db], c.candidate_sql) == _answer(dbs[c.db], c.gold_sql)
+            assert same == (c.kind == "correct"), c.id
