@@ -802,3 +802,20 @@ def test_the_length_of_the_other_visit_returned_is_found(ctx):
                                             "SELECT first_careunit FROM icustays WHERE subject_id = 10004235 ORDER BY intime LIMIT 1")
     assert "wrong_concept" not in checks_of(ctx, "When did patient 10004235 first enter the ICU during a hospital stay?",
                                             "SELECT intime FROM icustays WHERE subject_id = 10004235 ORDER BY intime LIMIT 1")
+
+
+@pytest.mark.parametrize(("db", "question", "wrong", "right"), [
+    ("mimic_iv", "What was the total cost of hospital admission 22595853?",
+     "SELECT SUM(cost) FROM cost WHERE subject_id = (SELECT subject_id FROM admissions WHERE hadm_id = 22595853)",
+     "SELECT SUM(cost) FROM cost WHERE hadm_id = 22595853"),
+    ("eicu", "What was the total cost of hospital stay 156432?",
+     "SELECT SUM(c.cost) FROM cost c WHERE c.uniquepid IN (SELECT uniquepid FROM patient WHERE patienthealthsystemstayid = 156432)",
+     "SELECT SUM(c.cost) FROM cost c WHERE c.patienthealthsystemstayid = 156432"),
+])
+def test_a_named_visit_widened_to_every_visit_of_its_patient(ctx, eicu_ctx, db, question, wrong, right):
+    found_and_repaired(ctx if db == "mimic_iv" else eicu_ctx, question, wrong, right, "widened_scope")
+
+
+def test_the_patient_of_a_visit_asked_for_is_no_widening(ctx):
+    sql = "SELECT COUNT(*) FROM admissions WHERE subject_id = (SELECT subject_id FROM admissions WHERE hadm_id = 22595853)"
+    assert "widened_scope" not in checks_of(ctx, "How many admissions has the patient of admission 22595853 had?", sql)

@@ -60,6 +60,7 @@ from ehrguard.verify.checks.keys import (
 from ehrguard.verify.checks.ordinals import check_stated_place
 from ehrguard.verify.checks.repair import repair
 from ehrguard.verify.checks.schema_refs import check_schema
+from ehrguard.verify.checks.scope import check_widened_scope
 from ehrguard.verify.checks.stated import check_icu_scope, check_stated_groups, check_stated_numbers, check_unscoped_reads
 from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_read_only
 from ehrguard.verify.checks.ties import check_tied_end
@@ -87,6 +88,7 @@ CHECKS: tuple[Check, ...] = (
     Check("referenced_table", check_referenced_table),
     Check("key_kind", check_key_kind),
     Check("coarse_joins", check_coarse_joins),
+    Check("widened_scope", check_widened_scope),
     Check("count_distinct", check_count_distinct),
     Check("count_kinds", check_count_kinds),
     Check("counts_people", check_counts_people),

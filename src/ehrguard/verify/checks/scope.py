@@ -1,0 +1,86 @@
+"""The visit the question names is the visit the query keeps to, not every visit of its patient.
+
+"Total charges for hospital stay 1981400" answered with ``cost.uniquepid = (SELECT uniquepid FROM patient WHERE
+patienthealthsystemstayid = 1981400)``: the patient of that stay is looked up, and then every one of their stays is
+read. The entities (patient, admission, stay) and their id columns come from the database profile; the repair keeps
+the outer table to the stated visit by its own id column, when it has one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import cast
+
+from sqlglot import exp
+
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
+from ehrguard.verify.checks.schema_refs import aliases, owner_table
+from ehrguard.verify.verdict import Finding
+
+# The question asks about the person, or every visit: then reading all the patient's rows is what it asks.
+_ABOUT_THE_PERSON = re.compile(r"\b(?:patients?|persons?|people|subjects?|individuals?|(?:all|every|other|previous|earlier)\s+"
+                               r"(?:\w+\s+)?(?:stays?|admissions?|visits?|encounters?|hospitali[sz]ations?))\b", re.IGNORECASE)
+
+
+def _looked_up_person(node: exp.Expression, person: str, visits: set[str]) -> tuple[str, exp.Literal] | None:
+    """``(SELECT person FROM t WHERE visit = N)``: the visit id column and N, when that is all the subquery does."""
+    query = node.this if isinstance(node, exp.Subquery) else node
+    if not isinstance(query, exp.Select) or len(query.expressions) != 1 or query.args.get("joins") or query.args.get("group"):
+        return None
+    selected = query.expressions[0]
+    where = query.args.get("where")
+    if not isinstance(selected, exp.Column) or selected.name.lower() != person or where is None:
+        return None
+    condition = where.this
+    if (isinstance(condition, exp.EQ) and isinstance(condition.this, exp.Column) and condition.this.name.lower() in visits
+            and isinstance(condition.expression, exp.Literal)):
+        return condition.this.name.lower(), condition.expression
+    return None
+
+
+def check_widened_scope(ctx: SqlContext) -> CheckResult:
+    """The question names one visit by its id and nothing of the person; the query looks up that visit's patient and
+    keeps to the patient, so every visit of theirs comes in."""
+    if ctx.tree is None or not ctx.db.profile.person_ids or _ABOUT_THE_PERSON.search(ctx.question):
+        return NOTHING
+    person = ctx.db.profile.person_ids[0].lower()
+    visits = {e.id_column.lower() for e in ctx.db.profile.entities if e.name != "patient"}
+    tables, _ = aliases(ctx.tree)
+    findings, edits = [], []
+    for found_node in ctx.tree.find_all(exp.EQ, exp.In):
+        node = cast(exp.Expression, found_node)  # a comparison is an expression (sqlglot types it apart)
+        column = node.this
+        inner = node.expression if isinstance(node, exp.EQ) else node.args.get("query")
+        if not isinstance(column, exp.Column) or column.name.lower() != person or inner is None:
+            continue
+        looked = _looked_up_person(inner, person, visits)
+        if looked is None or not re.search(rf"(?<![\w.]){re.escape(looked[1].this)}(?![\w.])", ctx.question):
+            continue
+        visit, number = looked
+        table = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables) or _only_table(node)
+        info = ctx.db.schema.table(table) if table else None
+        fixable = info is not None and info.column(visit) is not None
+        findings.append(Finding("widened_scope", "error",
+                                f"The question names one visit ({visit} {number.this}); the query looks up its patient and reads "
+                                f"every visit of theirs ({table}.{person}).", ctx.span_of(column.sql(dialect="sqlite")),
+                                f"{visit} = {number.sql(dialect='sqlite')}" if fixable else None))
+        if fixable:
+            keep = exp.column(visit, table=column.table or None).eq(number.copy())
+            edits.append(_replaced_by(keep, node))
+    return found(*findings, edits=edits)
+
+
+def _only_table(node: exp.Expression) -> str:
+    """The one table the SELECT holding ``node`` reads, when it reads one (an unqualified column is that table's)."""
+    select = node.find_ancestor(exp.Select)
+    source = (select.args.get("from_") or select.args.get("from")) if select is not None else None
+    if select is None or select.args.get("joins") or source is None or not isinstance(source.this, exp.Table):
+        return ""
+    return source.this.name
+
+
+def _replaced_by(condition: exp.Expression, target: exp.Expression) -> Edit:
+    def apply(node: exp.Expression) -> None:
+        node.replace(condition.copy())
+
+    return TreeEdit(apply, target=target)
