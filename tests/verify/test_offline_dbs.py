@@ -50,3 +50,15 @@ def test_a_known_question_that_only_resembles_the_question_does_not_replace_a_so
     assert (v.action, v.sql, v.status) == ("preserve", sql, "unverified")
     assert "hospitalized" in v.details.get("disputed_by", ""), (v.reason, v.details)
     assert "hospitalized" in v.reason
+
+
+def test_a_certain_local_repair_comes_before_a_loose_known_question(eicu_db: Path, monkeypatch):
+    """The same question with a count that misses DISTINCT: the candidate is faulted, and the nearest known question
+    (a third of the words shared) answers otherwise; the repair of what the check found is returned, not the known
+    question's answer to another question."""
+    monkeypatch.setenv("EHRGUARD_TEMPLATE_BANK", "on")
+    monkeypatch.delenv("EHRGUARD_DATA_DIR", raising=False)
+    sql = ("SELECT COUNT(p.uniquepid) FROM treatment t JOIN patient p ON t.patientunitstayid = p.patientunitstayid "
+           "WHERE t.treatmentname LIKE '%intubation%' AND strftime('%Y', t.treatmenttime) = '2100'")
+    v = ehrguard.verify("How many patients were intubated this year?", sql, db=eicu_db)
+    assert v.action == "correct" and "COUNT(DISTINCT p.uniquepid)" in v.sql and "intubation" in v.sql

@@ -285,12 +285,27 @@ def _compared_number(node: exp.Expression) -> tuple[exp.Column, exp.Literal] | N
     return None
 
 
+def _from_derived(column: exp.Column, derived: set[str]) -> bool:
+    """The column is read from a CTE or a derived table (whose column of the same name may be cast already), not from the
+    stored table: qualified by one, or unqualified in a SELECT that reads one."""
+    if column.table:
+        return column.table.lower() in derived
+    select = column.find_ancestor(exp.Select)
+    if select is None:
+        return False
+    sources = [select.args.get("from_") or select.args.get("from"), *(select.args.get("joins") or [])]
+    return any(src is not None and (isinstance(src.this, exp.Subquery) or (isinstance(src.this, exp.Table)
+                                                                              and src.this.name.lower() in derived)) for src in sources)
+
+
 def check_text_numbers(ctx: SqlContext) -> CheckResult:
     """MAX / MIN / ORDER BY over a text column that holds numbers, or a comparison of it with a number, compares them as
     strings ('750' > '1250'; dose > '1000' keeps '5')."""
     if ctx.tree is None:
         return NOTHING
     tables, _ = aliases(ctx.tree)
+    derived = {cte.alias_or_name.lower() for cte in ctx.tree.find_all(exp.CTE)}
+    derived |= {sub.alias_or_name.lower() for sub in ctx.tree.find_all(exp.Subquery) if sub.alias}
     findings, edits = [], []
     for node in ctx.tree.find_all(exp.Max, exp.Min, exp.Ordered, exp.GT, exp.GTE, exp.LT, exp.LTE):
         literal = None
@@ -301,7 +316,7 @@ def check_text_numbers(ctx: SqlContext) -> CheckResult:
             column, literal = pair
         else:
             column = node.this
-        if not isinstance(column, exp.Column):
+        if not isinstance(column, exp.Column) or _from_derived(column, derived):
             continue
         table = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
         info = ctx.db.schema.table(table) if table else None

@@ -21,22 +21,30 @@ from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEd
 from ehrguard.verify.verdict import Finding
 
 _N = r"(\d+(?:\.\d+)?)"
-# (pattern with the number as group 1, the comparison it states). Longer forms first: "no more than 3" before "more than 3".
 # "Over 3 days" may be a duration ("stayed over 3 days") or a period ("the intake over 3 days"): not read as a bound.
 _NOT_A_PERIOD = r"(?!\s*(?:hours?|hrs?|days?|weeks?|months?|years?)\b)"
-# (pattern with the number as group 1, the comparison it states). Longer forms first: "no more than 3" before "more than 3".
+# (pattern with the number as group 1, the comparison it states). Every phrase is read; a number two phrases overlap
+# on ("older than 18 and younger than 65": "18 and younger") is left out, as is a phrase after a negation.
 _PHRASES: tuple[tuple[re.Pattern[str], type[exp.Expression]], ...] = tuple((re.compile(p, re.IGNORECASE), op) for p, op in (
-    (rf"(?:\b(?:at least|no (?:less|fewer) than|not (?:less|fewer) than|a minimum of|minimum of)|>=|≥)\s*{_N}", exp.GTE),
-    (rf"(?:\b(?:at most|no (?:more|greater|higher|older) than|not (?:more|greater|higher|older) than|up to|a maximum of|"
-     rf"maximum of)|<=|≤)\s*{_N}", exp.LTE),
-    (rf"(?<![\w.]){_N}\s*(?:[a-z%/]+\s+){{0,2}}?(?:or|and) (?:more|over|above|older|greater|higher|up|upwards|beyond)\b|"
+    (rf"(?:\b(?:at least|no (?:less|fewer|lower|younger|smaller|shorter) than|not (?:less|fewer|lower|younger|smaller|shorter) "
+     rf"than|a minimum of|minimum of)|>=|≥)\s*{_N}", exp.GTE),
+    (rf"(?:\b(?:at most|no (?:more|greater|higher|older|larger|longer) than|not (?:more|greater|higher|older|larger|longer) than|"
+     rf"up to|a maximum of|maximum of)|<=|≤)\s*{_N}", exp.LTE),
+    (rf"(?<![\w.]){_N}\s*(?:[a-z%/]+\s+){{0,2}}?(?:or|and) (?:more|over|above|older|greater|higher|up|upwards|beyond)\b(?!\s+than\b)|"
      rf"(?<![\w.]){_N}\+(?!\d)", exp.GTE),
-    (rf"(?<![\w.]){_N}\s*(?:[a-z%/]+\s+){{0,2}}?(?:or|and) (?:less|fewer|under|below|younger|lower|smaller|down)\b", exp.LTE),
+    (rf"(?<![\w.]){_N}\s*(?:[a-z%/]+\s+){{0,2}}?(?:or|and) (?:less|fewer|under|below|younger|lower|smaller|down)\b(?!\s+than\b)",
+     exp.LTE),
     (rf"(?:\b(?:more than|greater than|higher than|older than|larger than|longer than|above|exceeding|in excess of)|>(?!=))\s*{_N}"
      rf"|\bover\s*{_N}{_NOT_A_PERIOD}", exp.GT),
     (rf"(?:\b(?:less than|fewer than|lower than|younger than|smaller than|shorter than|below)|<(?!=))\s*{_N}"
      rf"|\bunder\s*{_N}{_NOT_A_PERIOD}", exp.LT),
 ))
+# A negation or an exclusion anywhere in the question may turn a bound into its complement ("never above 100",
+# "excluding those under 18", "not below 2"): the question's bound and the query's comparison may then both be right.
+_NEGATED_BOUND = re.compile(r"\b(?:no|not) (?:less|fewer|lower|younger|smaller|shorter|more|greater|higher|older|larger|longer) than\b",
+                            re.IGNORECASE)
+_NEGATION = re.compile(r"\b(?:not|no|never|none|nor|without|excluding|exclude[sd]?|except|other than|apart from|besides|"
+                       r"neither)\b|n't\b", re.IGNORECASE)
 _COMPARISONS: tuple[type[exp.Expression], ...] = (exp.GT, exp.GTE, exp.LT, exp.LTE)
 _WORDS: dict[type[exp.Expression], str] = {exp.GT: "above it, leaving it out", exp.GTE: "it and above",
                                            exp.LT: "below it, leaving it out", exp.LTE: "it and below"}
@@ -49,18 +57,29 @@ def stated_bounds(question: str) -> dict[float, type[exp.Expression]]:
     """Each number the question bounds with one phrase, and the comparison the phrase states; a number stated more than
     once, or bounded two ways, is left out (which mention a comparison reads is then a guess)."""
     text = question.replace(",", "")
+    if _NEGATION.search(_NEGATED_BOUND.sub(" ", text)):  # "no more than 3" is a bound of its own, not a negation
+        return {}
     mentions: dict[float, int] = {}
     for m in re.finditer(r"(?<![\w.])\d+(?:\.\d+)?(?![\d.]*\w)", text):
         mentions[float(m.group(0))] = mentions.get(float(m.group(0)), 0) + 1
-    bounds: dict[float, set[type[exp.Expression]]] = {}
-    taken: list[tuple[int, int]] = []
+    found_phrases: list[tuple[int, int, float, type[exp.Expression]]] = []
     for pattern, op in _PHRASES:
         for m in pattern.finditer(text):
             number = next(g for g in m.groups() if g is not None)
-            if any(a < m.end() and m.start() < b for a, b in taken):
-                continue  # inside a longer phrase already read ("no more than 3" holds "more than 3")
-            taken.append((m.start(), m.end()))
-            bounds.setdefault(float(number), set()).add(op)
+            found_phrases.append((m.start(), m.end(), float(number), op))
+    # the longest phrase over a stretch is the one meant ("no more than 3", not "more than 3"); two that overlap without
+    # one holding the other ("older than 18 and younger": "18 and younger") leave which one is meant a guess
+    kept: list[tuple[int, int, float, type[exp.Expression]]] = []
+    for phrase in sorted(found_phrases, key=lambda f: f[0] - f[1]):
+        if not any(c <= phrase[0] and phrase[1] <= d for c, d, _, _ in kept):
+            kept.append(phrase)
+    bounds: dict[float, set[type[exp.Expression]]] = {}
+    for _, _, number, op in kept:
+        bounds.setdefault(number, set()).add(op)
+    for a, b, number, _ in kept:
+        for c, d, other, _op in kept:
+            if (a, b) != (c, d) and a < d and c < b:
+                bounds[number] = bounds[other] = {exp.GT, exp.LT}  # more than one: left out below
     return {n: next(iter(ops)) for n, ops in bounds.items() if len(ops) == 1 and mentions.get(n) == 1}
 
 
@@ -93,6 +112,8 @@ def check_bounds(ctx: SqlContext) -> CheckResult:
         return NOTHING
     compared: dict[float, list[tuple[exp.Expression, type[exp.Expression]]]] = {}
     for node in ctx.tree.find_all(*_COMPARISONS):
+        if node.find_ancestor(exp.Not, exp.Except) is not None:
+            continue  # under NOT (NOT IN, NOT EXISTS) or on the removed side of EXCEPT: the query keeps the complement
         left, right = _number(node.this), _number(node.expression)
         if right is not None and left is None:
             compared.setdefault(right, []).append((node, type(node)))

@@ -89,21 +89,13 @@ def _named(ctx: SqlContext, columns: list[tuple[str, str]], text: str) -> dict[t
     return out
 
 
-def _narrower(literal: str, value: str, question: str) -> bool:
-    """The literal holds the value the question names and words the question says none of ("bedside glucose" where
-    "glucose" is asked): the query picked a narrower item than the one asked for. Not when the question says any of
-    them ("lorazepam 0.5 mg tablet" for 'lorazepam 0.5 mg tab': the question names the longer one, in its own words)."""
-    extra = [w for w in _normal(literal.replace("%", " ")).split() if w not in _normal(value).split()]
-    stems = {_stem(w) for w in _normal(question).split()}
-    return bool(extra) and not any(_stem(w) in stems for w in extra)
-
-
 def check_substitution(ctx: SqlContext) -> CheckResult:
     """The SQL looks for a value the question never mentions, in a column of which the question names another value."""
     if ctx.tree is None:
         return NOTHING
     tables, _ = aliases(ctx.tree)
     compared = literal_comparisons(ctx.tree, tables)
+    everything = " ".join(lit.this for _, _, lit in compared)
     findings: list[Finding] = []
     edits: list[Edit] = []
     for table, column, lit in compared:
@@ -113,19 +105,14 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
         if not _distinct_count(ctx, table, column):
             continue
         named = _named(ctx, [(table, column)], ctx.question)[(table, column)]
-        others = [o.this for _, _, o in compared if o is not lit]
-        instead = [v for v in named if _normal(v) != _normal(lit.this) and not any(supported(v, o) for o in others)
-                   and (_normal(v) not in _normal(lit.this) or _narrower(lit.this, v, ctx.question))]
+        instead = [v for v in named if not supported(v, everything) and _normal(v) not in _normal(lit.this)]
         if not instead:
             continue
         alternatives = " or ".join(f"'{v}'" for v in instead[:3])
-        # Narrower: the question may name the item in its own words ("fingerstick glucose" is 'bedside glucose'), so
-        # the query is not trusted, but not "repaired" to the plain value either.
-        certain = len(instead) == 1 and _normal(instead[0]) not in _normal(lit.this)
         findings.append(Finding("wrong_value", "error",
                                 f"The query looks for '{lit.this}' ({table}.{column}); the question names {alternatives}.",
-                                ctx.span_of(f"'{lit.this}'"), f"'{instead[0]}'" if certain else None))
-        if certain and "%" not in lit.this:
+                                ctx.span_of(f"'{lit.this}'"), f"'{instead[0]}'" if len(instead) == 1 else None))
+        if len(instead) == 1 and "%" not in lit.this:
             edits.append(TreeEdit(_replace_with(instead[0]), target=lit))
     return found(*findings, edits=edits)
 

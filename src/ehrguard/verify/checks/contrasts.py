@@ -32,7 +32,7 @@ CONTRASTS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("lab(?!el)", "laborator"), ("chart", "vital")),
     (("marital", "married", "divorced", "widowed"), ("ethnic", "race")),
     (("admission", "admit"), ("discharge", "disch")),
-    ((_UNIT, "icu"), ("hospital",)),
+    ((_UNIT, "icu", "intensive care", "critical care"), ("hospital",)),
 )
 # What flows out of a patient, by name (general clinical English): the output side of intake and output.
 _OUTPUTS = ("urin", "void", "drain", "stool", "emesis", "vomit")
@@ -41,7 +41,8 @@ _NAMES = {"intake": "intake", "input": "intake", "infus": "intake", "output": "o
           "laborator": "a lab test", "chart": "charted values", "vital": "vital signs", "marital": "marital status",
           "married": "marital status", "divorced": "marital status", "widowed": "marital status", "ethnic": "ethnicity",
           "race": "race", "admission": "the admission", "admit": "the admission", "discharge": "the discharge",
-          "disch": "the discharge", _UNIT: "the ICU stay", "icu": "the ICU stay",
+          "disch": "the discharge", _UNIT: "the ICU stay", "icu": "the ICU stay", "intensive care": "the ICU stay",
+          "critical care": "the ICU stay",
           "hospital": "the hospital stay",
           **{stem: "output" for stem in _OUTPUTS}}
 
@@ -183,7 +184,8 @@ def check_contrasts(ctx: SqlContext) -> CheckResult:
 _WRITTEN = {"intake": ("intake", "input"), "input": ("intake", "input"), "infus": ("intake", "input"), "output": ("output",),
             "weight": ("weight",), "height": ("height",), "systolic": ("systolic",), "diastolic": ("diastolic",),
             "admission": ("admission", "admit"), "admit": ("admit", "admission"), "discharge": ("discharge", "disch"),
-            "disch": ("disch", "discharge"), _UNIT: ("unit",), "icu": ("unit",), "hospital": ("hospital",),
+            "disch": ("disch", "discharge"), _UNIT: ("unit",), "icu": ("unit",), "intensive care": ("unit",), "critical care": ("unit",),
+            "hospital": ("hospital",),
             **{stem: ("output",) for stem in _OUTPUTS}}
 
 

@@ -69,12 +69,32 @@ def counts_people(question: str) -> bool:
     if re.search(r"\bpatient (?:count|number|total)\b", question, re.IGNORECASE):
         return True
     for m in _COUNT_WORD.finditer(question):
-        for word in re.findall(r"[a-z][a-z'-]*", question[m.end():].lower())[:6]:
+        words = re.findall(r"[a-z][a-z'-]*", question[m.end():].lower())
+        if words[:1] and words[0] in _VERBS_AFTER_COUNT and _AMONG_PEOPLE.search(question[:m.start()]):
+            return True  # "among patients aged 65 or over, how many were admitted": the people named before the count
+        for word in words[:6]:
             if word in _PERSON_WORDS:
                 return True
-            if word in _COUNTED_PHRASE_ENDS:
+            if word in _COUNTED_PHRASE_ENDS or _plural_noun(word):
                 break
     return False
+
+
+# "How many doses of insulin patients received": a plural noun before the people word is what is counted. English
+# plurals in -s, without the singular nouns that end so (-ss, -us, -is: "sepsis patients"; the diseases and nouns of general
+# English that are singular in -s: "diabetes patients").
+def _plural_noun(word: str) -> bool:
+    return (len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) and word not in _PERSON_WORDS
+            and word not in _SINGULAR_IN_S)
+
+
+_SINGULAR_IN_S = frozenset(("diabetes", "herpes", "rabies", "measles", "mumps", "scabies", "rickets", "shingles", "tetanus", "series",
+                            "species", "news", "lupus", "pertussis", "arthritis", "icus", "aids", "copd", "ards", "mods", "mrsa"))
+
+
+_VERBS_AFTER_COUNT = frozenset(("were", "was", "had", "have", "has", "did", "are", "is", "got", "received", "died", "underwent"))
+_AMONG_PEOPLE = re.compile(r"\b(?:among|of|out of)\s+(?:the |all |these |those )?(?:[\w-]+\s+){0,3}?(?:patients|people|subjects|"
+                           r"individuals)\b", re.IGNORECASE)
 
 
 def _grouped_by(select: exp.Select) -> set[str]:
@@ -313,9 +333,11 @@ def check_counts_visits(ctx: SqlContext) -> CheckResult:
 # The question asks something of each patient, or which patients: "for each patient", "per patient", "which patients
 # have had ...". Not when it names visits as what is grouped or listed ("per admission", "which ICU stays").
 _PER_PERSON = re.compile(r"\b(?:for each|for every|per|by|of each|each) (?:patient|person|subject|individual)\b"
-                         r"|\b(?:which|what|list (?:the |all )?|show (?:the |all )?|name the) (?:patients|people|subjects|individuals)\b",
-                         re.IGNORECASE)
-_PER_VISIT = re.compile(r"\b(?:for each|for every|per|by|of each|each|which|what|list (?:the |all )?|show (?:the |all )?)(?:\w+ ){0,2}?"
+                         r"|\b(?:which|what|list|show|name)(?: the| all)? (?:patients|people|subjects|individuals)\b", re.IGNORECASE)
+# ... unless the visit is what is grouped or listed ("per admission", "which ICU stays") or what a count is kept within
+# ("more than 20 prescriptions during one admission", "in the same stay", "in any one visit").
+_PER_VISIT = re.compile(r"\b(?:for each|for every|per|by|of each|each|which|what|list|show|a single|the same|any one|any single|"
+                        r"(?<!than )(?<!least )(?<!most )one|a given|within an?|during an?|in an?)(?: the| all)?\s+(?:\w+\s+){0,2}?"
                         r"(?:admissions?|stays?|visits?|encounters?|hospitali[sz]ations?|episodes?)\b", re.IGNORECASE)
 
 
@@ -336,6 +358,8 @@ def check_grouped_entity(ctx: SqlContext) -> CheckResult:
     table = owner_table(ctx, tables.get(key.table.lower(), key.table.lower()), key.name, tables)
     info = ctx.db.schema.table(table) if table else None
     fixable = info is not None and info.column(person) is not None
+    if any(isinstance(e.unalias(), exp.Column) and e.unalias().name.lower() == person for e in tree.expressions):
+        fixable = False  # the patient is returned already: renaming the visit's id would return it twice
     same = [c for c in tree.find_all(exp.Column)
             if c.name.lower() == key.name.lower() and c.table.lower() == key.table.lower() and c.find_ancestor(exp.Select) is tree
             and (c.find_ancestor(exp.Group) is not None or c.parent is tree or isinstance(c.parent, exp.Alias) and c.parent.parent is tree)]

@@ -18,8 +18,12 @@ from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
 # The question asks about the person, or every visit: then reading all the patient's rows is what it asks.
-_ABOUT_THE_PERSON = re.compile(r"\b(?:patients?|persons?|people|subjects?|individuals?|(?:all|every|other|previous|earlier)\s+"
-                               r"(?:\w+\s+)?(?:stays?|admissions?|visits?|encounters?|hospitali[sz]ations?))\b", re.IGNORECASE)
+# The question asks about the person, or every visit: then reading all the patient's rows is what it asks. The person
+# named by a pronoun or as the visit's owner, or visits counted over time ("ever", "in total", "prior") too.
+_ABOUT_THE_PERSON = re.compile(r"\b(?:patients?|persons?|people|subjects?|individuals?|owner|he|she|his|her|hers|him|they|them|their|"
+                               r"theirs|ever|any|prior|previous|previously|past|earlier|lifetime|in total|altogether|readmi\w*|"
+                               r"(?:all|every|other)\s+(?:\w+\s+)?(?:stays?|admissions?|visits?|encounters?|hospitali[sz]ations?))\b",
+                               re.IGNORECASE)
 
 
 def _looked_up_person(node: exp.Expression, person: str, visits: set[str]) -> tuple[str, exp.Literal] | None:
@@ -57,6 +61,9 @@ def check_widened_scope(ctx: SqlContext) -> CheckResult:
         if looked is None or not re.search(rf"(?<![\w.]){re.escape(looked[1].this)}(?![\w.])", ctx.question):
             continue
         visit, number = looked
+        select = node.find_ancestor(exp.Select)
+        if select is not None and any(c.name.lower() in visits for e in select.expressions for c in e.find_all(exp.Column)):
+            continue  # it returns or counts visits: kept to one visit, that answer is always the one
         table = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables) or _only_table(node)
         info = ctx.db.schema.table(table) if table else None
         fixable = info is not None and info.column(visit) is not None

@@ -42,6 +42,7 @@ class KnownQuestion:
     findings: tuple[Finding, ...]
     readable: str = ""
     overrules: bool = True
+    loose: bool = False  # a paraphrase, not the known question word for word: a certain local repair comes first
 
     @property
     def disputes(self) -> bool:
@@ -96,8 +97,9 @@ class Evidence:
 
     @property
     def replacement(self) -> Replacement | None:
-        """The SQL to return instead of the candidate: a known question's that answers differently, else a repair."""
-        if self.known is not None and not self.known.agrees and self.known.overrules:
+        """The SQL to return instead of the candidate: a known question's that answers differently and overrules it (a
+        paraphrase only when no certain local repair of the candidate exists), else a repair."""
+        if self.known is not None and not self.known.agrees and self.known.overrules and not (self.known.loose and self.repair):
             return Replacement(self.known.source, self.known.sql, self.known.findings, readable=self.known.readable)
         if self.repair is not None:
             return Replacement("repair", self.repair.sql, self.repair.findings, answers=self.repair.answers)

@@ -191,10 +191,12 @@ def question_cues(question: str) -> QuestionCues:
     words = _WORD.findall(text)
     has_id = bool(PATIENT_ID.search(text))
     refs = []
+    # a patient or visit named by an id (eICU's "002-34851", or five digits and more), not a year or an amount ("in 2100")
+    named_someone = any("-" in m.group(0) or len(m.group(0)) >= 5 for m in PATIENT_ID.finditer(text))
     for m in _DEMONSTRATIVE.finditer(text):
         named = re.match(r"\s*(?:\d{3}-\d{3,7}|\d{4,9})\b", text[m.end():])  # "that patient 10004235 ..." names the patient
         # With a patient named, "this admission" / "this ICU stay" is that patient's present visit, anchored like "this year"
-        present_visit = has_id and m.group(1) == "this" and m.group(2) in _VISIT_NOUNS
+        present_visit = named_someone and m.group(1) == "this" and m.group(2) in _VISIT_NOUNS
         if m.group(2) not in TIME_NOUNS and not named and not present_visit and not _relative(m.group(1), m.group(2)):
             refs.append(f"{m.group(1)} {m.group(2)}")
     bare = set(REFERENCE_WORDS) - {"this", "that", "these", "those"}

@@ -192,7 +192,7 @@ class OfflineVerifier:
         if known is None and self.use_forms and search:
             known = self._form_opinion(checked)
         found_repair = None
-        wants_repair = known is None or known.agrees or known.disputes
+        wants_repair = known is None or known.agrees or known.disputes or known.loose
         if wants_repair and self.policy.repair and search and any(f.suggestion for f in checked.findings):
             found_repair = self._repair(checked)
         outcome: Outcome = "failed" if no_query else checked.outcome  # type: ignore[assignment]
@@ -243,9 +243,13 @@ class OfflineVerifier:
         # A paraphrase overrules only a candidate the checks fault, or as the known question word for word (values aside):
         # against a candidate nothing faults, a loosely similar question ("how many patients were hospitalized this
         # year" for "... had a head CT this year") is a second reading that disagrees, not a correction.
-        overrules = agrees or bool(blocking(checked.findings)) or best.similarity >= 1.0
+        # A looser one overrules a faulted candidate only when its own SQL clears the candidate's faults (the same missing
+        # route filter in both is no correction), and a certain local repair of the candidate comes first (Evidence).
+        faults = {f.check for f in blocking(checked.findings)}
+        exact = best.similarity >= 1.0
+        overrules = agrees or exact or (bool(faults) and not faults & {f.check for f in blocking(clean.findings)})
         return KnownQuestion("form", agrees, best.sql, tuple(clean.findings), f"{best.form.readable} (similarity {best.similarity:.2f})",
-                             overrules=overrules)
+                             overrules=overrules, loose=not exact)
 
     @staticmethod
     def _template_opinion(checked: Checked) -> KnownQuestion | None:
