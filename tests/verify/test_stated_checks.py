@@ -854,3 +854,10 @@ def test_review_cases_of_grouping_scope_counting_and_text_numbers_stay_silent(ct
     # "the intensive care unit" is the ICU side of the visit contrast
     assert "wrong_concept" not in checks_of(ctx, "When did patient 10004235 first go to the intensive care unit in the hospital?",
                                             "SELECT intime FROM icustays WHERE subject_id = 10004235 ORDER BY intime LIMIT 1")
+
+
+def test_a_single_stay_is_one_stay_not_a_marital_status(ctx):
+    sql = "SELECT COUNT(*) FROM (SELECT subject_id FROM admissions GROUP BY subject_id HAVING COUNT(*) = 1)"
+    assert "missing_group_filter" not in checks_of(ctx, "How many patients had a single hospital stay?", sql)
+    assert "missing_group_filter" in checks_of(ctx, "How many single patients were admitted?",
+                                               "SELECT COUNT(DISTINCT subject_id) FROM admissions")

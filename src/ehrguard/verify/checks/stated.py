@@ -341,7 +341,12 @@ def _values(ctx: SqlContext, table: str, column: str) -> list[str]:
 _GROUPED = r"(?:patients?|people|persons?|admissions?|visits?|stays?|encounters?|cases?|cohort|population)"
 
 
+# "A single stay", "any single admission": "single" counting one, as English uses it, not a marital status.
+_ONE = re.compile(r"\b(?:a|one|any|every|each) single\b")
+
+
 def _names_group(value: str, text: str) -> bool:
+    text = _ONE.sub(" one ", text)
     v = re.escape(value)
     return bool(re.search(rf" {v} (?:\w+ )?{_GROUPED} ", text) or re.search(rf" {_GROUPED} (?:who|that) (?:are|were|is|was) {v} ", text))
 
