@@ -747,16 +747,23 @@ def test_a_text_column_of_numbers_compared_with_a_number_is_cast(ctx):
                            "CAST(dose_val_rx AS REAL) > 12", "text_compared_as_text")
 
 
-@pytest.mark.parametrize(("db", "question", "wrong", "right"), [
+@pytest.mark.parametrize(("db", "question", "wrong", "right", "check"), [
     ("mimic_iv", "Show each patient's number of ICU stays, for the patients with more than one.",
      "SELECT hadm_id, COUNT(*) FROM icustays GROUP BY hadm_id HAVING COUNT(*) > 1",
-     "SELECT subject_id, COUNT(*) FROM icustays GROUP BY subject_id HAVING COUNT(*) > 1"),
+     "SELECT subject_id, COUNT(*) FROM icustays GROUP BY subject_id HAVING COUNT(*) > 1", "wrong_group_key"),
     ("eicu", "Which patients had more than 2 unit stays?",
      "SELECT patienthealthsystemstayid FROM patient GROUP BY patienthealthsystemstayid HAVING COUNT(*) > 2",
-     "SELECT uniquepid FROM patient GROUP BY uniquepid HAVING COUNT(*) > 2"),
+     "SELECT uniquepid FROM patient GROUP BY uniquepid HAVING COUNT(*) > 2", "wrong_group_key"),
+    # a visit named by its id, widened to every visit of its patient through a lookup
+    ("mimic_iv", "What was the total cost of hospital admission 22595853?",
+     "SELECT SUM(cost) FROM cost WHERE subject_id = (SELECT subject_id FROM admissions WHERE hadm_id = 22595853)",
+     "SELECT SUM(cost) FROM cost WHERE hadm_id = 22595853", "widened_scope"),
+    ("eicu", "What was the total cost of hospital stay 156432?",
+     "SELECT SUM(c.cost) FROM cost c WHERE c.uniquepid IN (SELECT uniquepid FROM patient WHERE patienthealthsystemstayid = 156432)",
+     "SELECT SUM(c.cost) FROM cost c WHERE c.patienthealthsystemstayid = 156432", "widened_scope"),
 ])
-def test_grouping_by_visit_where_the_question_asks_per_patient(ctx, eicu_ctx, db, question, wrong, right):
-    found_and_repaired(ctx if db == "mimic_iv" else eicu_ctx, question, wrong, right, "wrong_group_key")
+def test_patients_and_their_visits_kept_apart(ctx, eicu_ctx, db, question, wrong, right, check):
+    found_and_repaired(ctx if db == "mimic_iv" else eicu_ctx, question, wrong, right, check)
 
 
 def test_grouping_by_visit_is_right_where_the_question_asks_per_visit(ctx):
@@ -799,18 +806,6 @@ def test_the_length_of_the_other_visit_returned_is_found(ctx):
                                             "SELECT first_careunit FROM icustays WHERE subject_id = 10004235 ORDER BY intime LIMIT 1")
     assert "wrong_concept" not in checks_of(ctx, "When did patient 10004235 first enter the ICU during a hospital stay?",
                                             "SELECT intime FROM icustays WHERE subject_id = 10004235 ORDER BY intime LIMIT 1")
-
-
-@pytest.mark.parametrize(("db", "question", "wrong", "right"), [
-    ("mimic_iv", "What was the total cost of hospital admission 22595853?",
-     "SELECT SUM(cost) FROM cost WHERE subject_id = (SELECT subject_id FROM admissions WHERE hadm_id = 22595853)",
-     "SELECT SUM(cost) FROM cost WHERE hadm_id = 22595853"),
-    ("eicu", "What was the total cost of hospital stay 156432?",
-     "SELECT SUM(c.cost) FROM cost c WHERE c.uniquepid IN (SELECT uniquepid FROM patient WHERE patienthealthsystemstayid = 156432)",
-     "SELECT SUM(c.cost) FROM cost c WHERE c.patienthealthsystemstayid = 156432"),
-])
-def test_a_named_visit_widened_to_every_visit_of_its_patient(ctx, eicu_ctx, db, question, wrong, right):
-    found_and_repaired(ctx if db == "mimic_iv" else eicu_ctx, question, wrong, right, "widened_scope")
 
 
 def test_the_patient_of_a_visit_asked_for_is_no_widening(ctx):
