@@ -856,3 +856,11 @@ def test_a_single_stay_is_one_stay_not_a_marital_status(ctx):
     assert "missing_group_filter" not in checks_of(ctx, "How many patients had a single hospital stay?", sql)
     assert "missing_group_filter" in checks_of(ctx, "How many single patients were admitted?",
                                                "SELECT COUNT(DISTINCT subject_id) FROM admissions")
+
+
+def test_a_bin_edge_in_a_case_is_no_bound(ctx):
+    """Bins the question lists ("under 65, 65-79, 80 and over") are edges of categories in a CASE: the bin below "80 and
+    over" ends at "< 80", which is right, not a bound to flip."""
+    sql = ("SELECT CASE WHEN age < 65 THEN 'under 65' WHEN age < 80 THEN '65-79' ELSE '80+' END AS band, COUNT(*) "
+           "FROM admissions GROUP BY band")
+    assert "wrong_bound" not in checks_of(ctx, "How many admissions fall in each age band: under 65, 65-79, 80 and over?", sql)

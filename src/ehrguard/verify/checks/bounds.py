@@ -112,8 +112,10 @@ def check_bounds(ctx: SqlContext) -> CheckResult:
         return NOTHING
     compared: dict[float, list[tuple[exp.Expression, type[exp.Expression]]]] = {}
     for node in ctx.tree.find_all(*_COMPARISONS):
-        if node.find_ancestor(exp.Not, exp.Except) is not None:
-            continue  # under NOT (NOT IN, NOT EXISTS) or on the removed side of EXCEPT: the query keeps the complement
+        if node.find_ancestor(exp.Not, exp.Except, exp.Case, exp.If) is not None:
+            # under NOT (NOT IN, NOT EXISTS) or on the removed side of EXCEPT: the query keeps the complement; inside
+            # CASE / IF: a bin's edge ("< 85" for the bin below "85 and over"), not a filter
+            continue
         left, right = _number(node.this), _number(node.expression)
         if right is not None and left is None:
             compared.setdefault(right, []).append((node, type(node)))
