@@ -73,14 +73,11 @@ def stated_bounds(question: str) -> dict[float, type[exp.Expression]]:
     for phrase in sorted(found_phrases, key=lambda f: f[0] - f[1]):
         if not any(c <= phrase[0] and phrase[1] <= d for c, d, _, _ in kept):
             kept.append(phrase)
+    unsure = {n for a, b, n, _ in kept for c, d, _, _ in kept if (a, b) != (c, d) and a < d and c < b}
     bounds: dict[float, set[type[exp.Expression]]] = {}
     for _, _, number, op in kept:
         bounds.setdefault(number, set()).add(op)
-    for a, b, number, _ in kept:
-        for c, d, other, _op in kept:
-            if (a, b) != (c, d) and a < d and c < b:
-                bounds[number] = bounds[other] = {exp.GT, exp.LT}  # more than one: left out below
-    return {n: next(iter(ops)) for n, ops in bounds.items() if len(ops) == 1 and mentions.get(n) == 1}
+    return {n: next(iter(ops)) for n, ops in bounds.items() if len(ops) == 1 and mentions.get(n) == 1 and n not in unsure}
 
 
 def _number(node: exp.Expression) -> float | None:

@@ -120,7 +120,7 @@ def check_count_distinct(ctx: SqlContext) -> CheckResult:
     """Counting patients needs DISTINCT: one patient has many rows."""
     if ctx.tree is None or not counts_people(ctx.question):
         return NOTHING
-    person_ids = set(ctx.db.profile.person_ids) - _visit_ids(ctx)  # a visit id counted for patients: counts_visits
+    person_ids = set(ctx.db.profile.person_ids) - visit_ids(ctx)  # a visit id counted for patients: counts_visits
     findings = []
     edits = []
     for count in ctx.tree.find_all(exp.Count):
@@ -232,7 +232,7 @@ def check_counts_people(ctx: SqlContext) -> CheckResult:
             continue  # counting over a derived table
         arg = count.this
         if isinstance(arg, exp.Distinct) or (isinstance(arg, exp.Column) and arg.name.lower() in {*ctx.db.profile.person_ids,
-                                                                                                   *_visit_ids(ctx)}):
+                                                                                                   *visit_ids(ctx)}):
             continue  # DISTINCT, the person id (count_distinct covers a missing DISTINCT there) or a visit id (counts_visits)
         if not isinstance(arg, exp.Star | exp.Column):
             continue
@@ -283,7 +283,7 @@ def _person_link(ctx: SqlContext, table: exp.Table, person: str) -> tuple[exp.Co
     return exp.column(person, table=home), TreeEdit(join, target=table.find_ancestor(exp.Select))
 
 
-def _visit_ids(ctx: SqlContext) -> set[str]:
+def visit_ids(ctx: SqlContext) -> set[str]:
     """The id columns of visits (hospital admissions, ICU stays) where the profile also names the patients' own id."""
     if not any(e.name == "patient" for e in ctx.db.profile.entities):
         return set()
@@ -351,7 +351,7 @@ def check_grouped_entity(ctx: SqlContext) -> CheckResult:
         return NOTHING
     group = tree.args.get("group")
     keys = group.expressions if group else []
-    if len(keys) != 1 or not isinstance(keys[0], exp.Column) or keys[0].name.lower() not in _visit_ids(ctx):
+    if len(keys) != 1 or not isinstance(keys[0], exp.Column) or keys[0].name.lower() not in visit_ids(ctx):
         return NOTHING
     key, person = keys[0], person_ids[0]
     tables, _ = aliases(tree)

@@ -14,10 +14,10 @@ from typing import cast
 from sqlglot import exp
 
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
+from ehrguard.verify.checks.conventions import visit_ids
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
-# The question asks about the person, or every visit: then reading all the patient's rows is what it asks.
 # The question asks about the person, or every visit: then reading all the patient's rows is what it asks. The person
 # named by a pronoun or as the visit's owner, or visits counted over time ("ever", "in total", "prior") too.
 _ABOUT_THE_PERSON = re.compile(r"\b(?:patients?|persons?|people|subjects?|individuals?|owner|he|she|his|her|hers|him|they|them|their|"
@@ -48,7 +48,7 @@ def check_widened_scope(ctx: SqlContext) -> CheckResult:
     if ctx.tree is None or not ctx.db.profile.person_ids or _ABOUT_THE_PERSON.search(ctx.question):
         return NOTHING
     person = ctx.db.profile.person_ids[0].lower()
-    visits = {e.id_column.lower() for e in ctx.db.profile.entities if e.name != "patient"}
+    visits = visit_ids(ctx)
     tables, _ = aliases(ctx.tree)
     findings, edits = [], []
     for found_node in ctx.tree.find_all(exp.EQ, exp.In):
