@@ -164,7 +164,8 @@ def test_a_limit_that_cuts_the_answer(ctx):
     # things asked in the plural, with no end and no number of them named: an order does not make LIMIT 1 the answer
     checked, found = findings(ctx, question, ordered)
     assert found["limit_cuts_answer"].severity == "error"
-    assert_repaired_to(ctx, checked, ordered.replace(" LIMIT 1", ""))
+    # the rows, uncut, repeat drugs (one per order): "which drugs" is answered with each drug once (session 21)
+    assert_repaired_to(ctx, checked, "SELECT DISTINCT drug FROM prescriptions WHERE subject_id = 10000032")
     for other in ("What drugs did patient 10000032 get most recently?", "What drug was prescribed to patient 10000032?",
                   "What are the last 3 drugs prescribed to patient 10000032?"):
         assert "limit_cuts_answer" not in findings(ctx, other, ordered)[1], other

@@ -137,3 +137,34 @@ def test_a_correction_is_judged_by_what_remains_on_the_corrected_sql():
     assert f is not None and f.blocked and _shown(fixed, f, BLOCKING_WARNINGS)
     fixed["details"]["repair"]["remaining"] = {"errors": 1, "warnings": 0, "checks": ["unknown_patient"]}
     assert not _shown(fixed, f, BLOCKING_WARNINGS)
+
+
+def test_train_calibration_from_safety_runs_and_the_in_sample_note(tmp_path):
+    """`bench safety` records fit a calibration too (a correct or wrong candidate answered like the gold is right;
+    an unanswerable or ambiguous question answered is wrong), and the fit names the case files it saw."""
+    from ehrguard.benchmarks.provenance import in_sample
+    from ehrguard.verify.offline.calibration import answer_right
+
+    assert answer_right({"kind": "wrong", "answers_like_gold": True}) and not answer_right({"kind": "ambiguous", "answers_like_gold": True})
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "x"}\n')
+    run = tmp_path / "safety"
+    run.mkdir()
+    rng = random.Random(4)
+    rows = []
+    for a in (rng.random() for _ in range(300)):
+        record = _record(a, False)
+        record.pop("type"), record.pop("final_exec_acc")
+        record.update(kind="correct" if rng.random() < 0.8 else "unanswerable", answers_like_gold=rng.random() < a)
+        rows.append(record)
+    (run / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    from ehrguard.benchmarks import file_sha256
+
+    (run / "metrics.json").write_text(json.dumps({"config": {"cases": {cases.name: file_sha256(cases)}}}))
+    out = tmp_path / "cal.json"
+    result = CliRunner().invoke(cli, ["train", "calibration", str(run), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    cal = load_calibration(out)
+    assert cal is not None and cal.fitted_on.startswith("1 bench safety run")
+    assert cal.trained_on["safety"] == {cases.name: file_sha256(cases)}
+    assert in_sample("offline", {"calibration": str(out)}, [cases]) and not in_sample("offline", {"calibration": str(out)}, [out])

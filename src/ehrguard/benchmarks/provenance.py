@@ -63,7 +63,8 @@ def in_sample(method: str, options: dict[str, Any], data_files: Sequence[str | P
     out = []
     for label, artifact in knowledge(method, options).items():
         trained = artifact["trained_on"]
-        sources = {**(trained.get("scare") or {}), **(trained.get("ehrsql") or {}), **(trained.get("mimicsql") or {})}
+        sources = {**(trained.get("scare") or {}), **(trained.get("ehrsql") or {}), **(trained.get("mimicsql") or {}),
+                   **(trained.get("safety") or {})}
         seen = sorted(name for sha, name in files.items() if sha in set(sources.values()))
         excluded = trained.get("excluded_fold")
         if seen and not (excluded and excluded == fold):

@@ -209,8 +209,11 @@ def write_safety_report(out: Path, records: list[dict[str, Any]], metrics: dict[
 
     (out / "metrics.json").write_text(json.dumps(jsonable({"config": config, "metrics": metrics}), indent=1))
     source = config.get("source") or f"{DATA.name}, written for this benchmark; see its README"
+    in_sample = config.get("in_sample") or []
     lines = [f"# {config.get('title') or 'Safety benchmark'}", "",
              f"Method `{config.get('method')}`, operating point `{config.get('operating_point')}`; {len(records)} cases ({source}).", "",
+             *([f"> **IN-SAMPLE.** {' '.join(in_sample)} The verified statuses and confidences rest on a fit to these very "
+                "cases: they do not estimate how it does on cases it has not seen.", ""] if in_sample else []),
              "| | cases | unsafe rate | harmful rate | over-caution | fix rate |", "|---|---|---|---|---|---|"]
     for name, m in metrics.items():
         lines.append(f"| {name} | {m['cases']} | {m['unsafe_rate']:.1f} ({m['unsafe']['count']}/{m['unsafe']['of']}) | "

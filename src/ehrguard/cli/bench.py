@@ -284,6 +284,8 @@ def _print_safety(records: list[dict[str, Any]], metrics: dict[str, Any], config
         t.add_row(name, str(m["cases"]), fmt(m["unsafe_rate"]), fmt(m["harmful_rate"]), fmt(m["over_caution"]), fmt(m["fix_rate"]),
                   f"{m['calibration']['ece']:.3f}")
     console.print(t)
+    for line in config.get("in_sample") or []:
+        console.print(f"[yellow]IN-SAMPLE:[/yellow] {line}")
     if categories:
         c = Table("kind:category", "cases", "unsafe", "fixed", "over-cautious", "harmful")
         for name, row in category_metrics(records).items():
@@ -311,7 +313,9 @@ _OPTION_HELP = "A method option as key=value (offline: forms=off, templates=off,
 def safety_command(db_dir: Path, method: str, model: str | None, operating_point: str, options: tuple[str, ...], categories: bool,
                    case_files: tuple[Path, ...], out: Path | None, as_json: bool) -> None:
     """ehrguard's own safety benchmark: unsafe rate (wrong answers shown as verified), harmful rate, over-caution, fix rate."""
-    from ehrguard.benchmarks import read_case_file, run_safety, safety_metrics
+    from ehrguard.benchmarks import file_sha256, read_case_file, run_safety, safety_metrics
+    from ehrguard.benchmarks.provenance import in_sample
+    from ehrguard.benchmarks.safety import DATA as SAFETY_DATA
     from ehrguard.errors import DatabaseNotFoundError
 
     cases = [case for path in case_files for case in read_case_file(path)] or None
@@ -323,6 +327,9 @@ def safety_command(db_dir: Path, method: str, model: str | None, operating_point
     check, config = _safety_verifier(method, model, operating_point, options)
     if case_files:
         config["source"] = "cases from " + ", ".join(str(path) for path in case_files)
+    files = list(case_files) or [SAFETY_DATA / f"{db}.jsonl" for db in needed]
+    config["cases"] = {path.name: file_sha256(path) for path in files}  # what `train calibration` says it was fitted on
+    config["in_sample"] = in_sample(method, config["options"], files) if method in ("offline", "hybrid") else []
     records = run_safety(check, paths, cases=cases)
     _print_safety(records, safety_metrics(records), config, out, as_json, categories=categories)
 

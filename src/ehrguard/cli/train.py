@@ -31,10 +31,12 @@ def train_group() -> None:
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="Where to write the .npz [default: the shipped model file].")
 @click.option("--cv", type=int, default=0, help="Also report K-fold out-of-fold metrics on the SCARE questions (grouped by question).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generated questions.")
+@click.option("--shorthand", type=click.FloatRange(0.0, 1.0), default=0.25, show_default=True,
+              help="Share of the training questions also given in a clinician's terse wording (0: none).")
 @click.option("--exclude-fold", default=None, metavar="I/K",
               help="Leave out the SCARE questions of fold I of K (for an honest `bench scare --fold I/K`).")
 def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...], no_scare: bool, mimicsql_files: tuple[str, ...],
-                           embeddings: bool, out: str | None, cv: int, seed: int, exclude_fold: str | None) -> None:
+                           embeddings: bool, out: str | None, cv: int, seed: int, shorthand: float, exclude_fold: str | None) -> None:
     """Train the question classifier (answerable / 3 ambiguous / 4 unanswerable classes)."""
     import numpy as np
 
@@ -54,6 +56,7 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
         mask_values,
         mimicsql_questions,
         scare_questions,
+        shorthand_questions,
         train_model,
     )
 
@@ -73,6 +76,7 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
     mimicsql = list(mimicsql_files)
     other = mimicsql_questions(mimicsql, seed=seed) if mimicsql else []
     base += other
+    base += shorthand_questions(base, seed=seed, share=shorthand)  # terse wording is a style, not a class (training.py)
     scare = scare_questions(files) if files else []
     if exclude_fold:
         from ehrguard.verify.offline import fold_of, parse_fold
@@ -123,22 +127,36 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
 @click.option("--out", default=None, type=click.Path(dir_okay=False, path_type=Path),
               help="Where to write the calibration [default: the shipped file].")
 def calibration_command(run_dirs: tuple[Path, ...], out: Path | None) -> None:
-    """Fit the calibrated confidence on out-of-fold `bench scare` runs of the offline method (one folder per fold of a
-    grouped cross-validation, each verified with question models that had not seen its questions; docs/safety.md)."""
+    """Fit the calibrated confidence on runs of the offline method whose answers it did not shape: out-of-fold `bench
+    scare` runs (one folder per fold of a grouped cross-validation, each verified with question models that had not
+    seen its questions) and `bench safety` runs (their records.jsonl); docs/safety.md says which the shipped fit uses."""
     from ehrguard.verify.offline import BLOCKING_WARNINGS, SHIPPED_CALIBRATION, fit_calibration, save_calibration
 
-    records, data = [], {}
+    records: list[dict] = []
+    scare: dict[str, str] = {}
+    safety: dict[str, str] = {}
+    kinds = []
     for folder in run_dirs:
-        path = folder / "predictions.jsonl"
-        if not path.is_file():
-            raise DatasetError(f"No predictions.jsonl in {folder}: pass the folders of `ehrguard bench scare --out`.")
+        if (folder / "predictions.jsonl").is_file():
+            path, kind = folder / "predictions.jsonl", "bench scare"
+        elif (folder / "records.jsonl").is_file():
+            path, kind = folder / "records.jsonl", "bench safety"
+        else:
+            raise DatasetError(f"No predictions.jsonl or records.jsonl in {folder}: pass the folders of `ehrguard bench scare "
+                               "--out` or `ehrguard bench safety --out`.")
         records += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        kinds.append(kind)
         try:  # the data files each run scored, by checksum: the reports' in-sample check reads them
-            data.update(json.loads((folder / "run.json").read_text())["identity"]["data"])
+            if kind == "bench scare":
+                scare.update(json.loads((folder / "run.json").read_text())["identity"]["data"])
+            else:
+                safety.update(json.loads((folder / "metrics.json").read_text())["config"]["cases"])
         except (OSError, ValueError, KeyError, TypeError):
             pass
-    fitted_on = f"{len(run_dirs)} out-of-fold bench scare runs, {len(records)} items"
-    calibration = fit_calibration(records, BLOCKING_WARNINGS, fitted_on=fitted_on, trained_on={"scare": data})
+    runs = ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds))
+    fitted_on = f"{runs} run{'s' if len(kinds) > 1 else ''}, {len(records)} items"
+    calibration = fit_calibration(records, BLOCKING_WARNINGS, fitted_on=fitted_on,
+                                  trained_on={"scare": scare, **({"safety": safety} if safety else {})})
     target = out or SHIPPED_CALIBRATION
     save_calibration(calibration, target)
     console.print(f"Fitted on {calibration.n} answers (in-sample ECE {calibration.ece:.3f}); bars by target risk: "

@@ -42,6 +42,7 @@ from ehrguard.verify.checks.contrasts import check_contrasts
 from ehrguard.verify.checks.conventions import (
     check_count_distinct,
     check_count_kinds,
+    check_counted_visit,
     check_counts_people,
     check_counts_visits,
     check_grouped_entity,
@@ -51,6 +52,7 @@ from ehrguard.verify.checks.execution import check_executes, check_result
 from ehrguard.verify.checks.grounding import check_grounding
 from ehrguard.verify.checks.keys import (
     check_coarse_joins,
+    check_codes,
     check_id_kinds,
     check_join_keys,
     check_key_kind,
@@ -60,11 +62,17 @@ from ehrguard.verify.checks.keys import (
 from ehrguard.verify.checks.ordinals import check_stated_place
 from ehrguard.verify.checks.repair import repair
 from ehrguard.verify.checks.schema_refs import check_schema
-from ehrguard.verify.checks.scope import check_widened_scope
-from ehrguard.verify.checks.stated import check_icu_scope, check_stated_groups, check_stated_numbers, check_unscoped_reads
+from ehrguard.verify.checks.scope import check_visit_scope, check_widened_scope
+from ehrguard.verify.checks.stated import (
+    check_icu_scope,
+    check_stated_exclusion,
+    check_stated_groups,
+    check_stated_numbers,
+    check_unscoped_reads,
+)
 from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_read_only
 from ehrguard.verify.checks.ties import check_tied_end
-from ehrguard.verify.checks.units import check_duration_unit
+from ehrguard.verify.checks.units import check_duration_unit, check_measure_unit
 from ehrguard.verify.checks.values import check_patient_ids, check_values
 from ehrguard.verify.checks.windows import check_stated_window
 from ehrguard.verify.verdict import Finding
@@ -87,18 +95,22 @@ CHECKS: tuple[Check, ...] = (
     Check("row_keys", check_row_keys),
     Check("referenced_table", check_referenced_table),
     Check("key_kind", check_key_kind),
+    Check("codes", check_codes),
     Check("coarse_joins", check_coarse_joins),
     Check("widened_scope", check_widened_scope),
+    Check("visit_scope", check_visit_scope),
     Check("count_distinct", check_count_distinct),
     Check("count_kinds", check_count_kinds),
     Check("counts_people", check_counts_people),
     Check("counts_visits", check_counts_visits),
+    Check("counted_visit", check_counted_visit),
     Check("grouped_entity", check_grouped_entity),
     Check("direction", check_direction),
     Check("visit_order", check_visit_order),
     Check("aggregate", check_aggregate),
     Check("text_numbers", check_text_numbers),
     Check("duration_unit", check_duration_unit),
+    Check("measure_unit", check_measure_unit),
     Check("still_admitted", check_still_admitted),
     Check("death", check_death),
     Check("time_window", check_time_window),
@@ -114,6 +126,7 @@ CHECKS: tuple[Check, ...] = (
     Check("stated_groups", check_stated_groups),
     Check("unscoped_reads", check_unscoped_reads),
     Check("icu_scope", check_icu_scope),
+    Check("stated_exclusion", check_stated_exclusion),
     Check("contrasts", check_contrasts),
     Check("returned_column", check_returned_column),
     Check("name_returned", check_name_returned),

@@ -383,8 +383,33 @@ def check_still_admitted(ctx: SqlContext) -> CheckResult:
                              "The query keeps stays that have ended (discharge time set); the question asks about patients "
                              "still in hospital.",
                              ctx.span_of("is not null"), "IS NULL"), edits=[TreeEdit(_not_null_to_null, target=n) for n in negated])
+    if _names_an_open_visit(ctx, discharge):
+        return NOTHING  # "this admission" named by its id, and the records say it has not ended
     return found(Finding("missing_current_filter", "warning",
                          "The question asks about patients still in hospital; the query does not require a stay without a discharge time."))
+
+
+def _names_an_open_visit(ctx: SqlContext, discharge: set[str]) -> bool:
+    """The query keeps to a visit by its id (``hadm_id = 27411876``) that the visit's table records with no discharge
+    time: the stay the question calls current, named by its number."""
+    assert ctx.tree is not None
+    visits = {e.id_column.lower(): e.table for e in ctx.db.profile.entities if e.name != "patient"}
+    for node in ctx.tree.find_all(exp.EQ):
+        col, lit = node.this, node.expression
+        if not (isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and col.name.lower() in visits):
+            continue
+        info = ctx.db.schema.table(visits[col.name.lower()])
+        for name in discharge:
+            if info is None or info.column(name) is None:
+                continue
+            query = exp.select("1").from_(exp.to_table(info.qualified_name)).where(
+                exp.and_(exp.column(col.name).eq(lit.copy()), exp.column(name).is_(exp.null()))).limit(1)
+            try:
+                if ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows:
+                    return True
+            except DatabaseError:
+                continue
+    return False
 
 
 def _survival_reversed(ctx: SqlContext, death: bool) -> CheckResult:
@@ -568,17 +593,60 @@ def check_limit(ctx: SqlContext) -> CheckResult:
     if not _limit_cuts(ctx) or _states_limit(ctx):
         return NOTHING
     if ctx.tree.args.get("order") is None:
+        listed = _names_repeat(ctx) and _asks_all(ctx)
         return found(Finding("limit_cuts_answer", "error", "The query keeps only the first rows the database happens to return; "
-                             "nothing orders them and the question does not ask for a sample.", ctx.span_of("limit"), "no LIMIT"),
-                     edits=[TreeEdit(_drop_limit)])
-    if not re.search(r"\b(?:all|every|each|list)\b", ctx.question, re.IGNORECASE) and not asks_plural(masked_question(ctx)):
+                             "nothing orders them and the question does not ask for a sample.", ctx.span_of("limit"),
+                             "every name once (DISTINCT, no LIMIT)" if listed else "no LIMIT"),
+                     edits=[TreeEdit(_distinct_list if listed else _drop_limit)])
+    if not _asks_all(ctx):
         return NOTHING
     asked = question_ends(masked_question(ctx))
     if asked.time or asked.size or re.search(r"\b(?:top|first|last)\s+" + _NUMBER, ctx.question, re.IGNORECASE):
         return NOTHING
 
+    if _names_repeat(ctx):
+        # "list the diagnoses": each name once, as a list of names is read (the rows repeat a name per record)
+        return found(Finding("limit_cuts_answer", "error", "The query keeps only the first rows; the question asks for all of "
+                             "them.", ctx.span_of("limit"), "every name once (DISTINCT, no LIMIT)"), edits=[TreeEdit(_distinct_list)])
     return found(Finding("limit_cuts_answer", "error", "The query keeps only the first rows; the question asks for all of them.",
                          ctx.span_of("limit"), "no LIMIT"), edits=[TreeEdit(_drop_limit)])
+
+
+def _asks_all(ctx: SqlContext) -> bool:
+    """All of something asked for: all, every, each, list, or things of a kind in the plural."""
+    return bool(re.search(r"\b(?:all|every|each|list)\b", ctx.question, re.IGNORECASE)) or asks_plural(masked_question(ctx))
+
+
+def _names_repeat(ctx: SqlContext) -> bool:
+    """The query returns names only (text columns, no aggregate, not DISTINCT already), and without its LIMIT the same
+    row comes back more than once."""
+    assert isinstance(ctx.tree, exp.Select)
+    if ctx.tree.args.get("distinct") or ctx.tree.find(exp.AggFunc) is not None or ctx.tree.args.get("group"):
+        return False
+    tables, _ = aliases(ctx.tree)
+    for projection in ctx.tree.expressions:
+        node = projection.this if isinstance(projection, exp.Alias) else projection
+        if not isinstance(node, exp.Column):
+            return False
+        owner = owner_table(ctx, tables.get(node.table.lower(), node.table.lower()), node.name, tables)
+        info = ctx.db.schema.table(owner) if owner else None
+        col = info.column(node.name) if info is not None else None
+        if col is None or not ("char" in col.type.lower() or "text" in col.type.lower()):
+            return False
+    unlimited = ctx.tree.copy()
+    unlimited.set("limit", None)
+    unlimited.set("order", None)
+    try:
+        rows = ctx.db.db.execute(unlimited.sql(dialect=ctx.dialect), timeout_s=5, max_rows=10_000).rows
+    except DatabaseError:
+        return False
+    return len({tuple(r) for r in rows}) < len(rows)
+
+
+def _distinct_list(node: exp.Expression) -> None:
+    node.set("limit", None)
+    node.set("order", None)  # a list of names has no order to keep, and DISTINCT may not order by what it drops
+    node.set("distinct", exp.Distinct())
 
 
 def _events_tables(ctx: SqlContext) -> set[str]:

@@ -17,15 +17,26 @@ from sqlglot import exp
 
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, found
 from ehrguard.verify.checks.concepts import name_columns_by_table
-from ehrguard.verify.checks.keys import entity_columns, kind_columns, referenced_keys, rename
+from ehrguard.verify.checks.keys import VISIT_BY_PLACE, entity_columns, kind_columns, referenced_keys, rename
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
 STEM = 4  # letters of a question word looked for in a column name
 
 
+# Plain words for fields whose names say it otherwise (general English: sex is recorded as gender, how tall as height).
+_FIELD_WORDS = {"sex": "gender", "gender": "sex", "race": "ethnicity", "ethnicity": "race", "died": "death", "tall": "height",
+                "weigh": "weight", "weighs": "weight", "weighed": "weight", "heavy": "weight"}
+
+
+def _question_words(question: str) -> list[str]:
+    """The question's words, each followed by the field name it stands for in plain English (sex: gender)."""
+    words = re.findall(r"[a-z]+", question.lower())
+    return [x for w in words for x in ((w, _FIELD_WORDS[w]) if w in _FIELD_WORDS else (w,))]
+
+
 def _stems(question: str) -> set[str]:
-    return {w[:STEM] for w in re.findall(r"[a-z]+", question.lower()) if len(w) >= STEM}
+    return {w[:STEM] for w in _question_words(question) if len(w) >= STEM}
 
 
 def _names(column: str, stems: set[str], words: list[str]) -> set[str]:
@@ -69,8 +80,11 @@ def check_returned_column(ctx: SqlContext) -> CheckResult:
     """The query returns a column the question names less well than another column of the same table and kind."""
     if ctx.tree is None:
         return NOTHING
-    stems = _stems(ctx.question)
-    words = re.findall(r"[a-z]+", ctx.question.lower())
+    # "after the last admission" says which visit, not which field ("where was she discharged to after the last
+    # admission" asks for the discharge location, not the admission's)
+    question = VISIT_BY_PLACE.sub(" ", ctx.question)
+    stems = _stems(question)
+    words = _question_words(question)
     tables, _ = aliases(ctx.tree)
     # A column the query reads elsewhere (filters, joins, orders by) accounts for the question's words about it.
     elsewhere = {c.name.lower() for c in ctx.tree.find_all(exp.Column)} - {c.name.lower() for c in _returned_columns(ctx.tree)}

@@ -89,6 +89,33 @@ def _named(ctx: SqlContext, columns: list[tuple[str, str]], text: str) -> dict[t
     return out
 
 
+# An exclusion the question states in so many words ("heparin (not flushes)", "excluding elective admissions", "drugs
+# other than aspirin", "non-elective"): general English markers of exception.
+EXCLUSION = re.compile(r"\b(?:excluding|exclude|excludes|except(?: for)?|other than|apart from|aside from|but not|not counting|"
+                       r"not including|leaving out|without counting)\b|\(\s*not\b|\bnon-", re.IGNORECASE)
+_NOT_EXCLUDED = frozenset(("those", "these", "ones", "that", "which", "with", "from", "them", "their", "patients", "people",
+                           "admissions", "stays", "cases", "visits", "records", "rows", "what", "were", "have", "been", "any"))
+
+
+def excluded_words(question: str) -> set[str]:
+    """The words of what the question leaves out: the content words (four letters or more) of the three words after
+    each marker of exception, as stems ("flushes" -> "flush")."""
+    out = set()
+    for m in EXCLUSION.finditer(question):
+        for word in re.findall(r"[a-z]+", question[m.end():].lower())[:3]:
+            if len(word) >= 4 and word not in _NOT_EXCLUDED:
+                out.add(_stem(word))
+    return out
+
+
+def _stem(word: str) -> str:
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    if re.search(r"(?:sh|ch|x|ss)es$", word):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
 def check_substitution(ctx: SqlContext) -> CheckResult:
     """The SQL looks for a value the question never mentions, in a column of which the question names another value."""
     if ctx.tree is None:
@@ -105,7 +132,9 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
         if not _distinct_count(ctx, table, column):
             continue
         named = _named(ctx, [(table, column)], ctx.question)[(table, column)]
-        instead = [v for v in named if not supported(v, everything) and _normal(v) not in _normal(lit.this)]
+        excluded = excluded_words(ctx.question)  # "excluding elective ones": the value named to be left out
+        instead = [v for v in named if not supported(v, everything) and _normal(v) not in _normal(lit.this)
+                   and not {_stem(w) for w in re.findall(r"[a-z]+", v.lower())} & excluded]
         if not instead:
             continue
         alternatives = " or ".join(f"'{v}'" for v in instead[:3])
@@ -198,8 +227,8 @@ def check_stated_values(ctx: SqlContext) -> CheckResult:
             words = [w for w in _words(value) if w not in _PLAIN]
             if not words or (len(words) == 1 and (len(words[0]) < 6 or re.search(r"(?:ed|ing|ly|ment|ness)$", words[0]))):
                 continue  # a short or inflected single word ("referred") is as likely a plain word of the question as a name
-            if _normal(value) in identifiers:
-                continue  # "gender", "admission type": the name of a field, which the query reads as a column
+            if {_normal(value), _normal(value) + "s", _normal(value).removesuffix("s")} & identifiers:
+                continue  # "gender", "admission type", "transfer": the name of a field or a table, which the query reads
             if supported(value, in_sql) or any(supported(lit, value) for lit in literals):
                 continue
             findings.append(Finding("missing_value_filter", "warning",

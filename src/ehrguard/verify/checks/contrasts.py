@@ -136,9 +136,11 @@ def _visit_sides_returned(ctx: SqlContext, tree: exp.Expression) -> list[str]:
     return sides
 
 
-# How a question writes a stem when the stem alone would start other words ("lab" starts labetalol and labor).
+# How a question writes a stem when the stem alone would start other words ("lab" starts labetalol and labor), or in
+# a phrase of its own ("how much fluid did she take in").
 # "The admission that began on ..." names the visit; the moment or the measures of admitting are the admission side.
-_IN_QUESTIONS = {"lab(?!el)": r"labs?\b", _UNIT: r"(?<!care )(?<!dose )units?\b(?! of)",
+_IN_QUESTIONS = {"intake": r"(?:intake|(?:take|takes|took|taken|taking) in\b)", "lab(?!el)": r"labs?\b",
+                 _UNIT: r"(?<!care )(?<!dose )units?\b(?! of)",
                  "admission": r"admission (?:times?|dates?|days?|hours?|weights?|heights?|source|diagnos[ie]s)\b"}
 
 

@@ -330,6 +330,52 @@ def check_counts_visits(ctx: SqlContext) -> CheckResult:
     return found(*findings, edits=edits)
 
 
+# Which kind of visit a question counts: ICU (unit) stays, or hospital stays (admissions, hospitalizations). A bare
+# "stays" or "visits" says neither.
+_COUNTED_VISIT = re.compile(r"\b(?:how many|count(?: of)?|number of|total)\s+(?:different |distinct |separate |unique )?"
+                            r"(?:(?P<stay>(?:icu|intensive care|unit|critical care) (?:stays?|admissions?|visits?|episodes?))"
+                            r"|(?P<admission>hospital (?:stays?|admissions?|visits?|encounters?)|hospitali[sz]ations?|admissions?))\b",
+                            re.IGNORECASE)
+
+
+def check_counted_visit(ctx: SqlContext) -> CheckResult:
+    """The question counts one kind of visit and the query counts another's ids: "how many unit stays" answered by
+    ``COUNT(DISTINCT patienthealthsystemstayid)`` (hospital stays, which hold several unit stays). Entities and their
+    id columns from the profile; repaired to the asked visit's id when the same table has it."""
+    if ctx.tree is None or not isinstance(ctx.tree, exp.Select):
+        return NOTHING
+    asked = {k for m in _COUNTED_VISIT.finditer(ctx.question) for k, v in m.groupdict().items() if v}
+    if asked == {"admission"} and _ICU_WORDS.search(ctx.question):
+        return NOTHING  # "admissions to the ICU" are ICU stays: the question says which kind elsewhere
+    visits: dict[str, str] = {e.name: e.id_column.lower() for e in ctx.db.profile.entities if e.name in ("stay", "admission")}
+    if len(asked) != 1 or len(visits) != 2:
+        return NOTHING
+    wanted = visits[asked.pop()]
+    other = next(c for c in visits.values() if c != wanted)
+    tables, _ = aliases(ctx.tree)
+    findings, edits = [], []
+    for count in ctx.tree.find_all(exp.Count):
+        if count.find_ancestor(exp.Select) is not ctx.tree or count.find_ancestor(exp.Where, exp.Having, exp.Order) is not None:
+            continue
+        arg = count.this
+        column = arg.expressions[0] if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1 else arg
+        if not isinstance(column, exp.Column) or column.name.lower() != other:
+            continue
+        owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
+        info = ctx.db.schema.table(owner) if owner else None
+        fixable = info is not None and info.column(wanted) is not None
+        findings.append(Finding("counts_other_visit", "error", f"The question counts {_VISIT_WORDS[wanted == visits['stay']]}; "
+                                f"the query counts {other}, the ids of {_VISIT_WORDS[wanted != visits['stay']]}.",
+                                ctx.span_of(column.sql(dialect="sqlite")), wanted if fixable else None))
+        if fixable:
+            edits.append(rename(column, wanted))
+    return found(*findings, edits=edits)
+
+
+_VISIT_WORDS = {True: "ICU stays", False: "hospital stays"}
+_ICU_WORDS = re.compile(r"\b(?:icu|intensive care|critical care|unit)\b", re.IGNORECASE)
+
+
 # The question asks something of each patient, or which patients: "for each patient", "per patient", "which patients
 # have had ...". Not when it names visits as what is grouped or listed ("per admission", "which ICU stays").
 _PER_PERSON = re.compile(r"\b(?:for each|for every|per|by|of each|each) (?:patient|person|subject|individual)\b"

@@ -42,7 +42,10 @@ _ADVICE = cue(r"\bshould (?:i|we|you|he|she|they|the (?:patient|doctor|team|nurs
               r"|\b(?:would|do|can|could) you (?:recommend|suggest|advise)\b|\bwhat (?:do|would) you (?:recommend|suggest|advise)\b"
               r"|\bdid (?:the|this|that|his|her|their) (?:\w+ ){0,3}(?:work|help)\b|\bwas (?:the|this|that|his|her) (?:[\w-]+ ){0,5}"
               r"(?:effective|successful|worth it|the right (?:choice|decision|call|thing|treatment))\b"
-              r"|\bhow is (?:the )?patient(?: \d+)? doing\b|\bprognosis\b"
+              r"|\bhow (?:is|are|was|were)(?: [\w'-]+){1,6} doing\b|\bprognosis\b"
+              # what should be given: "what dose should unit stay 1063405 get", "should be started on"
+              r"|\bshould (?:[\w'-]+ ){1,4}?(?:get|receive|be given|be started|be switched|be stopped|start|stop|continue|take)\b"
+              r"|\bshould be (?:given|started|stopped|used|administered|prescribed|increased|decreased|reduced|changed)\b"
               r"|\bbest (?:treatment|course of action|option)\b")
 
 
@@ -81,7 +84,7 @@ def check_grounding(ctx: SqlContext) -> CheckResult:
                              refuse=f"This asks about the future; the records hold only what has already happened{until}."))
     unread = []
     for kind in RECORD_KINDS:
-        hit = kind.cue.search(question)
+        hit = kind.cue.search(question if kind.masked else ctx.question)
         if hit and _looked_up(ctx, hit.group(0)):
             continue  # the query looks the word up as a value ("smoking cessation" a treatment, "anaphylaxis" a diagnosis)
         if hit and not _held(ctx, kind):

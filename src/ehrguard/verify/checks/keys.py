@@ -310,7 +310,7 @@ def check_coarse_joins(ctx: SqlContext) -> CheckResult:
         col, lit = node.this, node.expression
         if isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and col.name.lower() in ids and lit.this in ctx.question:
             kept.setdefault(col.name.lower(), set()).add((_table_of(ctx, col, tables), lit.this))
-    named = _named_visits(ctx)
+    named = named_visits(ctx)
     linked = {(_table_of(ctx, a, tables), _table_of(ctx, b, tables), a.name.lower()) for a, b in pairs if a.name.lower() == b.name.lower()}
     findings, edits = [], []
     for left, right in pairs:
@@ -329,6 +329,19 @@ def check_coarse_joins(ctx: SqlContext) -> CheckResult:
                 severity, message = "warning", (f"The question is about one {ids[finer]}, but the query links {left.sql()} with "
                                                 f"{right.sql()} on the {ids[key]} only: rows of every {ids[finer]} of that "
                                                 f"{ids[key]} are paired. Link them on {finer} too.")
+            elif not sides and one != other and _joined(left, right) and not {(one, other, finer), (other, one, finer)} & linked \
+                    and _adds_up_rows(ctx) and not _compares_visits(ctx, finer) \
+                    and (filtered := _visit_filtered(ctx, finer, (one, other), tables)) is not None:
+                # "the total cost of the admission that started on 2100-08-12": one side kept to some visits by what
+                # the visit's own table records of them, the other side's rows of every visit of the patient paired
+                # with them and added up. Which visits the question meant is not certain ("patients with an emergency
+                # admission, in any of their admissions" links on the patient on purpose): no repair.
+                findings.append(Finding("coarse_join", "warning",
+                                        f"The query keeps to some {ids[finer]}s by {filtered}, but links {left.sql()} with "
+                                        f"{right.sql()} on the {ids[key]} only and adds up the rows: the other table's rows "
+                                        f"of every {ids[finer]} of that {ids[key]} come in, once per {ids[finer]} kept.",
+                                        ctx.span_of(left.sql())))
+                break
             elif stated and len(sides & {one, other}) == 1:
                 severity, message = "error", (f"The query links {left.sql()} with {right.sql()} but keeps to one {ids[finer]} "
                                               f"({finer}) in {next(iter(sides & {one, other}))} only: the other table's rows of "
@@ -339,6 +352,39 @@ def check_coarse_joins(ctx: SqlContext) -> CheckResult:
             edits += [rename(left, finer), rename(right, finer)]
             break
     return found(*findings, edits=edits)
+
+
+def _adds_up_rows(ctx: SqlContext) -> bool:
+    """The outermost SELECT adds rows up: SUM, AVG, or a COUNT that is not DISTINCT."""
+    select = ctx.tree if isinstance(ctx.tree, exp.Select) else None
+    if select is None:
+        return False
+    return any(isinstance(a, exp.Sum | exp.Avg) or (isinstance(a, exp.Count) and not isinstance(a.this, exp.Distinct))
+               for e in select.expressions for a in e.find_all(exp.Sum, exp.Avg, exp.Count)
+               if a.find_ancestor(exp.Select) is select)
+
+
+def _compares_visits(ctx: SqlContext, visit: str) -> bool:
+    """Two visit ids compared with each other otherwise than by equality (``d.hadm_id <> a.hadm_id``: other visits)."""
+    assert ctx.tree is not None
+    return any(isinstance(n.this, exp.Column) and isinstance(n.expression, exp.Column) and n.this.name.lower() == visit
+               and n.expression.name.lower() == visit for n in ctx.tree.find_all(exp.NEQ, exp.GT, exp.LT, exp.GTE, exp.LTE))
+
+
+def _visit_filtered(ctx: SqlContext, visit: str, joined: tuple[str, str], tables: dict[str, str]) -> str | None:
+    """A condition of the query's WHERE on a column of the visit's own table (one of the two joined), other than an
+    id: the visits it keeps (``date(admissions.admittime) = '2100-08-12'``). The condition's text, or None."""
+    assert ctx.tree is not None
+    home = next((e.table.lower() for e in ctx.db.profile.entities if e.id_column.lower() == visit), None)
+    where = ctx.tree.args.get("where") if isinstance(ctx.tree, exp.Select) else None
+    if home not in joined or where is None:
+        return None
+    ids = set(entity_columns(ctx))
+    for condition in where.find_all(exp.EQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.Is, exp.Like, exp.In):
+        columns = list(condition.find_all(exp.Column))
+        if len(columns) == 1 and columns[0].name.lower() not in ids and _table_of(ctx, columns[0], tables) == home:
+            return condition.sql(dialect=ctx.dialect)
+    return None
 
 
 # One particular visit, named by its place: "the first hospital visit", "his last admission", "the current ICU stay".
@@ -352,13 +398,17 @@ def _joined(left: exp.Column, right: exp.Column) -> bool:
     return isinstance(eq, exp.EQ) and {id(eq.this), id(eq.expression)} == {id(left), id(right)}
 
 
-def _named_visits(ctx: SqlContext) -> set[str]:
+_PLACE = r"(?:first|last|latest|most recent|current|ongoing|present|earliest|previous|second|final)"
+# The phrase that names a visit by its place, any kind of visit: "the last admission", "her first ICU stay".
+VISIT_BY_PLACE = re.compile(rf"\b{_PLACE} (?:{'|'.join(_ONE_VISIT.values())})\b", re.IGNORECASE)
+
+
+def named_visits(ctx: SqlContext) -> set[str]:
     """The id columns of the visits the question names one of by its place (first, last, current, ...)."""
     out = set()
     for entity in ctx.db.profile.entities:
         noun = _ONE_VISIT.get(entity.name)
-        if noun and re.search(rf"\b(?:first|last|latest|most recent|current|earliest|previous|second|final) {noun}\b",
-                              ctx.question, re.IGNORECASE):
+        if noun and re.search(rf"\b{_PLACE} {noun}\b", ctx.question, re.IGNORECASE):
             out.add(entity.id_column.lower())
     return out
 
@@ -467,3 +517,115 @@ def check_id_kinds(ctx: SqlContext) -> CheckResult:
         if fixable:
             edits.append(rename(col, other))
     return found(*findings, edits=edits)
+
+
+def check_codes(ctx: SqlContext) -> CheckResult:
+    """A number compared with a column whose declared foreign key refers to a dictionary that has no such code
+    (``labevents.itemid = 220045``: 220045 is no lab item): no row can ever match, and the answer reads as "none".
+    When another dictionary defines the code, its label is named; the table is repaired to the one table that refers
+    to that dictionary by the same column, when the question names the label and that table has every column the
+    query reads (``chartevents`` for the heart rate). Entity ids are left to the id checks."""
+    if ctx.tree is None or not referenced_keys(ctx):
+        return NOTHING
+    entities = {e.id_column.lower() for e in ctx.db.profile.entities}
+    findings: list[Finding] = []
+    edits: list[Edit] = []
+    for node in ctx.tree.find_all(exp.EQ, exp.In):
+        col = node.this
+        literals = node.expressions if isinstance(node, exp.In) else [node.expression]
+        numbers = [lit for lit in literals if isinstance(lit, exp.Literal) and not lit.is_string and lit.this.isdigit()]
+        if not isinstance(col, exp.Column) or not numbers or col.name.lower() in entities:
+            continue
+        table = _source_of(ctx, col)
+        reference = _reference(ctx, table, col.name.lower())
+        if reference is None:
+            continue
+        for lit in numbers:
+            try:
+                if holds_id(ctx, reference[0], reference[1], lit):
+                    continue
+                elsewhere = _defined_elsewhere(ctx, reference, lit)
+            except DatabaseError:
+                continue
+            where = f"; {lit.this} is '{elsewhere[1]}' in {elsewhere[0]}" if elsewhere else ""
+            # A list that holds codes of this dictionary too loses them if the table changes: only a lone code moves.
+            meant = _reader_of(ctx, elsewhere[0], col, lit, table) \
+                if elsewhere and len(numbers) == 1 and len(literals) == 1 and _names_label(ctx.question, elsewhere[1]) else None
+            findings.append(Finding("unknown_code", "error",
+                                    f"{reference[0]} has no {reference[1]} {lit.this}, so {table}.{col.name} never equals it here"
+                                    f"{where}.", ctx.span_of(lit.sql()), meant))
+            if meant:
+                edits += _retarget(ctx, col, table, meant) if col.table else _retarget_unqualified(ctx, col, table, meant)
+            break
+    return found(*findings, edits=edits)
+
+
+def _source_of(ctx: SqlContext, col: exp.Column) -> str:
+    tables = aliases(ctx.tree)[0] if ctx.tree is not None else {}
+    return _table_of(ctx, col, tables)
+
+
+def _reference(ctx: SqlContext, table: str, column: str) -> tuple[str, str] | None:
+    """The (table, column) the one declared foreign key of ``table.column`` refers to."""
+    info = ctx.db.schema.table(table) if table else None
+    refs = [(fk.ref_table.lower(), fk.ref_column.lower()) for fk in (info.foreign_keys if info is not None else ())
+            if fk.column.lower() == column]
+    return refs[0] if len(refs) == 1 else None
+
+
+def _defined_elsewhere(ctx: SqlContext, reference: tuple[str, str], lit: exp.Literal) -> tuple[str, str] | None:
+    """Another table that foreign keys refer to by the same column and that defines the code: (table, its label)."""
+    for info in ctx.db.schema.tables:
+        name = info.name.lower()
+        if name == reference[0] or info.column(reference[1]) is None or not _referred_to(ctx, name, reference[1]):
+            continue
+        label = next((c.name for c in info.columns if c.name.lower() in ("label", "name", "title", "long_title")), None)
+        if label is None or not holds_id(ctx, name, reference[1], lit):
+            continue
+        query = exp.select(exp.column(label)).from_(exp.to_table(name)).where(
+            exp.column(reference[1]).eq(exp.Literal.number(lit.this))).limit(1)
+        rows = ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows
+        return name, str(rows[0][0]) if rows else ""
+    return None
+
+
+def _referred_to(ctx: SqlContext, table: str, column: str) -> bool:
+    return any(fk.ref_table.lower() == table and fk.ref_column.lower() == column
+               for info in ctx.db.schema.tables for fk in info.foreign_keys)
+
+
+def _reader_of(ctx: SqlContext, dictionary: str, col: exp.Column, lit: exp.Literal, instead_of: str) -> str | None:
+    """The one table (other than ``instead_of``) whose foreign key on the column refers to ``dictionary``, that has
+    every column the query reads from ``instead_of`` and rows with the code."""
+    assert ctx.tree is not None
+    select = col.find_ancestor(exp.Select)
+    tables = aliases(ctx.tree)[0]
+    read = {c.name.lower() for c in (select.find_all(exp.Column) if select is not None else ())
+            if c.find_ancestor(exp.Select) is select and _table_of(ctx, c, tables) == instead_of}
+    readers = [info.name.lower() for info in ctx.db.schema.tables if info.name.lower() != instead_of
+               and any(fk.column.lower() == col.name.lower() and fk.ref_table.lower() == dictionary for fk in info.foreign_keys)
+               and all(info.column(c) is not None for c in read)]
+    readers = [r for r in readers if holds_id(ctx, r, col.name.lower(), lit)]
+    return readers[0] if len(readers) == 1 else None
+
+
+def _names_label(question: str, label: str) -> bool:
+    """Every word of the label (two letters or more, parentheses left out) is in the question."""
+    words = re.findall(r"[a-z0-9]{2,}", re.sub(r"\([^)]*\)", " ", label.lower()))
+    return bool(words) and all(re.search(rf"(?<![a-z0-9]){re.escape(w)}(?![a-z0-9])", question.lower()) for w in words)
+
+
+def _retarget_unqualified(ctx: SqlContext, column: exp.Column, table: str, meant: str) -> list[Edit]:
+    """Read ``meant`` instead of ``table`` in a SELECT that reads that one table and writes its columns unqualified,
+    when ``meant`` has every column the SELECT reads."""
+    select = column.find_ancestor(exp.Select)
+    info = ctx.db.schema.table(meant)
+    if select is None or info is None or select.args.get("joins"):
+        return []
+    sources = [t for t in select.find_all(exp.Table) if t.find_ancestor(exp.Select) is select]
+    if len(sources) != 1 or sources[0].name.lower() != table:
+        return []
+    own = [c for c in select.find_all(exp.Column) if c.find_ancestor(exp.Select) is select]
+    if any(c.table or info.column(c.name) is None for c in own):
+        return []
+    return [rename(sources[0], meant)]

@@ -1,5 +1,8 @@
 """The visit the question names is the visit the query keeps to, not every visit of its patient.
 
+Two ways to lose it. "Lowest potassium during her most recent hospitalization" answered with every potassium of the
+patient: the query never says which visit (``missing_visit_scope``). And the one below (``widened_scope``):
+
 "Total charges for hospital stay 1981400" answered with ``cost.uniquepid = (SELECT uniquepid FROM patient WHERE
 patienthealthsystemstayid = 1981400)``: the patient of that stay is looked up, and then every one of their stays is
 read. The entities (patient, admission, stay) and their id columns come from the database profile; the repair keeps
@@ -15,6 +18,7 @@ from sqlglot import exp
 
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
 from ehrguard.verify.checks.conventions import visit_ids
+from ehrguard.verify.checks.keys import named_visits
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
@@ -75,6 +79,60 @@ def check_widened_scope(ctx: SqlContext) -> CheckResult:
             keep = exp.column(visit, table=column.table or None).eq(number.copy())
             edits.append(_replaced_by(keep, node))
     return found(*findings, edits=edits)
+
+
+def check_visit_scope(ctx: SqlContext) -> CheckResult:
+    """The question keeps to one visit by its place ("during her first admission", "his most recent hospitalization",
+    "the current ICU stay") and the query reads events of other tables without saying which visit: it never reads that
+    visit's id column (other than to join two tables on it) nor a time column of the visit's table, so the events of
+    every visit of the patient come in. A query that reads only the visit's own table is about the visits themselves
+    and is left to the order checks. Entities, their tables and time columns come from the profile."""
+    if ctx.tree is None:
+        return NOTHING
+    named = named_visits(ctx)
+    if not named or _ANCHORED.search(ctx.question):
+        return NOTHING
+    tables, _ = aliases(ctx.tree)
+    read = {t.name.lower() for t in ctx.tree.find_all(exp.Table)}
+    profile = ctx.db.profile
+    findings = []
+    for entity in profile.entities:
+        column, home = entity.id_column.lower(), entity.table.lower()
+        if column not in named or not read - {home} or _states_visit_id(ctx, column):
+            continue
+        times = {c.split(".", 1)[1].lower() for c in profile.time_columns if c.split(".", 1)[0].lower() == home}
+        if any(_scopes(c, column, times, home, tables) for c in ctx.tree.find_all(exp.Column)):
+            continue
+        noun = "hospital admission" if entity.name == "admission" else "stay"
+        findings.append(Finding("missing_visit_scope", "warning",
+                                f"The question is about one {noun} of the patient; the query never says which ({column} or "
+                                f"the {noun}'s times), so the records of every {noun} of theirs come in."))
+    return found(*findings)
+
+
+# A visit named as the start or end of a span ("since his first admission", "before the last ICU stay") is a moment
+# in the patient's history, not the one visit the records are kept to.
+_ANCHORED = re.compile(r"\b(?:since|after|before|prior to|until|following|preceding)\s+(?:(?:the|his|her|their|its)\s+)?"
+                       r"(?:first|last|latest|most recent|current|earliest|previous|second|final)\b", re.IGNORECASE)
+
+
+def _scopes(column: exp.Column, visit: str, times: set[str], home: str, tables: dict[str, str]) -> bool:
+    """Does this column say which visit: the visit's id or a time of the visit's own table in a condition or an order
+    (not a column = column join, not only returned or grouped by: ``GROUP BY hadm_id`` answers for every visit)?"""
+    if column.find_ancestor(exp.Where, exp.Having, exp.Order, exp.Join) is None:
+        return False
+    name = column.name.lower()
+    if name == visit:
+        parent = column.parent
+        return not (isinstance(parent, exp.EQ) and isinstance(parent.this, exp.Column) and isinstance(parent.expression, exp.Column))
+    owner = tables.get(column.table.lower(), column.table.lower()) if column.table else ""
+    return name in times and owner in ("", home)
+
+
+def _states_visit_id(ctx: SqlContext, column: str) -> bool:
+    """The query compares the visit's id with a number (the visit is named by its id, whatever the question calls it)."""
+    return any(isinstance(n.this, exp.Column) and n.this.name.lower() == column and isinstance(n.expression, exp.Literal)
+               for n in ctx.tree.find_all(exp.EQ)) if ctx.tree is not None else False
 
 
 def _only_table(node: exp.Expression) -> str:

@@ -20,11 +20,11 @@ from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, add_condition, few_values, found, quoted_names
-from ehrguard.verify.checks.concepts import _words
+from ehrguard.verify.checks.concepts import _words, excluded_words
 from ehrguard.verify.checks.contrasts import item_labels
 from ehrguard.verify.checks.conventions import one_row_per_person
 from ehrguard.verify.checks.keys import entity_columns, holds_id
-from ehrguard.verify.checks.schema_refs import aliases
+from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.checks.windows import mask_dates, stated_window
 from ehrguard.verify.offline.features import mask_values
@@ -532,3 +532,46 @@ def check_icu_scope(ctx: SqlContext) -> CheckResult:
     return found(Finding("missing_icu_scope", "warning",
                          f"The question keeps to the ICU; the query reads nothing of an ICU stay ({stay.table}, {stay.id_column}), "
                          "so its answer takes in the whole hospital stay."))
+
+
+def check_stated_exclusion(ctx: SqlContext) -> CheckResult:
+    """The question leaves something out in so many words ("heparin (not flushes)") and the query keeps it: nothing
+    in the query leaves anything out (no NOT, ``<>``, NOT LIKE / NOT IN, EXCEPT, NULL test), and a text condition of
+    the query keeps values that name what is left out (``drug LIKE '%heparin%'`` keeps 'heparin flush'), asked of the
+    data. An exclusion made another way (a positive list, DISTINCT for repeats, an OFFSET) keeps no such value."""
+    if ctx.tree is None:
+        return NOTHING
+    excluded = excluded_words(ctx.question)
+    if not excluded or any(isinstance(n, exp.Not | exp.NEQ | exp.Except | exp.Is) or n.args.get("negate") for n in ctx.tree.walk()):
+        return NOTHING  # NOT LIKE / NOT IN are a LIKE / IN that negates
+    tables, _ = aliases(ctx.tree)
+    for node in ctx.tree.find_all(exp.EQ, exp.In, exp.Like):
+        column = node.this
+        if not isinstance(column, exp.Column) or not any(isinstance(v, exp.Literal) and v.is_string for v in node.find_all(exp.Literal)):
+            continue
+        table = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
+        info = ctx.db.schema.table(table) if table else None
+        if info is None or info.column(column.name) is None:
+            continue
+        for word in sorted(excluded):
+            kept = _kept_value(ctx, info.qualified_name, column.name, node, word)
+            if kept:
+                return found(Finding("missing_exclusion", "warning",
+                                     f"The question leaves out '{word}'; the query keeps it ({table}.{column.name} "
+                                     f"'{kept}'), so what the question excludes is counted in."))
+    return NOTHING
+
+
+def _kept_value(ctx: SqlContext, table: str, column: str, condition: exp.Expression, word: str) -> str | None:
+    """A value of the column that the query's condition keeps and that holds the word (asked of the data)."""
+    kept = condition.copy()
+    for col in kept.find_all(exp.Column):
+        col.set("table", None)
+    source, name = quoted_names(ctx, table, column)
+    pattern = exp.Literal.string(f"%{word}%").sql()
+    try:
+        rows = ctx.db.db.execute(f"SELECT {name} FROM {source} WHERE ({kept.sql(dialect=ctx.dialect)}) AND LOWER({name}) LIKE "
+                                 f"{pattern} LIMIT 1", timeout_s=5).rows
+    except DatabaseError:
+        return None
+    return str(rows[0][0]) if rows else None

@@ -1,4 +1,6 @@
-"""A duration in the unit the question asks for: "how many days did the stay last" answered in hours is off by 24.
+"""A duration or an amount in the unit the question asks for: "how many days did the stay last" answered in hours is
+off by 24; "how many liters" answered with a sum the records keep in mL is off by 1,000 (``check_measure_unit``, at the
+end).
 
 A duration is a difference of two moments, taken by the query in days (SQLite's ``julianday``, ``strftime('%J', ...)``)
 or in seconds (``strftime('%s', ...)``, ``unixepoch``), then scaled by numbers (``* 24``, ``/ 3600.0``), perhaps
@@ -14,6 +16,7 @@ import typing
 
 from sqlglot import exp
 
+from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, found
 from ehrguard.verify.verdict import Finding
 
@@ -117,3 +120,141 @@ def check_duration_unit(ctx: SqlContext) -> CheckResult:
                                 f"for {asked}s.", None, f"{asked}s"))
         edits.append(_rescale(sub, base / SECONDS[asked]))
     return found(*findings, edits=edits)
+
+
+# Units of measure a question asks an amount in, with their size in a base unit of their dimension (mL, mg, cm;
+# temperatures have no common factor and are only compared). General SI and US customary units, as clinicians write
+# them; the units the records keep are read from the data (a text column beside the value: ``totalamountuom``).
+_MEASURES: dict[str, tuple[str, float | None, str]] = {
+    "L": ("volume", 1000.0, r"lit(?:er|re)s?|l"), "mL": ("volume", 1.0, r"ml|millilit(?:er|re)s?|cc"),
+    "kg": ("mass", 1e6, r"kg|kilo(?:gram)?s?"), "g": ("mass", 1000.0, r"g|grams?"), "mg": ("mass", 1.0, r"mg|milligrams?"),
+    "mcg": ("mass", 0.001, r"mcg|micrograms?|µg|ug"), "lb": ("mass", 453592.37, r"lbs?|pounds?"),
+    "cm": ("length", 1.0, r"cm|centimet(?:er|re)s?"), "m": ("length", 100.0, r"met(?:er|re)s?"),
+    "in": ("length", 2.54, r"inch(?:es)?"), "ft": ("length", 30.48, r"feet|foot|ft"),
+    "°C": ("temperature", None, r"celsius|centigrade|°\s?c|deg(?:rees)? c"),
+    "°F": ("temperature", None, r"fahrenheit|°\s?f|deg(?:rees)? f"),
+}
+_UNIT_WORD = "|".join(pattern for _, _, pattern in _MEASURES.values())
+# The unit an amount is asked in: "how many liters", "in mL", "(kg)", "total liters". A bare unit after a number states
+# a value ("a 10 mg dose"), not the unit of the answer.
+_ASKED_MEASURE = re.compile(rf"(?:\bhow many |\bin |\(|\b(?:number of|total|amount in) )({_UNIT_WORD})(?![\w°])", re.IGNORECASE)
+
+
+# How a message names each unit.
+_SAID = {"L": "liters", "g": "grams", "lb": "pounds", "m": "meters", "in": "inches", "ft": "feet"}
+
+
+def asked_measure(question: str) -> str | None:
+    """The one unit of measure the question asks its amount in; None when it names none or several."""
+    units = {_data_unit(m.group(1)) for m in _ASKED_MEASURE.finditer(question)}
+    return units.pop() if len(units) == 1 else None
+
+
+def _data_unit(text: str) -> str | None:
+    """The unit a value of the records' unit column names ('ml', '°c', 'kg'), when it is one of ours."""
+    for name, (_, _, pattern) in _MEASURES.items():
+        if re.fullmatch(rf"(?:{pattern})\.?", text.strip(), re.IGNORECASE):
+            return name
+    return None
+
+
+def _unit_column(ctx: SqlContext, table: str, column: str) -> str | None:
+    """The text column of ``table`` that says the unit of ``column``: named for units (uom, unit) and sharing the
+    value's first letters, or the table's only such column."""
+    info = ctx.db.schema.table(table)
+    if info is None:
+        return None
+    units = [c.name for c in info.columns if re.search(r"uom|unit", c.name, re.IGNORECASE) and c.name.lower() != column
+             and ("char" in c.type.lower() or "text" in c.type.lower() or not c.type)]
+    same = [u for u in units if u.lower()[:4] == column[:4]]
+    return same[0] if len(same) == 1 else (units[0] if len(units) == 1 else None)
+
+
+def _scaled(node: exp.Expression) -> bool:
+    """The value is multiplied or divided by a number on its way to the answer (converted already)."""
+    return any(isinstance(p, exp.Mul | exp.Div) for p in _ancestors(node))
+
+
+def _ancestors(node: exp.Expression) -> list[exp.Expression]:
+    out: list[exp.Expression] = []
+    parent = node.parent
+    while isinstance(parent, exp.Expression) and not isinstance(parent, exp.Select):
+        out.append(parent)
+        parent = parent.parent
+    return out
+
+
+def check_measure_unit(ctx: SqlContext) -> CheckResult:
+    """The amount the query returns is in another unit than the one the question asks for ("how many liters" summed
+    from ``inputevents.totalamount``, which the records keep in mL): off by a factor. The records' unit is read from
+    the unit column beside the value, over the rows the query reads; repaired by the factor between the two units
+    (temperatures: none)."""
+    if ctx.tree is None or not isinstance(ctx.tree, exp.Select):
+        return NOTHING
+    asked = asked_measure(ctx.question)
+    if asked is None:
+        return NOTHING
+    from ehrguard.verify.checks.schema_refs import aliases, owner_table
+
+    tables, _ = aliases(ctx.tree)
+    findings, edits = [], []
+    for projection in ctx.tree.expressions:
+        columns = list(projection.find_all(exp.Column))
+        if len(columns) != 1 or _scaled(columns[0]):
+            continue
+        value = columns[0]
+        table = owner_table(ctx, tables.get(value.table.lower(), value.table.lower()), value.name, tables)
+        unit_column = _unit_column(ctx, table, value.name.lower()) if table else None
+        if unit_column is None:
+            continue
+        held = _units_read(ctx, value, unit_column)
+        if held is None or held == asked or _MEASURES[held][0] != _MEASURES[asked][0]:
+            continue
+        factor = _factor(held, asked)
+        said, wanted = _SAID.get(held, held), _SAID.get(asked, asked)
+        findings.append(Finding("wrong_measure_unit", "error", f"The records keep {table}.{value.name} in {said} "
+                                f"({unit_column}); the question asks for {wanted}.", ctx.span_of(value.sql()),
+                                f"in {wanted}" if factor is not None else None))
+        if factor is not None:
+            edits.append(_converted(projection, factor))
+    return found(*findings, edits=edits)
+
+
+def _factor(held: str, asked: str) -> float | None:
+    a, b = _MEASURES[held][1], _MEASURES[asked][1]
+    return None if a is None or b is None else a / b
+
+
+def _units_read(ctx: SqlContext, value: exp.Column, unit_column: str) -> str | None:
+    """The one unit of ours that every row the query reads is kept in (its FROM, joins and WHERE; NULL units left out)."""
+    probe = ctx.tree.copy() if ctx.tree is not None else None
+    if not isinstance(probe, exp.Select):
+        return None
+    for key in ("group", "having", "order", "limit", "offset", "distinct"):
+        probe.set(key, None)
+    probe.set("expressions", [exp.column(unit_column, table=value.table or None)])
+    probe.set("distinct", exp.Distinct())
+    try:
+        rows = ctx.db.db.execute(probe.limit(20).sql(dialect=ctx.dialect), timeout_s=5).rows
+    except DatabaseError:
+        return None
+    units = {_data_unit(str(r[0])) for r in rows if r[0] is not None}
+    return units.pop() if len(units) == 1 and None not in units else None
+
+
+def _exact(value: float) -> str:
+    """A factor written to seven significant digits, with a decimal point (so an integer column is not divided as
+    integers): 1000.0, 2.54, 30.48, 2.204623."""
+    text = f"{value:.7g}"
+    return text if "." in text or "e" in text else text + ".0"
+
+
+def _converted(projection: exp.Expression, factor: float) -> TreeEdit:
+    def apply(node: exp.Expression) -> None:
+        alias = node.alias if isinstance(node, exp.Alias) else None
+        inner = node.this if isinstance(node, exp.Alias) else node
+        number = exp.Literal.number(_exact(factor if factor >= 1 else 1 / factor))
+        scaled = exp.Mul(this=inner.copy(), expression=number) if factor >= 1 else exp.Div(this=inner.copy(), expression=number)
+        node.replace(exp.alias_(scaled, alias) if alias else scaled)
+
+    return TreeEdit(apply, target=projection)

@@ -356,8 +356,14 @@ def _stated_window(question: str, now: str | None) -> StatedWindow | None:
     between = _BETWEEN.search(q)
     if between:
         # "in " lets a bare year count as a date there ("between 2099 and 2100")
-        first, second = _dates_in("in " + between[1]), _dates_in("in " + between[2])
-        if len(first) == 1 and first[0][1] == (3, 3 + len(between[1])) and second and second[0][1][0] == 3:
+        start_text = between[1]
+        first, second = _dates_in("in " + start_text), _dates_in("in " + between[2])
+        year = re.search(r"\b\d{4}\b", between[2])
+        if not first and year and re.fullmatch(rf"{_MONTH_NAME} \d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)? {_MONTH_NAME}",
+                                                start_text):
+            start_text = f"{start_text} {year[0]}"  # "between Dec 1 and Dec 7 2100": the year is said once, for both
+            first = _dates_in("in " + start_text)
+        if len(first) == 1 and first[0][1] == (3, 3 + len(start_text)) and second and second[0][1][0] == 3:
             length = min(p.end - p.start for p in first[0][0] + second[0][0])
             hits.append(([(a.start, b.end) for a in first[0][0] for b in second[0][0]],
                          (between.start(), between.start(2) + second[0][1][1] - 3), length))
@@ -571,6 +577,14 @@ def _probes(reading: Interval, now: datetime, tolerance: timedelta) -> list[tupl
     return out
 
 
+# A time that recurs, named without its year: a month ("in December"), a day of the week, a season, a part of the day.
+# Which one of them the question means is open, but that it keeps to some time is not (general English).
+_RECURRING = re.compile(r"\b(?:in|during|throughout|for|of) (?:the month of |the )?(?:january|february|march|april|may|june|july|"
+                        r"august|september|october|november|december)\b(?! \d)|\bon (?:a )?(?:mondays?|tuesdays?|wednesdays?|"
+                        r"thursdays?|fridays?|saturdays?|sundays?|weekends?)\b|\b(?:in|during) (?:the )?(?:winter|spring|summer|"
+                        r"autumn)\b|\b(?:at night|overnight|on the night shift|on weekends)\b", re.IGNORECASE)
+
+
 def check_stated_window(ctx: SqlContext) -> CheckResult:
     """The period the question states ("in the past 30 days", "during March 2100", "before 2100") is the one the
     query keeps on its time column, however either writes it. A query that keeps another period is an error,
@@ -580,6 +594,10 @@ def check_stated_window(ctx: SqlContext) -> CheckResult:
     now = ctx.db.profile.now
     wanted = stated_window(ctx.question, now)
     if wanted is None:
+        recurring = _RECURRING.search(ctx.question)
+        if recurring and reads_no_time(ctx) and not _names_a_visit(ctx):
+            return found(Finding("missing_time_window", "warning", f"The question asks about a time of year, week or day "
+                                 f"('{recurring.group(0).strip()}'); the query keeps records of any time."))
         return NOTHING
     theirs = stated_time_filter(ctx.question)
     if theirs is not None and any(hit[0].kind == theirs.kind for hit in sql_time_filters(ctx.sql)):

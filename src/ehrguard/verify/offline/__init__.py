@@ -56,7 +56,7 @@ _LAZY = by_module({
     ".templates": ("BANK_SOURCES", "load_bank"),
     ".training": ("bedside_questions", "cohort_questions",
                   "cross_validate", "ehrsql_questions", "embed_cached", "fold_of", "generated_questions",
-                  "mimicsql_questions", "parse_fold", "scare_questions", "train_model"),
+                  "mimicsql_questions", "parse_fold", "scare_questions", "shorthand_questions", "train_model"),
     ".verifier": ("OfflineVerifier",),
 })
 
@@ -104,5 +104,6 @@ __all__ = [
     "parse_fold",
     "save_calibration",
     "scare_questions",
+    "shorthand_questions",
     "train_model",
 ]

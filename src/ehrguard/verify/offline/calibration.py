@@ -156,6 +156,15 @@ def _shown(record: dict[str, Any], f: AnswerFeatures, blocking_checks: frozenset
     return not f.blocked and details.get("sql", {}).get("outcome") != "failed"
 
 
+def answer_right(record: dict[str, Any]) -> bool:
+    """Was this answer right? A `bench scare` record: the item is answerable and the final SQL answers like the gold.
+    A `bench safety` record (it has a ``kind``): the case has a gold answer (a correct or a wrong candidate) and the
+    final SQL answers like it."""
+    if "kind" in record:
+        return record["kind"] in ("correct", "wrong") and bool(record.get("answers_like_gold"))
+    return bool(record.get("final_exec_acc")) and record.get("type") in ANSWERABLE_TYPES
+
+
 def fit_calibration(records: Iterable[dict[str, Any]], blocking_checks: frozenset[str], fitted_on: str,
                     trained_on: dict[str, Any] | None = None) -> Calibration:
     """Fit on `bench scare` records (out of fold): an answer is right when the item is answerable and its final SQL
@@ -170,7 +179,7 @@ def fit_calibration(records: Iterable[dict[str, Any]], blocking_checks: frozense
         if f is None:
             continue
         xs.append(f.vector())
-        ys.append(bool(record.get("final_exec_acc")) and record.get("type") in ANSWERABLE_TYPES)
+        ys.append(answer_right(record))
         shown.append(_shown(record, f, blocking_checks))
     if len(xs) < 2 * MIN_SUPPORT:
         raise DatasetError(f"Only {len(xs)} answers in the records; a calibration needs at least {2 * MIN_SUPPORT}.")

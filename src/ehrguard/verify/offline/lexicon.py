@@ -25,7 +25,9 @@ from dataclasses import dataclass
 
 # Vague quantifiers: an amount with no number.
 QUANTIFIERS = ("many", "much", "few", "a few", "several", "numerous", "a lot", "lots", "plenty", "a handful", "countless",
-                "a great deal", "a good number", "a large number", "a small number", "a couple of", "a bunch")
+                "a great deal", "a good number", "a large number", "a small number", "a couple of", "a bunch",
+                # ... and of time: how long is a while?
+                "a while", "a long time", "a short time", "a bit")
 # Relative gradable adjectives and adverbs: "high" for what, "long" compared with what?
 RELATIVE = ("high", "low", "large", "small", "big", "tiny", "huge", "long", "short", "lengthy", "brief", "prolonged", "heavy",
              "light", "fast", "slow", "rapid", "rapidly", "quick", "quickly", "sudden", "suddenly", "frequent", "frequently",
@@ -75,7 +77,9 @@ PREPOSITION = r"(?:in|on|at|during|for|with|from|to|since|after|before|by|of|and
 # test", "the latter", "as I said"), temporal anaphora ("since then", "at that time") and a demonstrative or pronoun as
 # the object of a preposition that ends the question ("given after that?"). Only where no earlier clause of the
 # question can hold the antecedent (features.py reads them before any comma). "The same" is not among them: within
-# one question it points back at something the question names ("on the same day as the diagnosis").
+# one question it points back at something the question names ("on the same day as the diagnosis"), or says one thing
+# repeated ("the same drug in more than one admission"; tried as a reference when nothing is named before it, and taken
+# out in session 21: an independent review showed that use is common).
 UNRESOLVED_REFERENCES = (
     r"\b(?:the )?(?:aforementioned|above-?mentioned|afore-?said|previously mentioned|mentioned (?:above|earlier|before))\b"
     r"(?: \w+)?",
@@ -156,6 +160,9 @@ class RecordKind:
     schema: tuple[str, ...]  # what a table or column holding it would be called (substrings)
     # Counted among the question classifier's features: the shipped models were trained with the kinds that are.
     feature: bool = True
+    # Read in the question as written, not with the names the query looks for masked: what an x-ray showed is not
+    # answered by the x-ray having been done, so the query naming it does not take the kind away.
+    masked: bool = True
 
 
 def cue(pattern: str) -> re.Pattern[str]:
@@ -163,6 +170,10 @@ def cue(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
+# Who treats patients, by role: general hospital usage (the specialists by their "-ologist" / "-iatrician" names).
+_STAFF = (r"(?:doctor|physician|nurse|surgeon|attending|clinician|provider|pharmacist|therapist|intensivist|hospitalist|"
+          r"resident|intern|consultant|anesthetist|anaesthetist|[a-z]+ologist|[a-z]+iatrician|prescriber|practitioner|"
+          r"care team|on-call (?:doctor|physician|team))")
 RECORD_KINDS = (
     RecordKind("allergy records", cue(r"\ballerg(?:y|ies|ic)\b|\banaphyla\w*"), ("allerg",)),
     RecordKind("immunization records", cue(r"\bvaccin\w*|\bimmuni[sz]ations?\b|\bflu shots?\b|\bbooster shots?\b"),
@@ -174,10 +185,13 @@ RECORD_KINDS = (
                                        r"|\be-?mail\b|\bzip codes?\b|\bpostal codes?\b|\bnext of kin\b|\bemergency contacts?\b"),
                ("address", "phone", "email", "zip", "contact")),
     RecordKind("records of who treated the patient", cue(
-        r"\b(?:name|names|identity) of (?:the |his |her |their )?(?:\w+ )?(?:doctor|physician|nurse|surgeon|attending|clinician|"
-        r"provider|pharmacist|therapist)s?\b|\b(?:doctor|physician|nurse|surgeon|attending|clinician)'?s? names?\b"
-        r"|\bwho (?:was|were|is) (?:the |his |her |their )?(?:\w+ )?(?:doctor|physician|nurse|surgeon|attending|clinician|provider)\b"
-        r"|\bwhich (?:doctor|physician|nurse|surgeon|clinician|provider)s?\b"),
+        rf"\b(?:name|names|identity) of (?:the |his |her |their )?(?:\w+ )?{_STAFF}s?\b|\b{_STAFF}'?s? names?\b"
+        rf"|\bwho (?:was|were|is) (?:the |his |her |their )?(?:\w+ )?{_STAFF}\b|\bwhich {_STAFF}s?\b"
+        # who did something to the patient: a member of staff, whom the records do not name ("who ordered the lasix");
+        # "who was given", "who received", "patients who stopped their statin" ask which patients
+        r"|(?<!patients )(?<!patient )(?<!people )\bwho (?:ordered|prescribed|administered|gave|performed|treated|operated on|"
+        r"examined|saw|signed|wrote|documented|charted|entered|covered|intubated|inserted|drew|admitted|discharged|"
+        r"cared for|looked after) (?:the|a|an|this|that|his|her|their|patient|pt|[\w-]+'s|\d[\d-]+)\b"),
                ("caregiver", "provider", "physician", "practitioner", "staff", "nurse")),
     RecordKind("appointments", cue(r"\bappointments?\b|\bfollow-?up (?:visit|appointment)s?\b"), ("appointment", "schedule")),
     RecordKind("occupation, education or income", cue(r"\boccupations?\b|\bemploy(?:ment|er)\b|\bemployed as\b|\bprofession\b|\bjob\b"
@@ -204,7 +218,7 @@ RECORD_KINDS = (
         r"|\b(?:on|in) (?:the |his |her |their |a |(?:the )?patient(?: \d+)?'s )(?:\w+ ){0,2}"
         r"(?:x-?ray|radiograph|film|ct scan|cat scan|mri|ultrasound|echo(?:cardiogram)?|sonogram)\b"
         r"(?! (?:was|were) (?:done|performed|ordered))"),
-               ("radiology", "imaging", "image", "dicom"), feature=False),
+               ("radiology", "imaging", "image", "dicom"), feature=False, masked=False),
     # FHIR Observation, category social-history.
     RecordKind("social history (smoking, alcohol or drug use)", cue(
         r"\bsmok(?:e|es|ed|er|ers|ing)\b|\bcigarettes?\b|\bpack[- ]years?\b|\bvap(?:e|es|ing)\b"
@@ -215,6 +229,8 @@ RECORD_KINDS = (
     RecordKind("insurance claims or billing codes", cue(
         r"\b(?:insurance )?claims? (?:amount|status|number|submitted|sent|filed|denied|paid)\b|\b(?:insurance|billing) claims?\b"
         r"|\binvoices?\b|\breimburs\w*|\bco-?pays?\b|\bdeductibles?\b|\bbilling codes?\b"
+        # what was paid, by whom (a cost is what was charged)
+        r"|\b(?:get|got|gets|getting|was|were|been|be) paid\b|\bpayments?\b|\bamounts? paid\b|\bout[- ]of[- ]pocket\b"
         r"|\b(?:cpt|hcpcs)(?: codes?)?\b|\bdrgs?(?: codes?| payments?| weights?)?\b|\bdiagnosis[- ]related groups?\b"),
                ("claim", "invoice", "reimburs", "billing", "copay", "cpt", "hcpcs", "drg"), feature=False),
     # FHIR Coverage: who pays.
@@ -225,7 +241,8 @@ RECORD_KINDS = (
                ("race", "ethnic"), feature=False),
     # FHIR FamilyMemberHistory: a relative's health is not the patient's record.
     RecordKind("records of family members' health", cue(
-        r"\b(?:his|her|their|the patient'?s|patient \d+'?s) (?:mother|father|parents?|brothers?|sisters?|siblings?|sons?|"
+        r"\b(?:his|her|their|the patient'?s|(?:patient|pt)(?:\s+[\w-]+)?\s*'s|\d[\d-]{3,}'s) "
+        r"(?:mother|father|parents?|brothers?|sisters?|siblings?|sons?|"
         r"daughters?|grand(?:mother|father|parents?)|relatives?|family members?|twin)\b"
         r"|\b(?:in|of) (?:(?:the|his|her|their|patient|patient's|\d+'s)\s+){1,3}family\b"
         r"(?!\s+(?:medicine|practice|practitioners?|physicians?|doctors?|nurses?|planning|rooms?|meetings?|services?))"),

@@ -23,6 +23,7 @@ import random
 import re
 import zlib
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -362,6 +363,79 @@ def bedside_questions(seed: int = 0, n: int = 600) -> list[tuple[str, str]]:
         referring = _inject_reference(rng, q)
         if referring != q:  # a question with nothing to point back at stays out rather than be mislabelled
             out.append((referring, "ambiguous-reference"))
+    return out
+
+
+# How clinicians write when they type fast: the scaffolding of a full question dropped ("last HR for 10021487"), the
+# word "patient" before an id left out, the standard abbreviations of clinical English (HR, BP, K+, ICU, ED, meds, dx,
+# avg, #), no question mark. Applied alike to every class of training question, so that terse wording is a style and
+# not a sign of any class: a vague word or a reference to nothing stays what it was. General clinical usage (the
+# abbreviations every medical dictionary lists), not a benchmark's questions.
+_SCAFFOLDS = (
+    (r"^(?:what|which) (?:is|was|were|are) (?:the )?", ""),
+    (r"^(?:can|could|would) you (?:please )?(?:tell me|show me|give me|list|find|pull up|get|look up) (?:the )?", ""),
+    (r"^(?:please )?(?:tell me|show me|give me|pull up|look up|get me) (?:the )?", ""),
+    (r"^i (?:want|need|would like) (?:to know |to see )?(?:the )?", ""),
+    (r"^how many ", "number of "),
+    (r"^how many ", "# of "),
+    (r"^what was the total ", "total "),
+)
+_ABBREVIATIONS = (
+    ("systolic blood pressure", ("sbp", "SBP", "systolic")), ("diastolic blood pressure", ("dbp", "DBP", "diastolic")),
+    ("mean arterial pressure", ("map", "MAP")), ("blood pressure", ("bp", "BP")), ("heart rate", ("hr", "HR", "pulse")),
+    ("respiratory rate", ("rr", "RR", "resp rate")), ("temperature", ("temp",)), ("oxygen saturation", ("spo2", "SpO2", "o2 sat")),
+    ("potassium", ("k", "K+", "K")), ("sodium", ("na", "Na")), ("chloride", ("cl",)), ("creatinine", ("cr", "creat")),
+    ("hemoglobin", ("hgb", "hb")), ("white blood cell count", ("wbc", "WBC")), ("platelet count", ("plt", "platelets")),
+    ("blood urea nitrogen", ("bun", "BUN")), ("glucose", ("blood sugar", "bg")), ("intensive care unit", ("icu", "ICU")),
+    ("emergency department", ("ed", "ED", "er")), ("emergency room", ("er", "ER")), ("average", ("avg", "mean")),
+    ("maximum", ("max",)), ("minimum", ("min",)), ("prescriptions", ("rx", "scripts")), ("prescription", ("rx",)),
+    ("medications", ("meds",)), ("medication", ("med",)), ("diagnoses", ("dx", "dxs")), ("diagnosis", ("dx",)),
+    ("procedures", ("procs",)), ("procedure", ("proc",)), ("history", ("hx",)), ("intravenously", ("iv", "IV")),
+    ("intravenous", ("iv", "IV")), ("by mouth", ("po", "PO")), ("orally", ("po", "PO")), ("hospital admission", ("admit", "admission")),
+    ("hospitalization", ("admission", "stay", "admit")), ("admissions", ("admits",)), ("admission", ("admit",)),
+    ("discharged", ("d/c'd", "dc'd")), ("length of stay", ("los", "LOS")), ("lab tests", ("labs",)), ("lab test", ("lab",)),
+    ("patients", ("pts",)), ("weight", ("wt",)), ("height", ("ht",)), ("milligrams", ("mg",)), ("milliliters", ("ml", "mL")),
+    ("hours", ("hrs", "h")), ("minutes", ("mins",)), ("years", ("yrs",)), ("without", ("w/o",)), ("with", ("w/",)),
+    ("urine output", ("uop", "UOP")), ("number", ("#", "no.")),
+)
+_ABBREVIATION = [(re.compile(rf"(?<![\w/#]){re.escape(long)}(?![\w/])", re.IGNORECASE), short) for long, short in _ABBREVIATIONS]
+_PATIENT_BEFORE_ID = re.compile(r"\bpatient (?=(?:\d{3}-\d{3,7}|\d{5,9})\b)", re.IGNORECASE)
+
+
+def _one_of(rng: random.Random, choices: tuple[str, ...], _match: re.Match[str]) -> str:
+    return rng.choice(choices)
+
+
+def shorthand(rng: random.Random, question: str) -> str:
+    """The question as a clinician might type it in a hurry (see ``_SCAFFOLDS`` above); the same meaning."""
+    q = question.strip()
+    if rng.random() < 0.7:
+        for scaffold, repl in rng.sample(_SCAFFOLDS, len(_SCAFFOLDS)):
+            new = re.sub(scaffold, repl, q, count=1, flags=re.IGNORECASE)
+            if new != q:
+                q = new
+                break
+    for pattern, short in _ABBREVIATION:
+        if rng.random() < 0.6:
+            q = pattern.sub(partial(_one_of, rng, short), q)
+    if rng.random() < 0.6:
+        q = _PATIENT_BEFORE_ID.sub("", q)
+    if rng.random() < 0.5:
+        q = q.rstrip("?").rstrip()
+    if rng.random() < 0.3:
+        q = q.lower()
+    return q[:1].upper() + q[1:] if q and rng.random() < 0.5 else q
+
+
+def shorthand_questions(examples: list[tuple[str, str]], seed: int = 0, share: float = 0.25) -> list[tuple[str, str]]:
+    """A terse copy (:func:`shorthand`) of about ``share`` of the training questions of every class, with its label."""
+    rng = random.Random(seed + 7919)  # its own stream: the other generated questions stay as they were
+    out = []
+    for q, label in examples:
+        if rng.random() < share:
+            short = shorthand(rng, q)
+            if short.lower() != q.lower():
+                out.append((short, label))
     return out
 
 
