@@ -307,3 +307,21 @@ def test_the_current_admission_named_by_its_id_is_current(ctx):
                                                                     "AND itemid = 50983")
     assert "missing_current_filter" in checks_of(ctx, question, "SELECT AVG(valuenum) FROM labevents WHERE hadm_id = 22595853 "
                                                                 "AND itemid = 50983")  # an admission that has ended
+
+
+def test_a_row_number_joined_to_an_entitys_id(ctx, eicu_ctx):
+    """``medication.medicationid = patient.patientunitstayid``: a row's own number is no stay's id (an empty, or
+    unrelated, answer); repaired to the stay id the schema declares between the two tables."""
+    found_and_repaired(eicu_ctx, "What medications did patient 009-10343 receive?",
+                       "SELECT DISTINCT medication.drugname FROM medication JOIN patient ON medication.medicationid = "
+                       "patient.patientunitstayid WHERE patient.uniquepid = '009-10343'",
+                       "SELECT DISTINCT medication.drugname FROM medication JOIN patient ON medication.patientunitstayid = "
+                       "patient.patientunitstayid WHERE patient.uniquepid = '009-10343'", "row_key_join")
+    found_and_repaired(ctx, "What drugs did patient 10000032 get?",
+                       "SELECT DISTINCT p.drug FROM prescriptions p JOIN admissions a ON p.row_id = a.hadm_id WHERE a.subject_id = 10000032",
+                       "SELECT DISTINCT p.drug FROM prescriptions p JOIN admissions a ON p.hadm_id = a.hadm_id WHERE a.subject_id = 10000032",
+                       "row_key_join")
+    # a key that refers to the row (a cost's event is a prescription's row) is a link, not a mistake
+    assert "row_key_join" not in checks_of(ctx, "What did patient 10000032's prescriptions cost?",
+                                           "SELECT SUM(c.cost) FROM cost c JOIN prescriptions p ON c.event_id = p.row_id "
+                                           "WHERE c.event_type = 'prescriptions' AND p.subject_id = 10000032")

@@ -111,7 +111,15 @@ def check_row_keys(ctx: SqlContext) -> CheckResult:
     for left, right in pairs:
         one, other = _table_of(ctx, left, tables), _table_of(ctx, right, tables)
         a, b = left.name.lower(), right.name.lower()
-        if not one or not other or one == other or a in ids or b in ids:
+        if not one or not other or one == other:
+            continue
+        if (a in ids) != (b in ids):
+            found_row = _row_key_to_entity(ctx, (left, one), (right, other), ids)
+            if found_row is not None:
+                findings.append(found_row[0])
+                edits += found_row[1]
+            continue
+        if a in ids or b in ids:
             continue
         if not (_is_key(ctx, one, a) and _is_key(ctx, other, b)) or _declared(ctx, one, other, a) or _declared(ctx, one, other, b):
             continue
@@ -125,6 +133,26 @@ def check_row_keys(ctx: SqlContext) -> CheckResult:
             mine, theirs = (column, referred) if referring == one else (referred, column)
             edits += [rename(left, mine), rename(right, theirs)]
     return found(*findings, edits=edits)
+
+
+def _row_key_to_entity(ctx: SqlContext, first: tuple[exp.Column, str], second: tuple[exp.Column, str],
+                       ids: dict[str, str]) -> tuple[Finding, list[Edit]] | None:
+    """One side is a table's own row number (its primary key), the other an entity's id that does not refer to it
+    (``medication.medicationid = patient.patientunitstayid``): the numbers are unrelated. Repaired to the entity's id
+    column of the row's own table when the schema declares that foreign key between the two tables."""
+    (row, row_table), (entity, entity_table) = (first, second) if second[0].name.lower() in ids else (second, first)
+    key, column = row.name.lower(), entity.name.lower()
+    info = ctx.db.schema.table(entity_table)
+    refers = info is not None and any(fk.column.lower() == column and fk.ref_table.lower() == row_table and fk.ref_column.lower() == key
+                                      for fk in info.foreign_keys)
+    if not _is_key(ctx, row_table, key) or key in ids or refers:
+        return None
+    fixable = _declared(ctx, row_table, entity_table, column)
+    finding = Finding("row_key_join", "error",
+                      f"The query links {row.sql()}, the number of a row of {row_table}, with {entity.sql()}, "
+                      f"{_a(ids[column])}'s id: the rows it pairs are unrelated." + (f" Join on {row_table}.{column}." if fixable else ""),
+                      ctx.span_of(row.sql()), column if fixable else None)
+    return finding, [rename(row, column)] if fixable else []
 
 
 def referenced_keys(ctx: SqlContext) -> dict[tuple[str, str], set[str]]:
