@@ -101,7 +101,7 @@ def check_visit_scope(ctx: SqlContext) -> CheckResult:
         if column not in named or not read - {home} or _states_visit_id(ctx, column):
             continue
         times = {c.split(".", 1)[1].lower() for c in profile.time_columns if c.split(".", 1)[0].lower() == home}
-        if any(_scopes(c, column, times, home, tables) for c in ctx.tree.find_all(exp.Column)):
+        if any(_scopes(ctx.tree, c, column, times, home, tables) for c in ctx.tree.find_all(exp.Column)):
             continue
         noun = "hospital admission" if entity.name == "admission" else "stay"
         findings.append(Finding("missing_visit_scope", "warning",
@@ -116,10 +116,13 @@ _ANCHORED = re.compile(r"\b(?:since|after|before|prior to|until|following|preced
                        r"(?:first|last|latest|most recent|current|earliest|previous|second|final)\b", re.IGNORECASE)
 
 
-def _scopes(column: exp.Column, visit: str, times: set[str], home: str, tables: dict[str, str]) -> bool:
-    """Does this column say which visit: the visit's id or a time of the visit's own table in a condition or an order
-    (not a column = column join, not only returned or grouped by: ``GROUP BY hadm_id`` answers for every visit)?"""
-    if column.find_ancestor(exp.Where, exp.Having, exp.Order, exp.Join) is None:
+def _scopes(tree: exp.Expression, column: exp.Column, visit: str, times: set[str], home: str, tables: dict[str, str]) -> bool:
+    """Does this column say which visit: the visit's id or a time of the visit's own table anywhere in a CTE or a
+    subquery (which picks the visits the rest reads), or in a condition, an order or a window of the outermost SELECT;
+    not a column = column join, and not only returned or grouped by in the outermost SELECT (``GROUP BY hadm_id``
+    answers for every visit)."""
+    if column.find_ancestor(exp.Select) is tree and column.find_ancestor(exp.Where, exp.Having, exp.Order, exp.Join,
+                                                                          exp.Window) is None:
         return False
     name = column.name.lower()
     if name == visit:
