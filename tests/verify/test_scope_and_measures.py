@@ -325,3 +325,9 @@ def test_a_row_number_joined_to_an_entitys_id(ctx, eicu_ctx):
     assert "row_key_join" not in checks_of(ctx, "What did patient 10000032's prescriptions cost?",
                                            "SELECT SUM(c.cost) FROM cost c JOIN prescriptions p ON c.event_id = p.row_id "
                                            "WHERE c.event_type = 'prescriptions' AND p.subject_id = 10000032")
+
+
+def test_an_exclusion_inside_a_name_the_query_looks_for_is_a_name(ctx):
+    """"non-icu intake", "other than motorcycle" inside a title the query compares with are parts of a name."""
+    sql = ("SELECT COUNT(*) FROM inputevents WHERE itemid IN (SELECT itemid FROM d_items WHERE label = 'pre-admission/non-icu intake')")
+    assert "missing_exclusion" not in checks_of(ctx, "How many pre-admission/non-icu intake inputs were recorded?", sql)

@@ -22,6 +22,7 @@ from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with, literal_comparisons
+from ehrguard.verify.offline.features import mask_values
 from ehrguard.verify.verdict import Finding
 
 # A column with at least this many distinct values holds names (drugs, tests, diagnoses), not categories.
@@ -132,7 +133,7 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
         if not _distinct_count(ctx, table, column):
             continue
         named = _named(ctx, [(table, column)], ctx.question)[(table, column)]
-        excluded = excluded_words(ctx.question)  # "excluding elective ones": the value named to be left out
+        excluded = excluded_words(mask_values(ctx.question, ctx.sql))  # "excluding elective ones": named to be left out
         instead = [v for v in named if not supported(v, everything) and _normal(v) not in _normal(lit.this)
                    and not {_stem(w) for w in re.findall(r"[a-z]+", v.lower())} & excluded]
         if not instead:
