@@ -105,9 +105,8 @@ def test_an_amount_in_another_unit_than_the_one_asked(ctx):
                        "SELECT valuenum * 2.204623 FROM chartevents WHERE subject_id = 10001725 AND itemid = 224639 "
                        "ORDER BY charttime DESC LIMIT 1", "wrong_measure_unit")
     # the factor exactly: 152 cm is 59.84 inches, not 60.8
-    found_and_repaired(ctx, "How tall is patient 10000032 in inches?",
-                       "SELECT valuenum FROM chartevents WHERE subject_id = 10000032 AND itemid = 226730 ORDER BY charttime DESC LIMIT 1",
-                       "SELECT valuenum / 2.54 FROM chartevents WHERE subject_id = 10000032 AND itemid = 226730 ORDER BY charttime DESC LIMIT 1",
+    height = "FROM chartevents WHERE subject_id = 10000032 AND itemid = 226730 ORDER BY charttime DESC LIMIT 1"
+    found_and_repaired(ctx, "How tall is patient 10000032 in inches?", f"SELECT valuenum {height}", f"SELECT valuenum / 2.54 {height}",
                        "wrong_measure_unit")
     # temperatures have no factor: found, not repaired
     checked = run_checks("What was the last temperature of patient 10004720 in fahrenheit?", "SELECT valuenum FROM chartevents "
@@ -317,10 +316,8 @@ def test_a_row_number_joined_to_an_entitys_id(ctx, eicu_ctx):
                        "patient.patientunitstayid WHERE patient.uniquepid = '009-10343'",
                        "SELECT DISTINCT medication.drugname FROM medication JOIN patient ON medication.patientunitstayid = "
                        "patient.patientunitstayid WHERE patient.uniquepid = '009-10343'", "row_key_join")
-    found_and_repaired(ctx, "What drugs did patient 10000032 get?",
-                       "SELECT DISTINCT p.drug FROM prescriptions p JOIN admissions a ON p.row_id = a.hadm_id WHERE a.subject_id = 10000032",
-                       "SELECT DISTINCT p.drug FROM prescriptions p JOIN admissions a ON p.hadm_id = a.hadm_id WHERE a.subject_id = 10000032",
-                       "row_key_join")
+    drugs = "SELECT DISTINCT p.drug FROM prescriptions p JOIN admissions a ON p.{} = a.hadm_id WHERE a.subject_id = 10000032"
+    found_and_repaired(ctx, "What drugs did patient 10000032 get?", drugs.format("row_id"), drugs.format("hadm_id"), "row_key_join")
     # a key that refers to the row (a cost's event is a prescription's row) is a link, not a mistake
     assert "row_key_join" not in checks_of(ctx, "What did patient 10000032's prescriptions cost?",
                                            "SELECT SUM(c.cost) FROM cost c JOIN prescriptions p ON c.event_id = p.row_id "
