@@ -105,11 +105,11 @@ def excluded_words(question: str) -> set[str]:
     for m in EXCLUSION.finditer(question):
         for word in re.findall(r"[a-z]+", question[m.end():].lower())[:3]:
             if len(word) >= 4 and word not in _NOT_EXCLUDED:
-                out.add(_stem(word))
+                out.add(_singular(word))
     return out
 
 
-def _stem(word: str) -> str:
+def _singular(word: str) -> str:
     if word.endswith("ies"):
         return word[:-3] + "y"
     if re.search(r"(?:sh|ch|x|ss)es$", word):
@@ -135,7 +135,7 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
         named = _named(ctx, [(table, column)], ctx.question)[(table, column)]
         excluded = excluded_words(mask_values(ctx.question, ctx.sql))  # "excluding elective ones": named to be left out
         instead = [v for v in named if not supported(v, everything) and _normal(v) not in _normal(lit.this)
-                   and not {_stem(w) for w in re.findall(r"[a-z]+", v.lower())} & excluded]
+                   and not {_singular(w) for w in re.findall(r"[a-z]+", v.lower())} & excluded]
         if not instead:
             continue
         alternatives = " or ".join(f"'{v}'" for v in instead[:3])

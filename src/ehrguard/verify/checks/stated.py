@@ -15,6 +15,7 @@ entity tables and the values they hold.
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from sqlglot import exp
 
@@ -546,7 +547,8 @@ def check_stated_exclusion(ctx: SqlContext) -> CheckResult:
     if not excluded or any(isinstance(n, exp.Not | exp.NEQ | exp.Except | exp.Is) or n.args.get("negate") for n in ctx.tree.walk()):
         return NOTHING  # NOT LIKE / NOT IN are a LIKE / IN that negates
     tables, _ = aliases(ctx.tree)
-    for node in ctx.tree.find_all(exp.EQ, exp.In, exp.Like):
+    for found_node in ctx.tree.find_all(exp.EQ, exp.In, exp.Like):
+        node = cast(exp.Expression, found_node)  # a comparison is an expression (sqlglot types it apart)
         column = node.this
         if not isinstance(column, exp.Column) or not any(isinstance(v, exp.Literal) and v.is_string for v in node.find_all(exp.Literal)):
             continue
