@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ehrguard.benchmarks.hostile import HostileReport, duckdb_copy, render_markdown, run_hostile
     from ehrguard.benchmarks.mutations import MUTATIONS, generate_cases, split_pairs
     from ehrguard.benchmarks.offline_ask import fit_reader, out_of_fold, render_offline_ask, run_offline_ask, split_items
+    from ehrguard.benchmarks.provenance import in_sample
     from ehrguard.benchmarks.report import MAIN_KEYS, MAIN_LABELS, fmt, jsonable, write_scare_report
     from ehrguard.benchmarks.rundir import RunDir, file_sha256
     from ehrguard.benchmarks.safety import (
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
         read_case_file,
         run_safety,
         safety_metrics,
+        shipped_case_files,
         write_safety_report,
     )
     from ehrguard.benchmarks.scale import render_scale, run_scale, write_scale_report
@@ -77,7 +79,9 @@ _LAZY = by_module({
     ".report": ("MAIN_KEYS", "MAIN_LABELS", "fmt", "jsonable", "write_scare_report"),
     ".rundir": ("RunDir", "file_sha256"),
     ".hostile": ("HostileReport", "duckdb_copy", "render_markdown", "run_hostile"),
-    ".safety": ("SafetyCase", "category_metrics", "load_cases", "read_case_file", "run_safety", "safety_metrics", "write_safety_report"),
+    ".safety": ("SafetyCase", "category_metrics", "load_cases", "read_case_file", "run_safety", "safety_metrics", "shipped_case_files",
+                "write_safety_report"),
+    ".provenance": ("in_sample",),
     ".offline_ask": ("fit_reader", "out_of_fold", "render_offline_ask", "run_offline_ask", "split_items"),
     ".mutations": ("MUTATIONS", "generate_cases", "split_pairs"),
     ".scale": ("render_scale", "run_scale", "write_scale_report"),
@@ -145,6 +149,8 @@ __all__ = [
     "split_pairs",
     "run_scare",
     "safety_metrics",
+    "shipped_case_files",
+    "in_sample",
     "scare_decisions",
     "score_decisions",
     "score_ehrsql",

@@ -61,6 +61,11 @@ def load_cases(folder: str | Path = DATA, databases: tuple[str, ...] = DATABASES
     return cases
 
 
+def shipped_case_files(databases: tuple[str, ...] | list[str] = DATABASES) -> list[Path]:
+    """The shipped case files of these databases (``safety_data/{db}.jsonl``)."""
+    return [DATA / f"{db}.jsonl" for db in databases]
+
+
 def read_case_file(path: str | Path) -> list[SafetyCase]:
     """The cases of one JSON Lines file (the format of ``safety_data/README.md``), validated; each names its database.
 
@@ -239,6 +244,7 @@ __all__ = [
     "answer_calibration",
     "category_metrics",
     "load_cases",
+    "shipped_case_files",
     "outcome",
     "read_case_file",
     "run_safety",

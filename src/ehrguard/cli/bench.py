@@ -313,9 +313,7 @@ _OPTION_HELP = "A method option as key=value (offline: forms=off, templates=off,
 def safety_command(db_dir: Path, method: str, model: str | None, operating_point: str, options: tuple[str, ...], categories: bool,
                    case_files: tuple[Path, ...], out: Path | None, as_json: bool) -> None:
     """ehrguard's own safety benchmark: unsafe rate (wrong answers shown as verified), harmful rate, over-caution, fix rate."""
-    from ehrguard.benchmarks import file_sha256, read_case_file, run_safety, safety_metrics
-    from ehrguard.benchmarks.provenance import in_sample
-    from ehrguard.benchmarks.safety import DATA as SAFETY_DATA
+    from ehrguard.benchmarks import file_sha256, in_sample, read_case_file, run_safety, safety_metrics, shipped_case_files
     from ehrguard.errors import DatabaseNotFoundError
 
     cases = [case for path in case_files for case in read_case_file(path)] or None
@@ -327,7 +325,7 @@ def safety_command(db_dir: Path, method: str, model: str | None, operating_point
     check, config = _safety_verifier(method, model, operating_point, options)
     if case_files:
         config["source"] = "cases from " + ", ".join(str(path) for path in case_files)
-    files = list(case_files) or [SAFETY_DATA / f"{db}.jsonl" for db in needed]
+    files = list(case_files) or shipped_case_files(needed)
     config["cases"] = {path.name: file_sha256(path) for path in files}  # what `train calibration` says it was fitted on
     config["in_sample"] = in_sample(method, config["options"], files) if method in ("offline", "hybrid") else []
     records = run_safety(check, paths, cases=cases)
