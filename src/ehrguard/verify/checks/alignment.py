@@ -19,7 +19,7 @@ from typing import Any
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, data_fact, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, data_fact, found, visits_by_id
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.offline.forms import stated_time_filter
@@ -393,12 +393,8 @@ def _names_an_open_visit(ctx: SqlContext, discharge: set[str]) -> bool:
     """The query keeps to a visit by its id (``hadm_id = 27411876``) that the visit's table records with no discharge
     time: the stay the question calls current, named by its number."""
     assert ctx.tree is not None
-    visits = {e.id_column.lower(): e.table for e in ctx.db.profile.entities if e.name != "patient"}
-    for node in ctx.tree.find_all(exp.EQ):
-        col, lit = node.this, node.expression
-        if not (isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and col.name.lower() in visits):
-            continue
-        info = ctx.db.schema.table(visits[col.name.lower()])
+    for col, lit, home in visits_by_id(ctx, ctx.tree):
+        info = ctx.db.schema.table(home)
         for name in discharge:
             if info is None or info.column(name) is None:
                 continue

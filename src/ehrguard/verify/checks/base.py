@@ -169,6 +169,18 @@ class Checked:
         return "empty" if isinstance(self.ctx.execution, Result) else "failed"
 
 
+def visits_by_id(ctx: SqlContext, tree: exp.Expression) -> list[tuple[exp.Column, exp.Literal, str]]:
+    """Every ``visit_id = literal`` in the tree (an admission or a stay named by its number; the profile's entities
+    other than the patient): the column, the literal and the table of that kind of visit."""
+    visits = {e.id_column.lower(): e.table for e in ctx.db.profile.entities if e.name != "patient"}
+    out = []
+    for eq in tree.find_all(exp.EQ):
+        column, literal = eq.this, eq.expression
+        if isinstance(column, exp.Column) and isinstance(literal, exp.Literal) and column.name.lower() in visits:
+            out.append((column, literal, visits[column.name.lower()]))
+    return out
+
+
 def quoted_names(ctx: SqlContext, table: str, column: str) -> tuple[str, str]:
     """A table and a column as the database's dialect writes them, quoted (mixed-case or reserved names stay valid)."""
     source = exp.to_table(table)

@@ -556,6 +556,7 @@ def check_codes(ctx: SqlContext) -> CheckResult:
     if ctx.tree is None or not referenced_keys(ctx):
         return NOTHING
     entities = {e.id_column.lower() for e in ctx.db.profile.entities}
+    tables = aliases(ctx.tree)[0]
     findings: list[Finding] = []
     edits: list[Edit] = []
     for node in ctx.tree.find_all(exp.EQ, exp.In):
@@ -564,7 +565,7 @@ def check_codes(ctx: SqlContext) -> CheckResult:
         numbers = [lit for lit in literals if isinstance(lit, exp.Literal) and not lit.is_string and lit.this.isdigit()]
         if not isinstance(col, exp.Column) or not numbers or col.name.lower() in entities:
             continue
-        table = _source_of(ctx, col)
+        table = _table_of(ctx, col, tables)
         reference = _reference(ctx, table, col.name.lower())
         if reference is None:
             continue
@@ -577,7 +578,7 @@ def check_codes(ctx: SqlContext) -> CheckResult:
                 continue
             where = f"; {lit.this} is '{elsewhere[1]}' in {elsewhere[0]}" if elsewhere else ""
             # A list that holds codes of this dictionary too loses them if the table changes: only a lone code moves.
-            meant = _reader_of(ctx, elsewhere[0], col, lit, table) \
+            meant = _reader_of(ctx, elsewhere[0], col, lit, table, tables) \
                 if elsewhere and len(numbers) == 1 and len(literals) == 1 and _names_label(ctx.question, elsewhere[1]) else None
             findings.append(Finding("unknown_code", "error",
                                     f"{reference[0]} has no {reference[1]} {lit.this}, so {table}.{col.name} never equals it here"
@@ -586,11 +587,6 @@ def check_codes(ctx: SqlContext) -> CheckResult:
                 edits += _retarget(ctx, col, table, meant) if col.table else _retarget_unqualified(ctx, col, table, meant)
             break
     return found(*findings, edits=edits)
-
-
-def _source_of(ctx: SqlContext, col: exp.Column) -> str:
-    tables = aliases(ctx.tree)[0] if ctx.tree is not None else {}
-    return _table_of(ctx, col, tables)
 
 
 def _reference(ctx: SqlContext, table: str, column: str) -> tuple[str, str] | None:
@@ -622,12 +618,11 @@ def _referred_to(ctx: SqlContext, table: str, column: str) -> bool:
                for info in ctx.db.schema.tables for fk in info.foreign_keys)
 
 
-def _reader_of(ctx: SqlContext, dictionary: str, col: exp.Column, lit: exp.Literal, instead_of: str) -> str | None:
+def _reader_of(ctx: SqlContext, dictionary: str, col: exp.Column, lit: exp.Literal, instead_of: str,
+               tables: dict[str, str]) -> str | None:
     """The one table (other than ``instead_of``) whose foreign key on the column refers to ``dictionary``, that has
     every column the query reads from ``instead_of`` and rows with the code."""
-    assert ctx.tree is not None
     select = col.find_ancestor(exp.Select)
-    tables = aliases(ctx.tree)[0]
     read = {c.name.lower() for c in (select.find_all(exp.Column) if select is not None else ())
             if c.find_ancestor(exp.Select) is select and _table_of(ctx, c, tables) == instead_of}
     readers = [info.name.lower() for info in ctx.db.schema.tables if info.name.lower() != instead_of

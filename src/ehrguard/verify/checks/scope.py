@@ -16,7 +16,7 @@ from typing import cast
 
 from sqlglot import exp
 
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, visits_by_id
 from ehrguard.verify.checks.conventions import visit_ids
 from ehrguard.verify.checks.keys import named_visits
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
@@ -134,8 +134,7 @@ def _scopes(tree: exp.Expression, column: exp.Column, visit: str, times: set[str
 
 def _states_visit_id(ctx: SqlContext, column: str) -> bool:
     """The query compares the visit's id with a number (the visit is named by its id, whatever the question calls it)."""
-    return any(isinstance(n.this, exp.Column) and n.this.name.lower() == column and isinstance(n.expression, exp.Literal)
-               for n in ctx.tree.find_all(exp.EQ)) if ctx.tree is not None else False
+    return ctx.tree is not None and any(c.name.lower() == column for c, _, _ in visits_by_id(ctx, ctx.tree))
 
 
 def _only_table(node: exp.Expression) -> str:

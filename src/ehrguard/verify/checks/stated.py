@@ -20,7 +20,17 @@ from typing import cast
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, add_condition, few_values, found, quoted_names
+from ehrguard.verify.checks.base import (
+    NOTHING,
+    CheckResult,
+    SqlContext,
+    TreeEdit,
+    add_condition,
+    few_values,
+    found,
+    quoted_names,
+    visits_by_id,
+)
 from ehrguard.verify.checks.concepts import _words, excluded_words
 from ehrguard.verify.checks.contrasts import item_labels
 from ehrguard.verify.checks.conventions import one_row_per_person
@@ -245,12 +255,8 @@ def _visit_of(ctx: SqlContext, tree: exp.Expression, number: str) -> bool:
     10004235 ... the admission that started on ..."): the visit stands for the patient, as the data confirms."""
     if not number.isdigit():
         return False
-    visits = {e.id_column.lower(): e.table for e in ctx.db.profile.entities if e.name != "patient"}
-    for eq in tree.find_all(exp.EQ):
-        column, literal = eq.this, eq.expression
-        if not (isinstance(column, exp.Column) and isinstance(literal, exp.Literal) and column.name.lower() in visits):
-            continue
-        table = ctx.db.schema.table(visits[column.name.lower()])
+    for column, literal, home in visits_by_id(ctx, tree):
+        table = ctx.db.schema.table(home)
         person = next((c.name for c in table.columns if c.name.lower() in ctx.db.profile.person_ids), None) if table else None
         if table is None or person is None:
             continue

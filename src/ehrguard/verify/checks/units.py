@@ -18,6 +18,7 @@ from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, found
+from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
 SECONDS = {"minute": 60, "hour": 3600, "day": 86400, "week": 604800}
@@ -194,8 +195,6 @@ def check_measure_unit(ctx: SqlContext) -> CheckResult:
     asked = asked_measure(ctx.question)
     if asked is None:
         return NOTHING
-    from ehrguard.verify.checks.schema_refs import aliases, owner_table
-
     tables, _ = aliases(ctx.tree)
     findings, edits = [], []
     for projection in ctx.tree.expressions:

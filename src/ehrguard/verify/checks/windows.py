@@ -31,7 +31,7 @@ from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
 from ehrguard.evaluation.execution_match import NOW
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, data_fact, found, quoted_names
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, data_fact, found, quoted_names, visits_by_id
 from ehrguard.verify.checks.conventions import anchor_now
 from ehrguard.verify.checks.ordinals import ORDINALS
 from ehrguard.verify.checks.schema_refs import aliases
@@ -496,10 +496,8 @@ def _names_a_visit(ctx: SqlContext) -> bool:
     2100-03-19" looked up as ``hadm_id = 24181354``): the date chose the visit, the id stands for it. A visit the
     question names by its id ("stay 176730 on 2104-05-01") leaves the date a period within it."""
     assert ctx.tree is not None
-    visits = {e.id_column.lower() for e in ctx.db.profile.entities if e.name != "patient"}
-    return any(isinstance(eq.this, exp.Column) and eq.this.name.lower() in visits and isinstance(eq.expression, exp.Literal)
-               and not re.search(rf"(?<![\w-]){re.escape(eq.expression.this)}(?![\w-])", ctx.question)
-               for eq in ctx.tree.find_all(exp.EQ))
+    return any(not re.search(rf"(?<![\w-]){re.escape(literal.this)}(?![\w-])", ctx.question)
+               for _, literal, _ in visits_by_id(ctx, ctx.tree))
 
 
 def _column_key(ctx: SqlContext, column: exp.Column, names: dict[str, str]) -> str | None:
