@@ -29,6 +29,7 @@ from ehrguard.verify.checks.alignment import (
     check_direction,
     check_item_filter,
     check_limit,
+    check_repeated_names,
     check_still_admitted,
     check_text_numbers,
     check_time_window,
@@ -52,6 +53,7 @@ from ehrguard.verify.checks.execution import check_executes, check_result
 from ehrguard.verify.checks.grounding import check_grounding
 from ehrguard.verify.checks.keys import (
     check_coarse_joins,
+    check_code_names,
     check_codes,
     check_id_kinds,
     check_join_keys,
@@ -63,6 +65,7 @@ from ehrguard.verify.checks.ordinals import check_stated_place
 from ehrguard.verify.checks.repair import repair
 from ehrguard.verify.checks.schema_refs import check_schema
 from ehrguard.verify.checks.scope import check_visit_scope, check_widened_scope
+from ehrguard.verify.checks.specimens import check_specimen
 from ehrguard.verify.checks.stated import (
     check_icu_scope,
     check_stated_exclusion,
@@ -96,6 +99,8 @@ CHECKS: tuple[Check, ...] = (
     Check("referenced_table", check_referenced_table),
     Check("key_kind", check_key_kind),
     Check("codes", check_codes),
+    Check("code_names", check_code_names),
+    Check("specimen", check_specimen),
     Check("coarse_joins", check_coarse_joins),
     Check("widened_scope", check_widened_scope),
     Check("visit_scope", check_visit_scope),
@@ -116,6 +121,7 @@ CHECKS: tuple[Check, ...] = (
     Check("time_window", check_time_window),
     Check("stated_window", check_stated_window),
     Check("limit", check_limit),
+    Check("repeated_names", check_repeated_names),
     Check("bounds", check_bounds),
     Check("tied_end", check_tied_end),
     Check("stated_place", check_stated_place),

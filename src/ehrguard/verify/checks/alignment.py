@@ -20,6 +20,7 @@ from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, data_fact, found, visits_by_id
+from ehrguard.verify.checks.concepts import name_columns
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.offline.forms import stated_time_filter
@@ -606,6 +607,33 @@ def check_limit(ctx: SqlContext) -> CheckResult:
                              "them.", ctx.span_of("limit"), "every name once (DISTINCT, no LIMIT)"), edits=[TreeEdit(_distinct_list)])
     return found(Finding("limit_cuts_answer", "error", "The query keeps only the first rows; the question asks for all of them.",
                          ctx.span_of("limit"), "no LIMIT"), edits=[TreeEdit(_drop_limit)])
+
+
+def check_repeated_names(ctx: SqlContext) -> CheckResult:
+    """A list of names ("which drugs was ... given") read one row per record, so the same name comes back once per
+    prescription or per test: each name once is the list asked for. Only names (the profile's name columns), with
+    no LIMIT or ORDER BY, where the question asks for things in the plural and not how often or when."""
+    if not isinstance(ctx.tree, exp.Select) or ctx.tree.args.get("limit") is not None or ctx.tree.args.get("order") is not None:
+        return NOTHING
+    if not _asks_all(ctx) or _HOW_OFTEN.search(ctx.question):
+        return NOTHING
+    names = {(t.lower(), c.lower()) for t, c in name_columns(ctx)}
+    tables, _ = aliases(ctx.tree)
+    for projection in ctx.tree.expressions:
+        node = projection.this if isinstance(projection, exp.Alias) else projection
+        owner = owner_table(ctx, tables.get(node.table.lower(), node.table.lower()), node.name, tables) \
+            if isinstance(node, exp.Column) else None
+        if not owner or (owner.lower(), node.name.lower()) not in names:
+            return NOTHING
+    if not _names_repeat(ctx):
+        return NOTHING
+    return found(Finding("repeated_names", "warning", "The list names the same thing more than once (once per record); "
+                         "the question asks which ones.", None, "every name once (DISTINCT)"), edits=[TreeEdit(_distinct_list)])
+
+
+# How often or when something happened: the rows of a list are the answer, repeats and all.
+_HOW_OFTEN = re.compile(r"\b(?:how (?:many|often)|times?|when|each (?:dose|record|order|result|reading)|every (?:dose|record|order))\b",
+                        re.IGNORECASE)
 
 
 def _asks_all(ctx: SqlContext) -> bool:

@@ -61,7 +61,7 @@ def supported(literal: str, question: str) -> bool:
     return all(_stem(w) in stems for w in content)
 
 
-def _named(ctx: SqlContext, columns: list[tuple[str, str]], text: str) -> dict[tuple[str, str], list[str]]:
+def named_values(ctx: SqlContext, columns: list[tuple[str, str]], text: str) -> dict[tuple[str, str], list[str]]:
     """The values of each column the text names (its words in order, at word boundaries), longest first, none inside
     another one found; looked up in the database's value index, phrase by phrase."""
     words = _words(text)
@@ -132,7 +132,7 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
             continue
         if not _distinct_count(ctx, table, column):
             continue
-        named = _named(ctx, [(table, column)], ctx.question)[(table, column)]
+        named = named_values(ctx, [(table, column)], ctx.question)[(table, column)]
         excluded = excluded_words(mask_values(ctx.question, ctx.sql))  # "excluding elective ones": named to be left out
         instead = [v for v in named if not supported(v, everything) and _normal(v) not in _normal(lit.this)
                    and not {_singular(w) for w in re.findall(r"[a-z]+", v.lower())} & excluded]
@@ -222,7 +222,7 @@ def check_stated_values(ctx: SqlContext) -> CheckResult:
     findings = []
     identifiers = _identifiers(ctx)
     columns = name_columns(ctx)
-    named = _named(ctx, columns, ctx.question)
+    named = named_values(ctx, columns, ctx.question)
     for table, column in columns:
         for value in named[(table, column)]:
             words = [w for w in _words(value) if w not in _PLAIN]

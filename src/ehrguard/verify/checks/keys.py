@@ -26,8 +26,10 @@ from functools import partial
 
 from sqlglot import exp
 
+from ehrguard.db.lexicon import normal_form
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, add_condition, found
+from ehrguard.verify.checks.concepts import named_values, supported
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
@@ -84,7 +86,7 @@ def check_join_keys(ctx: SqlContext) -> CheckResult:
             continue
         # The repair links one entity on both sides: the side whose table also has the other side's id column takes
         # it; when both could, the one the schema declares a foreign key for. Otherwise which was meant is a guess.
-        homes = {id(left): _table_of(ctx, left, tables), id(right): _table_of(ctx, right, tables)}
+        homes = {id(left): table_of(ctx, left, tables), id(right): table_of(ctx, right, tables)}
         options = [(col, other, partner) for col, other, partner in ((right, a, left), (left, b, right))
                    if _has_column(ctx, homes[id(col)], other)]
         if len(options) > 1:
@@ -109,7 +111,7 @@ def check_row_keys(ctx: SqlContext) -> CheckResult:
     findings = []
     edits: list[Edit] = []
     for left, right in pairs:
-        one, other = _table_of(ctx, left, tables), _table_of(ctx, right, tables)
+        one, other = table_of(ctx, left, tables), table_of(ctx, right, tables)
         a, b = left.name.lower(), right.name.lower()
         if not one or not other or one == other:
             continue
@@ -187,7 +189,7 @@ def check_referenced_table(ctx: SqlContext) -> CheckResult:
     findings, edits = [], []
     for left, right in pairs:
         for code, looked_up in ((left, right), (right, left)):
-            mine, theirs = _table_of(ctx, code, tables), _table_of(ctx, looked_up, tables)
+            mine, theirs = table_of(ctx, code, tables), table_of(ctx, looked_up, tables)
             refers = keys.get((mine, code.name.lower()), set())
             if len(refers) != 1 or not theirs or theirs in refers or theirs == mine or (theirs, looked_up.name.lower()) not in keys:
                 continue
@@ -260,7 +262,7 @@ def check_key_kind(ctx: SqlContext) -> CheckResult:
     findings, edits = [], []
     for left, right in _linked_pairs(ctx.tree):
         for keeper, other in ((left, right), (right, left)):
-            mine, linked = _table_of(ctx, keeper, tables), _table_of(ctx, other, tables)
+            mine, linked = table_of(ctx, keeper, tables), table_of(ctx, other, tables)
             entry = kinds.get((mine, keeper.name.lower()))
             select = keeper.find_ancestor(exp.Select)
             if entry is None or linked not in entry[1] or select is None:
@@ -337,15 +339,15 @@ def check_coarse_joins(ctx: SqlContext) -> CheckResult:
     for node in ctx.tree.find_all(exp.EQ):
         col, lit = node.this, node.expression
         if isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and col.name.lower() in ids and lit.this in ctx.question:
-            kept.setdefault(col.name.lower(), set()).add((_table_of(ctx, col, tables), lit.this))
+            kept.setdefault(col.name.lower(), set()).add((table_of(ctx, col, tables), lit.this))
     named = named_visits(ctx)
-    linked = {(_table_of(ctx, a, tables), _table_of(ctx, b, tables), a.name.lower()) for a, b in pairs if a.name.lower() == b.name.lower()}
+    linked = {(table_of(ctx, a, tables), table_of(ctx, b, tables), a.name.lower()) for a, b in pairs if a.name.lower() == b.name.lower()}
     findings, edits = [], []
     for left, right in pairs:
         key = left.name.lower()
         if key != right.name.lower() or key not in order:
             continue
-        one, other = _table_of(ctx, left, tables), _table_of(ctx, right, tables)
+        one, other = table_of(ctx, left, tables), table_of(ctx, right, tables)
         stated = any(v in ctx.question for _, v in kept.get(key, ())) or _states_entity(ctx, key)
         for finer in order[order.index(key) + 1:]:
             if not (_has_column(ctx, one, finer) and _has_column(ctx, other, finer)):
@@ -410,7 +412,7 @@ def _visit_filtered(ctx: SqlContext, visit: str, joined: tuple[str, str], tables
     ids = set(entity_columns(ctx))
     for condition in where.find_all(exp.EQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.Is, exp.Like, exp.In):
         columns = list(condition.find_all(exp.Column))
-        if len(columns) == 1 and columns[0].name.lower() not in ids and _table_of(ctx, columns[0], tables) == home:
+        if len(columns) == 1 and columns[0].name.lower() not in ids and table_of(ctx, columns[0], tables) == home:
             return condition.sql(dialect=ctx.dialect)
     return None
 
@@ -483,7 +485,7 @@ def _declared(ctx: SqlContext, one: str, other: str, column: str) -> bool:
     return False
 
 
-def _table_of(ctx: SqlContext, column: exp.Column, tables: dict[str, str]) -> str:
+def table_of(ctx: SqlContext, column: exp.Column, tables: dict[str, str]) -> str:
     """The table a column is read from: its qualifier's, else the one table of its own SELECT that has it."""
     if column.table:
         return tables.get(column.table.lower(), column.table.lower())
@@ -565,7 +567,7 @@ def check_codes(ctx: SqlContext) -> CheckResult:
         numbers = [lit for lit in literals if isinstance(lit, exp.Literal) and not lit.is_string and lit.this.isdigit()]
         if not isinstance(col, exp.Column) or not numbers or col.name.lower() in entities:
             continue
-        table = _table_of(ctx, col, tables)
+        table = table_of(ctx, col, tables)
         reference = _reference(ctx, table, col.name.lower())
         if reference is None:
             continue
@@ -587,6 +589,89 @@ def check_codes(ctx: SqlContext) -> CheckResult:
                 edits += _retarget(ctx, col, table, meant) if col.table else _retarget_unqualified(ctx, col, table, meant)
             break
     return found(*findings, edits=edits)
+
+
+def check_code_names(ctx: SqlContext) -> CheckResult:
+    """A code of a dictionary with names (``chartevents.itemid = 220210``, 'respiratory rate') where the question names
+    another of that dictionary's names ("heart rate") and not the code's own: the query reads the wrong item. Repaired
+    to the named item's code when one code of the table has that name; a name several codes share is only reported."""
+    if ctx.tree is None or not referenced_keys(ctx):
+        return NOTHING
+    tables = aliases(ctx.tree)[0]
+    coded: list[tuple[exp.Column, str, tuple[str, str], str, list[exp.Literal], int]] = []
+    for node in ctx.tree.find_all(exp.EQ, exp.In):
+        col = node.this
+        literals = node.expressions if isinstance(node, exp.In) else [node.expression]
+        numbers = [lit for lit in literals if isinstance(lit, exp.Literal) and not lit.is_string and lit.this.isdigit()]
+        if not isinstance(col, exp.Column) or not numbers:
+            continue
+        table = table_of(ctx, col, tables)
+        reference = _reference(ctx, table, col.name.lower())
+        label = _label_column(ctx, reference[0]) if reference is not None else None
+        if reference is not None and label is not None:
+            coded.append((col, table, reference, label, numbers, len(literals)))
+    if not coded:
+        return NOTHING
+    try:
+        names = {(ref, lit.this): _name_of(ctx, ref, label, lit) for _, _, ref, label, numbers, _ in coded for lit in numbers}
+    except DatabaseError:
+        return NOTHING
+    everything = " ".join(n for n in names.values() if n)
+    findings: list[Finding] = []
+    edits: list[Edit] = []
+    for col, table, reference, label, numbers, count in coded:
+        own = [names[(reference, lit.this)] for lit in numbers]
+        if any(n is None or supported(n, ctx.question) for n in own):
+            continue  # a code with no name, or one the question names
+        named = named_values(ctx, [(reference[0], label)], ctx.question)[(reference[0], label)]
+        instead = [v for v in named if not supported(v, everything) and not any(normal_form(v) in normal_form(n or "") for n in own)]
+        if not instead:
+            continue
+        shown = ", ".join(f"{lit.this} ('{n}')" for lit, n in zip(numbers, own, strict=True))
+        alternatives = " or ".join(f"'{v}'" for v in instead[:3])
+        meant = _code_named(ctx, table, col.name, reference, label, instead[0]) if len(instead) == 1 and count == 1 else None
+        findings.append(Finding("wrong_code", "error", f"The query reads {reference[0]} {shown}; the question names {alternatives}.",
+                                ctx.span_of(numbers[0].sql()), meant))
+        if meant is not None:
+            edits.append(TreeEdit(partial(set_number, meant), target=numbers[0]))
+    return found(*findings, edits=edits)
+
+
+def _label_column(ctx: SqlContext, table: str) -> str | None:
+    """A dictionary's column of names, when the profile indexes it as a value column."""
+    info = ctx.db.schema.table(table)
+    names = [c.name for c in (info.columns if info is not None else ()) if c.name.lower() in ("label", "name", "title", "long_title")]
+    indexed = {v.lower() for v in ctx.db.profile.value_columns}
+    return next((n for n in names if f"{table}.{n.lower()}" in indexed), None)
+
+
+def _name_of(ctx: SqlContext, reference: tuple[str, str], label: str, lit: exp.Literal) -> str | None:
+    query = exp.select(exp.column(label)).from_(exp.to_table(reference[0])).where(
+        exp.column(reference[1]).eq(exp.Literal.number(lit.this))).limit(1)
+    rows = ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows
+    return str(rows[0][0]) if rows and rows[0][0] is not None else None
+
+
+def _code_named(ctx: SqlContext, table: str, column: str, reference: tuple[str, str], label: str, name: str) -> str | None:
+    """The one code the dictionary gives this name that the table has rows for."""
+    query = exp.select(exp.column(reference[1])).from_(exp.to_table(reference[0])).where(
+        exp.column(label).eq(exp.Literal.string(name))).limit(20)
+    try:
+        codes = [str(r[0]) for r in ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows if r[0] is not None]
+        held = [c for c in codes if c.isdigit() and holds_id(ctx, table, column, code_literal(c))]
+    except DatabaseError:
+        return None
+    return held[0] if len(held) == 1 else None
+
+
+def code_literal(code: str) -> exp.Literal:
+    """A code written as a number (``exp.Literal.number`` may give a negation)."""
+    return exp.Literal(this=code, is_string=False)
+
+
+def set_number(value: str, node: exp.Expression) -> None:
+    """A tree edit: the node becomes the number ``value``."""
+    node.replace(code_literal(value))
 
 
 def _reference(ctx: SqlContext, table: str, column: str) -> tuple[str, str] | None:
@@ -624,7 +709,7 @@ def _reader_of(ctx: SqlContext, dictionary: str, col: exp.Column, lit: exp.Liter
     every column the query reads from ``instead_of`` and rows with the code."""
     select = col.find_ancestor(exp.Select)
     read = {c.name.lower() for c in (select.find_all(exp.Column) if select is not None else ())
-            if c.find_ancestor(exp.Select) is select and _table_of(ctx, c, tables) == instead_of}
+            if c.find_ancestor(exp.Select) is select and table_of(ctx, c, tables) == instead_of}
     readers = [info.name.lower() for info in ctx.db.schema.tables if info.name.lower() != instead_of
                and any(fk.column.lower() == col.name.lower() and fk.ref_table.lower() == dictionary for fk in info.foreign_keys)
                and all(info.column(c) is not None for c in read)]

@@ -1,0 +1,134 @@
+"""The specimen a lab value was measured in: a lab item read by its code must be measured in what the question names.
+
+Several MIMIC-IV lab items share one label: "glucose" is a blood gas item, two chemistry items and two urine items; the
+EHRSQL builds keep only the label, so a query reading ``itemid = 50809`` for "serum glucose" runs, returns a number,
+and answers from the blood gas analyser. What each item is measured in (its fluid, and its section of the lab) ships
+with the package (``mimic_iv_lab_specimens.json``, derived from the MIMIC-IV lab dictionary by
+``scripts/derive_lab_specimens.py``), and is used only where the database's own dictionary gives the code the same
+label, so another database's codes are never read through it.
+
+- ``wrong_specimen`` (error): the question names a specimen ("urine", "serum", "blood gas", "CSF", "pleural") and the
+  item the query reads is measured in another one, while an item of the same label is measured in the one named;
+  repaired to that item when one of them has rows.
+- ``other_specimen`` (warning): the question names none, and the item is measured in something other than blood
+  while an item of the same label is measured in blood (the reading a clinician means by "glucose"); repaired the
+  same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache, partial
+from pathlib import Path
+
+from sqlglot import exp
+
+from ehrguard.errors import DatabaseError
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
+from ehrguard.verify.checks.keys import code_literal, holds_id, set_number, table_of
+from ehrguard.verify.checks.schema_refs import aliases
+from ehrguard.verify.verdict import Finding
+
+KNOWLEDGE = Path(__file__).resolve().parents[1] / "offline" / "data" / "mimic_iv_lab_specimens.json"
+
+
+class Specimen:
+    """A specimen as clinicians name it: the fluid it is, and (for blood) the part of the lab it goes to."""
+
+    def __init__(self, name: str, pattern: str, fluids: tuple[str, ...], categories: tuple[str, ...] = (),
+                 not_categories: tuple[str, ...] = ()) -> None:
+        self.name = name
+        self.pattern = re.compile(pattern, re.IGNORECASE)
+        self.fluids, self.categories, self.not_categories = fluids, categories, not_categories
+
+    def holds(self, fluid: str, category: str) -> bool:
+        return (fluid in self.fluids and (not self.categories or category in self.categories)
+                and category not in self.not_categories)
+
+
+# General clinical vocabulary for where a sample came from (not read from any benchmark's questions).
+SPECIMENS = (
+    Specimen("urine", r"\b(?:urine|urinary|urinalysis|ua)\b", ("urine",)),
+    Specimen("cerebrospinal fluid", r"\b(?:csf|cerebrospinal|spinal fluid|spinal tap|lumbar puncture)\b", ("cerebrospinal fluid",)),
+    Specimen("pleural fluid", r"\bpleural\b", ("pleural",)),
+    Specimen("ascites", r"\b(?:ascites|ascitic|peritoneal|paracentesis)\b", ("ascites",)),
+    Specimen("joint fluid", r"\b(?:joint fluid|synovial|arthrocentesis)\b", ("joint fluid",)),
+    Specimen("stool", r"\b(?:stool|fecal|faecal|feces|faeces)\b", ("stool",)),
+    Specimen("bone marrow", r"\bbone marrow\b", ("bone marrow",)),
+    Specimen("a blood gas", r"\b(?:blood gas(?:es)?|abg|vbg|arterial gas|venous gas|gas analy[sz]er)\b",
+             ("blood", "fluid", "other body fluid"), ("blood gas",)),
+    Specimen("serum", r"\b(?:serum|plasma|chem(?:istry)?|chem ?(?:7|10)|bmp|cmp|metabolic panel)\b", ("blood",),
+             not_categories=("blood gas",)),
+    Specimen("blood", r"\b(?:blood|venous|arterial)\b", ("blood",)),
+)
+
+
+@cache
+def lab_items() -> dict[str, tuple[str, str, str]]:
+    """itemid -> (label, fluid, category), all in lower case."""
+    record = json.loads(KNOWLEDGE.read_text())
+    return {code: (label, fluid, category) for code, (label, fluid, category) in record["items"].items()}
+
+
+def named_specimens(question: str, label: str) -> list[Specimen]:
+    """The specimens the question names outside the item's own label ("white blood cells in urine": urine, not blood)."""
+    text = question.lower()
+    if label:
+        text = re.sub(rf"(?<![a-z0-9]){re.escape(label)}(?![a-z0-9])", " ", text)
+    named = [s for s in SPECIMENS if s.pattern.search(text)]
+    # "blood gas" names blood as well: the narrower name stands
+    return [s for s in named if not (s.name == "blood" and any(o.name in ("a blood gas", "serum") for o in named))]
+
+
+def check_specimen(ctx: SqlContext) -> CheckResult:
+    """A lab item, read by its code, measured in another specimen than the question names (or than blood, when the
+    question names none and the label has a blood item)."""
+    if ctx.tree is None or ctx.db.schema.table("d_labitems") is None:
+        return NOTHING
+    tables = aliases(ctx.tree)[0]
+    findings: list[Finding] = []
+    edits: list[Edit] = []
+    for node in ctx.tree.find_all(exp.EQ):
+        col, lit = node.this, node.expression
+        if not (isinstance(col, exp.Column) and col.name.lower() == "itemid" and isinstance(lit, exp.Literal)
+                and not lit.is_string and lit.this.isdigit()):
+            continue
+        known = lab_items().get(lit.this)
+        table = table_of(ctx, col, tables)
+        if known is None or not table or not _same_label(ctx, lit.this, known[0]):
+            continue
+        label, fluid, category = known
+        stated = named_specimens(ctx.question, label)
+        if any(s.holds(fluid, category) for s in stated) or (not stated and fluid == "blood"):
+            continue
+        wanted = stated or [s for s in SPECIMENS if s.name == "blood"]
+        others = [code for code, (other, f, c) in lab_items().items()
+                  if other == label and code != lit.this and any(s.holds(f, c) for s in wanted)]
+        try:
+            held = [code for code in others if _same_label(ctx, code, label) and holds_id(ctx, table, "itemid", code_literal(code))]
+        except DatabaseError:
+            continue
+        if not held:
+            continue
+        meant = held[0] if len(held) == 1 else None
+        where = f"{fluid}, {category}" if category != fluid else fluid
+        if stated:
+            findings.append(Finding("wrong_specimen", "error", f"The query reads {label} measured in {where} (lab item {lit.this}); "
+                                    f"the question asks about {stated[0].name}.", ctx.span_of(lit.sql()), meant))
+        else:
+            findings.append(Finding("other_specimen", "warning", f"The query reads {label} measured in {where} (lab item {lit.this}); "
+                                    "the question names no specimen, and it is measured in blood too.", ctx.span_of(lit.sql()), meant))
+        if meant is not None:
+            edits.append(TreeEdit(partial(set_number, meant), target=lit))
+    return found(*findings, edits=edits)
+
+
+def _same_label(ctx: SqlContext, code: str, label: str) -> bool:
+    """The database's own lab dictionary gives the code this label (its codes are MIMIC-IV's)."""
+    query = exp.select("label").from_("d_labitems").where(exp.column("itemid").eq(exp.Literal.number(code))).limit(1)
+    try:
+        rows = ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows
+    except DatabaseError:
+        return False
+    return bool(rows) and str(rows[0][0]).lower().strip() == label
