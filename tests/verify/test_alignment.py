@@ -48,11 +48,16 @@ def test_the_other_end_of_an_order_is_found_and_flipped(ctx, question, wrong, ri
     assert "wrong_direction" not in findings(ctx, question, right)[1]
 
 
-def test_latest_asked_and_highest_taken_is_an_error_without_a_guess(ctx):
+def test_latest_asked_and_highest_taken_is_repaired_only_where_one_time_column_orders_the_rows(ctx):
+    # chartevents has one time column: the latest is by charttime
     checked, found = findings(ctx, "What was the last heart rate of patient 10000032?",
                               f"SELECT valuenum FROM chartevents WHERE {HR} ORDER BY valuenum DESC LIMIT 1")
     assert found["wrong_order_kind"].severity == "error" and "latest" in found["wrong_order_kind"].message
-    assert not any(f.suggestion for f in checked.findings if f.check == "wrong_order_kind")
+    assert found["wrong_order_kind"].suggestion == "ORDER BY charttime"
+    # a stay has two (intime, outtime): which one "the latest" means is a guess
+    checked, found = findings(ctx, "What was the last ICU stay id of patient 10000032?",
+                              "SELECT stay_id FROM icustays WHERE subject_id = 10000032 ORDER BY stay_id DESC LIMIT 1")
+    assert "wrong_order_kind" in found and not found["wrong_order_kind"].suggestion
 
 
 def test_windows_and_bounds_are_not_ends_of_an_order(ctx):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from ehrguard.verify.checks import run_checks
-from tests.verify.checking import checks_of, found_and_repaired
+from tests.verify.checking import checks_of, found_and_repaired, found_not_repaired
 
 # --- the code of another item ---------------------------------------------------------------------------------------
 
@@ -110,3 +110,121 @@ def test_the_shipped_specimens_are_read_only_where_the_databases_dictionary_agre
     # eICU has no d_labitems: its numbers are never read as MIMIC-IV lab items
     assert "wrong_specimen" not in checks_of(eicu_ctx, "serum glucose of patient 002-34744",
                                              "SELECT labresult FROM lab WHERE labname = 'glucose' AND labid = 50809")
+
+
+# --- a subquery compared as one value --------------------------------------------------------------------------------
+
+
+def test_a_name_looked_up_as_one_value_where_several_items_carry_it_is_repaired_to_in(ctx):
+    # two lab items are labelled 'potassium, whole blood'; '=' compares with whichever row SQLite meets first
+    found_and_repaired(ctx, "most recent k for 10039831?",
+                       "SELECT valuenum FROM labevents WHERE subject_id = 10039831 AND itemid = (SELECT itemid FROM d_labitems "
+                       "WHERE label = 'potassium, whole blood') ORDER BY charttime DESC LIMIT 1",
+                       "SELECT valuenum FROM labevents WHERE subject_id = 10039831 AND itemid IN (SELECT itemid FROM d_labitems "
+                       "WHERE label = 'potassium, whole blood') ORDER BY charttime DESC LIMIT 1", "scalar_subquery_rows")
+    # one row: nothing to say
+    assert "scalar_subquery_rows" not in checks_of(ctx, "latest heart rate of patient 10039831",
+                                                   "SELECT valuenum FROM chartevents WHERE subject_id = 10039831 AND itemid = "
+                                                   "(SELECT itemid FROM d_items WHERE label = 'heart rate') "
+                                                   "ORDER BY charttime DESC LIMIT 1")
+
+
+# --- dates -----------------------------------------------------------------------------------------------------------
+
+
+def test_a_day_as_the_inclusive_end_of_a_time_range_is_repaired_to_the_end_of_that_day(ctx):
+    found_and_repaired(ctx, "How many labs did 10018081 have from Dec 27 through Dec 29?",
+                       "SELECT COUNT(*) FROM labevents WHERE subject_id = 10018081 AND charttime BETWEEN '2100-12-27' AND '2100-12-29'",
+                       "SELECT COUNT(*) FROM labevents WHERE subject_id = 10018081 AND date(charttime) BETWEEN '2100-12-27' AND "
+                       "'2100-12-29'", "day_bound")
+    # a day as an excluded end is midnight, as meant
+    assert "day_bound" not in checks_of(ctx, "How many labs did 10018081 have before Dec 29?",
+                                        "SELECT COUNT(*) FROM labevents WHERE subject_id = 10018081 AND charttime < '2100-12-29'")
+
+
+def test_a_date_written_without_leading_zeros_is_repaired(eicu_ctx):
+    found_and_repaired(eicu_ctx, "How many potassium results since December 1st?",
+                       "SELECT COUNT(*) FROM lab WHERE labname = 'potassium' AND labresulttime >= '2100-12-1'",
+                       "SELECT COUNT(*) FROM lab WHERE labname = 'potassium' AND labresulttime >= '2100-12-01'", "date_format")
+
+
+# --- ranges, shares, rankings, repeated rows ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("question", "wrong", "right"), [
+    ("How many patients are aged 50 to 60?", "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE age > 50 AND age < 60",
+     "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE age BETWEEN 50 AND 60"),
+    ("How many patients are in their 70s?", "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE age BETWEEN 70 AND 80",
+     "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE age >= 70 AND age < 80"),
+])
+def test_a_range_whose_ends_the_query_keeps_otherwise_is_repaired(ctx, question, wrong, right):
+    found_and_repaired(ctx, question, wrong, right, "wrong_range_end")
+
+
+def test_a_share_computed_by_dividing_whole_numbers_is_repaired_to_a_decimal_division(ctx):
+    found_and_repaired(ctx, "What percentage of admissions ended in death?",
+                       "SELECT 100 * SUM(CASE WHEN discharge_location = 'died' THEN 1 ELSE 0 END) / COUNT(*) FROM admissions",
+                       "SELECT 100.0 * SUM(CASE WHEN discharge_location = 'died' THEN 1 ELSE 0 END) / COUNT(*) FROM admissions",
+                       "integer_division")
+
+
+def test_a_ranking_by_patients_done_by_rows_is_repaired(ctx):
+    found_and_repaired(ctx, "Which 3 drugs were given to the most patients?",
+                       "SELECT drug FROM prescriptions GROUP BY drug ORDER BY COUNT(*) DESC LIMIT 3",
+                       "SELECT drug FROM prescriptions GROUP BY drug ORDER BY COUNT(DISTINCT subject_id) DESC LIMIT 3", "ranked_by_rows")
+    # ranked by how often: rows are what is counted
+    assert "ranked_by_rows" not in checks_of(ctx, "Which 3 drugs were prescribed the most?",
+                                             "SELECT drug FROM prescriptions GROUP BY drug ORDER BY COUNT(*) DESC LIMIT 3")
+
+
+def test_an_average_over_a_join_that_repeats_the_averaged_rows_is_reported(eicu_ctx):
+    found_not_repaired(eicu_ctx, "Average admission weight of stays diagnosed with acute respiratory failure?",
+                       "SELECT AVG(p.admissionweight) FROM patient p JOIN diagnosis d ON d.patientunitstayid = p.patientunitstayid "
+                       "WHERE d.diagnosisname = 'acute respiratory failure'",
+                       "SELECT AVG(admissionweight) FROM patient WHERE patientunitstayid IN (SELECT patientunitstayid FROM diagnosis "
+                       "WHERE diagnosisname = 'acute respiratory failure')", "repeated_rows")
+
+
+def test_the_latest_taken_by_value_is_repaired_to_the_tables_one_time(ctx):
+    found_and_repaired(ctx, "What's 10018081's most recent creatinine?",
+                       "SELECT valuenum FROM labevents WHERE subject_id = 10018081 AND itemid = 50912 ORDER BY valuenum DESC LIMIT 1",
+                       "SELECT valuenum FROM labevents WHERE subject_id = 10018081 AND itemid = 50912 ORDER BY charttime DESC LIMIT 1",
+                       "wrong_order_kind")
+
+
+def test_how_much_answered_by_an_average_is_repaired_to_the_total(eicu_ctx):
+    found_and_repaired(eicu_ctx, "How much urine did 006-100205 make yesterday?",
+                       "SELECT AVG(cellvaluenumeric) FROM intakeoutput WHERE patientunitstayid = 733082 AND cellpath LIKE '%output%' "
+                       "AND celllabel LIKE '%urin%' AND date(intakeoutputtime) = '2100-12-30'",
+                       "SELECT SUM(cellvaluenumeric) FROM intakeoutput WHERE patientunitstayid = 733082 AND cellpath LIKE '%output%' "
+                       "AND celllabel LIKE '%urin%' AND date(intakeoutputtime) = '2100-12-30'", "wrong_aggregate")
+    # '%urin%' is the start of "urine": the pattern is the question's word
+    assert "wrong_value" not in checks_of(eicu_ctx, "How much urine did 006-100205 make yesterday?",
+                                          "SELECT SUM(cellvaluenumeric) FROM intakeoutput WHERE patientunitstayid = 733082 AND "
+                                          "celllabel LIKE '%urin%' AND date(intakeoutputtime) = '2100-12-30'")
+
+
+# --- a patient named by one of their stays ----------------------------------------------------------------------------
+
+
+def test_a_stay_of_the_named_patient_stands_for_the_patient(eicu_ctx):
+    # 2859392 is a unit stay of 027-102233: the patient is in the query, through the stay
+    assert "missing_stated_number" not in checks_of(eicu_ctx, "Any treatments documented for 027-102233 yet?",
+                                                    "SELECT COUNT(*) FROM treatment WHERE patientunitstayid = 2859392")
+    assert "missing_stated_number" in checks_of(eicu_ctx, "Any treatments documented for 027-102233 yet?",
+                                                "SELECT COUNT(*) FROM treatment WHERE patientunitstayid = 2859393")
+
+
+def test_one_row_repeated_is_not_cut_by_a_limit(eicu_ctx):
+    # hospital stay 1981400 has two unit-stay rows with the same hospital times: LIMIT 1 loses nothing
+    assert "limit_cuts_answer" not in checks_of(eicu_ctx, "How long was 022-103873's December hospitalization, in days?",
+                                                "SELECT ROUND(julianday(hospitaldischargetime) - julianday(hospitaladmittime), 1) "
+                                                "FROM patient WHERE patienthealthsystemstayid = 1981400 LIMIT 1")
+
+
+def test_what_language_a_patient_speaks_is_held_only_where_the_schema_has_it(ctx, eicu_ctx):
+    question = "What language does {} speak, do we need an interpreter?"
+    assert "not_in_records" in checks_of(eicu_ctx, question.format("010-11444"),
+                                         "SELECT ethnicity FROM patient WHERE uniquepid = '010-11444'")
+    assert "not_in_records" not in checks_of(ctx, question.format("patient 10018081"),
+                                             "SELECT language FROM admissions WHERE subject_id = 10018081")

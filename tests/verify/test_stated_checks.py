@@ -207,8 +207,10 @@ def test_no_false_alarm_from_the_new_checks(ctx, question, sql):
      "SELECT SUM(totalamount) FROM inputevents WHERE subject_id = 10000032", "wrong_concept"),
     # a diagnosis code read with the procedures' titles: the dictionary its foreign key refers to
     ("What diagnoses were coded for patient 10000032?",
-     "SELECT DISTINCT d.long_title FROM diagnoses_icd di JOIN d_icd_procedures d ON di.icd_code = d.icd_code WHERE di.subject_id = 10000032",
-     "SELECT DISTINCT d.long_title FROM diagnoses_icd di JOIN d_icd_diagnoses d ON di.icd_code = d.icd_code WHERE di.subject_id = 10000032",
+     "SELECT DISTINCT d.long_title FROM diagnoses_icd di JOIN d_icd_procedures d ON di.icd_code = d.icd_code "
+     "WHERE di.subject_id = 10000032",
+     "SELECT DISTINCT d.long_title FROM diagnoses_icd di JOIN d_icd_diagnoses d ON di.icd_code = d.icd_code "
+     "WHERE di.subject_id = 10000032",
      "wrong_reference"),
     ("How many patients had a procedure named with 'catheter'?",
      "SELECT COUNT(DISTINCT subject_id) FROM procedures_icd WHERE icd_code IN (SELECT d_icd_diagnoses.icd_code "

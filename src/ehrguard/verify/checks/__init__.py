@@ -35,8 +35,9 @@ from ehrguard.verify.checks.alignment import (
     check_time_window,
     check_visit_order,
 )
+from ehrguard.verify.checks.arithmetic import check_integer_division
 from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, summary
-from ehrguard.verify.checks.bounds import check_bounds
+from ehrguard.verify.checks.bounds import check_bounds, check_ranges
 from ehrguard.verify.checks.columns import check_name_returned, check_returned_column
 from ehrguard.verify.checks.concepts import check_stated_values, check_substitution
 from ehrguard.verify.checks.contrasts import check_contrasts
@@ -48,8 +49,11 @@ from ehrguard.verify.checks.conventions import (
     check_counts_visits,
     check_grouped_entity,
     check_now,
+    check_ranked_by_people,
 )
+from ehrguard.verify.checks.dates import check_dates
 from ehrguard.verify.checks.execution import check_executes, check_result
+from ehrguard.verify.checks.fanout import check_fanout
 from ehrguard.verify.checks.grounding import check_grounding
 from ehrguard.verify.checks.keys import (
     check_coarse_joins,
@@ -63,6 +67,7 @@ from ehrguard.verify.checks.keys import (
 )
 from ehrguard.verify.checks.ordinals import check_stated_place
 from ehrguard.verify.checks.repair import repair
+from ehrguard.verify.checks.scalars import check_scalar_subqueries
 from ehrguard.verify.checks.schema_refs import check_schema
 from ehrguard.verify.checks.scope import check_visit_scope, check_widened_scope
 from ehrguard.verify.checks.specimens import check_specimen
@@ -91,6 +96,7 @@ CHECKS: tuple[Check, ...] = (
     Check("execution", check_executes),
     Check("result", check_result),
     Check("now", check_now),
+    Check("dates", check_dates),
     Check("values", check_values),
     Check("patient_ids", check_patient_ids),
     Check("id_kinds", check_id_kinds),
@@ -99,14 +105,17 @@ CHECKS: tuple[Check, ...] = (
     Check("referenced_table", check_referenced_table),
     Check("key_kind", check_key_kind),
     Check("codes", check_codes),
+    Check("scalar_subqueries", check_scalar_subqueries),
     Check("code_names", check_code_names),
     Check("specimen", check_specimen),
     Check("coarse_joins", check_coarse_joins),
+    Check("fanout", check_fanout),
     Check("widened_scope", check_widened_scope),
     Check("visit_scope", check_visit_scope),
     Check("count_distinct", check_count_distinct),
     Check("count_kinds", check_count_kinds),
     Check("counts_people", check_counts_people),
+    Check("ranked_by_people", check_ranked_by_people),
     Check("counts_visits", check_counts_visits),
     Check("counted_visit", check_counted_visit),
     Check("grouped_entity", check_grouped_entity),
@@ -114,6 +123,7 @@ CHECKS: tuple[Check, ...] = (
     Check("visit_order", check_visit_order),
     Check("aggregate", check_aggregate),
     Check("text_numbers", check_text_numbers),
+    Check("integer_division", check_integer_division),
     Check("duration_unit", check_duration_unit),
     Check("measure_unit", check_measure_unit),
     Check("still_admitted", check_still_admitted),
@@ -123,6 +133,7 @@ CHECKS: tuple[Check, ...] = (
     Check("limit", check_limit),
     Check("repeated_names", check_repeated_names),
     Check("bounds", check_bounds),
+    Check("ranges", check_ranges),
     Check("tied_end", check_tied_end),
     Check("stated_place", check_stated_place),
     Check("item_filter", check_item_filter),

@@ -42,6 +42,7 @@ _BOUND = re.compile(r"\bat (?:least|most)\b", re.IGNORECASE)  # "at least 3 time
 
 # Which aggregate the question asks for.
 _AVERAGE = re.compile(r"\b(?:average|averaged|mean(?!\s+(?:arterial|blood|bp|corpuscular|platelet))|avg)\b", re.IGNORECASE)
+_HOW_MUCH = re.compile(r"\bhow much\b", re.IGNORECASE)
 _TOTAL = re.compile(r"\b(?:total(?!\s+(?:number|count)\b)|sum|summed|cumulative|altogether)\b", re.IGNORECASE)
 
 # Still in hospital (no discharge yet), and death.
@@ -183,13 +184,41 @@ def check_direction(ctx: SqlContext) -> CheckResult:
     if not findings:
         if asked.time and not asked.size and used["size"] and not used["time"]:
             end = next(iter(used["size"]))
+            time = _only_time_column(ctx, nodes) if len(asked.time) == 1 else None
             findings.append(Finding("wrong_order_kind", "error",
-                                    f"The query takes {_WORDS[end]} value; the question asks for {_WORDS[min(asked.time)]} in time."))
+                                    f"The query takes {_WORDS[end]} value; the question asks for {_WORDS[min(asked.time)]} in time.",
+                                    None, f"ORDER BY {time[1].sql()}" if time else None))
+            if time is not None:
+                edits.append(TreeEdit(_order_by_time(time[1], late=asked.time == {"late"}), target=time[0]))
         elif asked.size and not asked.time and used["time"] and not used["size"]:
             end = next(iter(used["time"]))
             findings.append(Finding("wrong_order_kind", "error",
                                     f"The query takes {_WORDS[end]} in time; the question asks for {_WORDS[min(asked.size)]} value."))
     return found(*findings, edits=edits)
+
+
+def _only_time_column(ctx: SqlContext, nodes: list[tuple[exp.Expression, str, str]]) -> tuple[exp.Expression, exp.Column] | None:
+    """The one ORDER BY key of a query ordered by a value, and the one time column of that value's table: what "the
+    latest" of its rows is ordered by when nothing else could be meant."""
+    if len(nodes) != 1 or not isinstance(nodes[0][0], exp.Ordered) or not isinstance(nodes[0][0].this, exp.Column):
+        return None
+    column = nodes[0][0].this
+    assert ctx.tree is not None
+    tables, _ = aliases(ctx.tree)
+    owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
+    info = ctx.db.schema.table(owner) if owner else None
+    if info is None:
+        return None
+    times = [c.name for c in info.columns if _is_time(ctx, exp.column(c.name, table=owner), {owner: owner})]
+    return (nodes[0][0], exp.column(times[0], table=column.table or None)) if len(times) == 1 else None
+
+
+def _order_by_time(time: exp.Column, *, late: bool) -> Callable[[exp.Expression], None]:
+    def apply(node: exp.Expression) -> None:
+        node.set("this", time.copy())
+        node.set("desc", late)
+
+    return apply
 
 
 def _swap(kind: type[exp.Expression]) -> Callable[[exp.Expression], None]:
@@ -210,7 +239,7 @@ def check_aggregate(ctx: SqlContext) -> CheckResult:
     if avg and not total and sums and not avgs:
         return found(Finding("wrong_aggregate", "error", "The query adds the values up; the question asks for their average.",
                              ctx.span_of("sum("), "AVG"), edits=[TreeEdit(_swap(exp.Avg), target=s) for s in sums])
-    if total and not avg and avgs:
+    if (total or _HOW_MUCH.search(question)) and not avg and avgs:  # "how much urine yesterday": the amount, not a mean
         return found(Finding("wrong_aggregate", "error", "The query takes an average; the question asks for the total.",
                              ctx.span_of("avg("), "SUM"), edits=[TreeEdit(_swap(exp.Sum), target=a) for a in avgs])
     if avg and total and sums and not avgs:  # "the average total cost": the outer aggregate averages the totals
@@ -533,7 +562,8 @@ def _limit_number(ctx: SqlContext) -> int | None:
 
 
 def _limit_cuts(ctx: SqlContext) -> bool:
-    """Without its outer LIMIT the query returns more rows than the LIMIT keeps (asked of the database, capped)."""
+    """Without its outer LIMIT the query returns more rows than the LIMIT keeps (asked of the database, capped), and
+    they are not all one row repeated (a stay's two unit-stay rows with the same hospital times: LIMIT 1 loses nothing)."""
     assert isinstance(ctx.tree, exp.Select)
     n = _limit_number(ctx)
     if n is None:
@@ -541,10 +571,10 @@ def _limit_cuts(ctx: SqlContext) -> bool:
     unlimited = ctx.tree.copy()
     unlimited.set("limit", None)
     try:
-        result = ctx.db.db.execute(unlimited.sql(dialect=ctx.dialect), timeout_s=5, max_rows=n + 1)
+        result = ctx.db.db.execute(unlimited.sql(dialect=ctx.dialect), timeout_s=5, max_rows=max(n + 1, 1000))
     except DatabaseError:
         return False
-    return len(result.rows) > n
+    return len(result.rows) > n and len({tuple(r) for r in result.rows}) > 1
 
 
 def _states_limit(ctx: SqlContext) -> bool:

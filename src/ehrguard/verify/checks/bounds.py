@@ -132,3 +132,74 @@ def check_bounds(ctx: SqlContext) -> CheckResult:
         op = wanted if written is type(node) else _MIRROR[wanted]  # keep the number on the side it is written
         edits.append(TreeEdit(_rewrite(op), target=node))
     return found(*findings, edits=edits)
+
+
+# A range the question states with both ends kept: "aged 50 to 60", "between 40 and 60", "from 2 through 5", "50-60";
+# and a decade of life, "in their 70s" (70 up to, not including, 80).
+_RANGE = re.compile(rf"(?:\bbetween\s+{_N}\s+and\s+{_N}|(?<![\w.]){_N}\s*(?:-|–|to|through|thru)\s*{_N}(?![\w.]))", re.IGNORECASE)
+_DECADE = re.compile(r"\b(?:in (?:their|his|her|the)|aged?(?: in (?:their|his|her|the))?)\s+([1-9]0)'?s\b", re.IGNORECASE)
+_UNIT_AFTER_RANGE = re.compile(r"\s*(?:am|pm|o'?clock|hours?|hrs?|h)\b", re.IGNORECASE)
+
+
+def stated_ranges(question: str) -> list[tuple[float, float, bool]]:
+    """Each range the question states once: (low, high, high end kept). Dates and times of day are not ranges."""
+    text = re.sub(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}:\d{2}\b", " ", question.replace(",", ""))
+    out = []
+    for m in _RANGE.finditer(text):
+        low, high = (float(g) for g in m.groups() if g is not None)
+        if low < high and not _UNIT_AFTER_RANGE.match(text, m.end()):
+            out.append((low, high, True))
+    out += [(float(m.group(1)), float(m.group(1)) + 10, False) for m in _DECADE.finditer(text)]
+    return out if len({(lo, hi) for lo, hi, _ in out}) == len(out) else []
+
+
+def check_ranges(ctx: SqlContext) -> CheckResult:
+    """The query leaves out an end of the range the question states ("aged 50 to 60": ``age > 50 AND age < 60``), or
+    takes in the next decade's first year ("in their 70s": ``BETWEEN 70 AND 80``)."""
+    if ctx.tree is None or _NEGATION.search(ctx.question):
+        return NOTHING
+    findings, edits = [], []
+    for low, high, kept in stated_ranges(ctx.question):
+        ends: dict[float, list[tuple[exp.Expression, type[exp.Expression]]]] = {low: [], high: []}
+        for node in ctx.tree.find_all(*_COMPARISONS):
+            if node.find_ancestor(exp.Not, exp.Except, exp.Case, exp.If) is not None:
+                continue
+            left, right = _number(node.this), _number(node.expression)
+            if right in ends and left is None:
+                ends[right].append((node, type(node)))
+            elif left in ends and right is None:
+                ends[left].append((node, _MIRROR[type(node)]))
+        wanted = {low: exp.GTE, high: exp.LTE if kept else exp.LT}
+        for number, nodes in ends.items():
+            if len(nodes) != 1 or nodes[0][1] is wanted[number] or nodes[0][1] not in (_MIRROR[wanted[number]], _STRICT[wanted[number]]):
+                continue
+            node, written = nodes[0]
+            said = (f"the {low:g}s ({low:g} to {high - 1:g})" if not kept else f"{low:g} to {high:g}")
+            effect = "leaves it out" if wanted[number] in (exp.GTE, exp.LTE) else "takes it in"
+            findings.append(Finding("wrong_range_end", "error", f"The question asks for {said}, "
+                                    f"{'including' if wanted[number] in (exp.GTE, exp.LTE) else 'not'} {number:g}; the query's "
+                                    f"{_SYMBOL[written]} {number:g} {effect}.",
+                                    ctx.span_of(node.sql(dialect="sqlite")), f"{_SYMBOL[wanted[number]]} {number:g}"))
+            edits.append(TreeEdit(_rewrite(wanted[number] if written is type(node) else _MIRROR[wanted[number]]), target=node))
+        if not kept:
+            findings_edits = _decade_between(ctx, low, high)
+            findings += findings_edits[0]
+            edits += findings_edits[1]
+    return found(*findings, edits=edits)
+
+
+# The comparison that differs from a wanted one only in keeping its end (>= vs >, <= vs <).
+_STRICT: dict[type[exp.Expression], type[exp.Expression]] = {exp.GTE: exp.GT, exp.LTE: exp.LT, exp.LT: exp.LTE, exp.GT: exp.GTE}
+
+
+def _decade_between(ctx: SqlContext, low: float, high: float) -> tuple[list[Finding], list[TreeEdit]]:
+    """``BETWEEN 70 AND 80`` for "in their 70s": BETWEEN keeps 80; the decade ends at 79."""
+    assert ctx.tree is not None
+    for node in ctx.tree.find_all(exp.Between):
+        if _number(node.args["low"]) == low and _number(node.args["high"]) == high:
+            def apply(n: exp.Expression, top: float = high - 1) -> None:
+                n.set("high", exp.Literal.number(f"{top:g}"))
+            return ([Finding("wrong_range_end", "error", f"The question asks for the {low:g}s ({low:g} to {high - 1:g}); the query's "
+                             f"BETWEEN keeps {high:g} too.", ctx.span_of(node.sql(dialect="sqlite")), f"BETWEEN {low:g} AND {high - 1:g}")],
+                    [TreeEdit(apply, target=node)])
+    return [], []

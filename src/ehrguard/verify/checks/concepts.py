@@ -58,6 +58,8 @@ def supported(literal: str, question: str) -> bool:
     if not content:
         return True
     stems = {_stem(w) for w in q.split()}
+    if "%" in literal:  # a pattern's word is the start of a word ('%urin%' for "urine", "urinary")
+        return all(any(word.startswith(w) for word in q.split()) for w in content)
     return all(_stem(w) in stems for w in content)
 
 

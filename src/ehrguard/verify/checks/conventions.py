@@ -175,6 +175,41 @@ def check_count_kinds(ctx: SqlContext) -> CheckResult:
     return found(*findings, edits=edits)
 
 
+# A ranking by how many people: "the drugs given to the most patients", "which units had the fewest patients".
+_RANKED_BY_PEOPLE = re.compile(r"\b(?:most|fewest|least|largest number of|highest number of|greatest number of|lowest number of|"
+                               r"smallest number of)\s+(?:[a-z-]+\s+)?(?:patients|people|persons|individuals|subjects)\b", re.IGNORECASE)
+
+
+def check_ranked_by_people(ctx: SqlContext) -> CheckResult:
+    """Groups ranked by how many patients they have ("the 3 drugs given to the most patients"), ordered by a count of
+    rows of a table that holds several rows per patient: the ranking is by orders or events, not by people."""
+    if not isinstance(ctx.tree, exp.Select) or not ctx.tree.args.get("group") or not _RANKED_BY_PEOPLE.search(ctx.question):
+        return NOTHING
+    order = ctx.tree.args.get("order")
+    person = ctx.db.profile.person_ids[:1]
+    source = ctx.tree.args.get("from_") or ctx.tree.args.get("from")
+    table = source.this if source is not None else None
+    if order is None or not person or not isinstance(table, exp.Table) or ctx.tree.args.get("joins"):
+        return NOTHING
+    info = ctx.db.schema.table(table.name)
+    if info is None or info.column(person[0]) is None or one_row_per_person(ctx, table.name, person[0]):
+        return NOTHING
+    aliased = {p.alias.lower(): p.this for p in ctx.tree.expressions if isinstance(p, exp.Alias)}
+    counts = []
+    for key in order.expressions:
+        node = key.this
+        if isinstance(node, exp.Column) and not node.table and node.name.lower() in aliased:
+            node = aliased[node.name.lower()]
+        if isinstance(node, exp.Count) and not isinstance(node.this, exp.Distinct):
+            counts.append(node)
+    if not counts:
+        return NOTHING
+    column = exp.column(person[0], table=table.alias_or_name if table.alias else None)
+    return found(Finding("ranked_by_rows", "error", f"The question ranks by how many patients; the query ranks by how many rows of "
+                         f"{table.name}, which holds several per patient.", None, f"COUNT(DISTINCT {person[0]})"),
+                 edits=[TreeEdit(_distinct_person(column), target=c) for c in counts])
+
+
 def one_row_per_person(ctx: SqlContext, table: str, id_column: str) -> bool:
     """Does ``table`` hold one row per person, or per whatever ``id_column`` identifies (its id unique)?
     Asked of the data once per open database."""

@@ -624,12 +624,15 @@ def check_code_names(ctx: SqlContext) -> CheckResult:
         if any(n is None or supported(n, ctx.question) for n in own):
             continue  # a code with no name, or one the question names
         named = named_values(ctx, [(reference[0], label)], ctx.question)[(reference[0], label)]
-        instead = [v for v in named if not supported(v, everything) and not any(normal_form(v) in normal_form(n or "") for n in own)]
+        # another item only if the table has rows of it ("bun" is a lab item no result refers to: a name, not a reading)
+        instead = {v: held for v in named if not supported(v, everything) and not any(normal_form(v) in normal_form(n or "") for n in own)
+                   and (held := _codes_named(ctx, table, col.name, reference, label, v))}
         if not instead:
             continue
         shown = ", ".join(f"{lit.this} ('{n}')" for lit, n in zip(numbers, own, strict=True))
-        alternatives = " or ".join(f"'{v}'" for v in instead[:3])
-        meant = _code_named(ctx, table, col.name, reference, label, instead[0]) if len(instead) == 1 and count == 1 else None
+        alternatives = " or ".join(f"'{v}'" for v in list(instead)[:3])
+        held = next(iter(instead.values()))
+        meant = held[0] if len(instead) == 1 and len(held) == 1 and count == 1 else None
         findings.append(Finding("wrong_code", "error", f"The query reads {reference[0]} {shown}; the question names {alternatives}.",
                                 ctx.span_of(numbers[0].sql()), meant))
         if meant is not None:
@@ -652,16 +655,15 @@ def _name_of(ctx: SqlContext, reference: tuple[str, str], label: str, lit: exp.L
     return str(rows[0][0]) if rows and rows[0][0] is not None else None
 
 
-def _code_named(ctx: SqlContext, table: str, column: str, reference: tuple[str, str], label: str, name: str) -> str | None:
-    """The one code the dictionary gives this name that the table has rows for."""
+def _codes_named(ctx: SqlContext, table: str, column: str, reference: tuple[str, str], label: str, name: str) -> list[str]:
+    """The codes the dictionary gives this name that the table has rows for."""
     query = exp.select(exp.column(reference[1])).from_(exp.to_table(reference[0])).where(
         exp.column(label).eq(exp.Literal.string(name))).limit(20)
     try:
         codes = [str(r[0]) for r in ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows if r[0] is not None]
-        held = [c for c in codes if c.isdigit() and holds_id(ctx, table, column, code_literal(c))]
+        return [c for c in codes if c.isdigit() and holds_id(ctx, table, column, code_literal(c))]
     except DatabaseError:
-        return None
-    return held[0] if len(held) == 1 else None
+        return []
 
 
 def code_literal(code: str) -> exp.Literal:

@@ -146,7 +146,10 @@ def check_stated_numbers(ctx: SqlContext) -> CheckResult:
     if not stated:
         return NOTHING
     in_sql = _sql_numbers(ctx.sql, ctx.tree)
-    missing = [(n, v) for n, v in stated if not _restated(v, in_sql) and not _visit_of(ctx, ctx.tree, n)]
+    missing = [(n, v) for n, v in stated if not _restated(v, in_sql)]
+    if missing:  # a patient the query names by one of their visits' ids
+        kept = {n for n in _numbers(_without_people(question, _people_of_visits(ctx, ctx.tree)))}
+        missing = [(n, v) for n, v in missing if n in kept]
     # A number inside a range the question states and the query uses describes a case the range is drawn around
     # ("a 68-year-old man ... patients aged 63-73"): the range accounts for it.
     ranges = [(lo, hi) for lo, hi in _ranges(ctx.question) if _restated(lo, in_sql) and _restated(hi, in_sql)]
@@ -250,25 +253,31 @@ def _substitution(ctx: SqlContext, tree: exp.Expression, missing: list[tuple[str
     return slot, text
 
 
-def _visit_of(ctx: SqlContext, tree: exp.Expression, number: str) -> bool:
-    """``number`` is a patient whose admission or stay the query names by its id (``hadm_id = 24181354`` for "patient
-    10004235 ... the admission that started on ..."): the visit stands for the patient, as the data confirms."""
-    if not number.isdigit():
-        return False
+def _people_of_visits(ctx: SqlContext, tree: exp.Expression) -> list[str]:
+    """The ids of the patients whose admissions or stays the query names by their own ids (``hadm_id = 24181354`` for
+    "patient 10004235 ... the admission that started on ...", ``patientunitstayid = 2859392`` for "027-102233"), as the
+    data gives them: the visit stands for its patient."""
+    out: list[str] = []
     for column, literal, home in visits_by_id(ctx, tree):
         table = ctx.db.schema.table(home)
-        person = next((c.name for c in table.columns if c.name.lower() in ctx.db.profile.person_ids), None) if table else None
-        if table is None or person is None:
+        people = [c.name for c in table.columns if c.name.lower() in ctx.db.profile.person_ids] if table else []
+        if table is None or not people:
             continue
         source, visit_id = quoted_names(ctx, table.qualified_name, column.name)
-        _, person_id = quoted_names(ctx, table.qualified_name, person)
-        sql = f"SELECT 1 FROM {source} WHERE {visit_id} = {literal.sql(dialect=ctx.dialect)} AND {person_id} = {number} LIMIT 1"
+        ids = ", ".join(quoted_names(ctx, table.qualified_name, p)[1] for p in people)
+        sql = f"SELECT DISTINCT {ids} FROM {source} WHERE {visit_id} = {literal.sql(dialect=ctx.dialect)} LIMIT 5"
         try:  # asked each time, like keys.holds_id: remembering every id pair asked about would grow a server's memory
-            if ctx.db.db.execute(sql, timeout_s=5).rows:
-                return True
+            out += [str(v) for row in ctx.db.db.execute(sql, timeout_s=5).rows for v in row if v is not None]
         except DatabaseError:
             continue
-    return False
+    return out
+
+
+def _without_people(question: str, people: list[str]) -> str:
+    """The question with the given patient ids left out (they are accounted for)."""
+    for person in people:
+        question = re.sub(rf"(?<![\w-]){re.escape(person)}(?![\w-])", " ", question)
+    return question
 
 
 def _id_condition(ctx: SqlContext, tree: exp.Expression, number: str) -> tuple[str, TreeEdit] | None:

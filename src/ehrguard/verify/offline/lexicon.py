@@ -199,6 +199,10 @@ RECORD_KINDS = (
                ("occupation", "employ", "education", "income")),
     RecordKind("room or bed numbers", cue(r"\b(?:room|bed) (?:numbers?|no\.?)\b|\bwhich (?:room|bed)\b"), ("room", "bed")),
     RecordKind("blood type", cue(r"\bblood (?:type|group)s?\b|\babo (?:type|group)\b"), ("blood_type", "bloodtype", "abo")),
+    # FHIR Patient.communication: the language a patient speaks, and whether an interpreter is needed.
+    RecordKind("language or interpreter needs", cue(r"\b(?:what|which|preferred|primary|native|spoken) languages?\b|\blanguages? "
+                                                     r"(?:does|do|did|is|are)\b|\bspeaks?\b|\binterpreters?\b|\btranslators?\b"),
+               ("language", "interpreter"), feature=False),
     # FHIR DocumentReference / Composition: what clinicians wrote, as text.
     RecordKind("clinical notes or reports", cue(
         r"\b(?:discharge|progress|nursing|nurse'?s|doctor'?s|physician'?s|clinical|clinician'?s|admission|operative|op|consult"

@@ -1,0 +1,68 @@
+"""An average or a total of one table's values, taken after a join that repeats its rows.
+
+``SELECT AVG(p.admissionweight) FROM patient p JOIN diagnosis d ON d.patientunitstayid = p.patientunitstayid WHERE
+d.diagnosisname = '...'``: a stay with the diagnosis entered three times weighs three times in the average. The join
+was only meant to choose which stays count. Found from the data: the query's own rows, counted with and without
+repeats of the averaged table's key, differ. Reported, not repaired (the rewrite keeps the join's conditions as a
+subquery, and which of them belong there is not always certain).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ehrguard.errors import DatabaseError
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, data_fact, found
+from ehrguard.verify.checks.schema_refs import aliases
+from ehrguard.verify.verdict import Finding
+
+
+def check_fanout(ctx: SqlContext) -> CheckResult:
+    """AVG or SUM of a column of a table whose rows the query's join repeats."""
+    if not isinstance(ctx.tree, exp.Select) or not ctx.tree.args.get("joins") or ctx.tree.args.get("group"):
+        return NOTHING
+    tables = aliases(ctx.tree)[0]
+    for agg in ctx.tree.find_all(exp.Avg, exp.Sum):
+        col = agg.this
+        if not isinstance(col, exp.Column) or not col.table or agg.find_ancestor(exp.Select) is not ctx.tree:
+            continue
+        alias = col.table.lower()
+        table = tables.get(alias)
+        key = _joined_key(ctx, alias)
+        if table is None or key is None or not _unique(ctx, table, key):
+            continue
+        counted = ctx.tree.copy()
+        distinct = exp.Count(this=exp.Distinct(expressions=[exp.column(key, table=col.table)]))
+        counted.set("expressions", [exp.Count(this=exp.Star()), distinct])
+        counted.set("order", None)
+        counted.set("limit", None)
+        try:
+            rows = ctx.db.db.execute(counted.sql(dialect=ctx.dialect), timeout_s=10).rows
+        except DatabaseError:
+            continue
+        if rows and rows[0][0] is not None and rows[0][1] is not None and rows[0][0] > rows[0][1]:
+            name = "average" if isinstance(agg, exp.Avg) else "total"
+            return found(Finding("repeated_rows", "error", f"The {name} of {col.sql()} is taken over {rows[0][0]} joined rows of "
+                                 f"{rows[0][1]} {table} rows: the join repeats some of them, and each repeat counts again.",
+                                 ctx.span_of(agg.sql(dialect=ctx.dialect))))
+    return NOTHING
+
+
+def _joined_key(ctx: SqlContext, alias: str) -> str | None:
+    """The column of ``alias`` the query joins on (``ON other.k = alias.k``), when it joins on exactly one."""
+    assert isinstance(ctx.tree, exp.Select)
+    keys = set()
+    for join in ctx.tree.args.get("joins") or ():
+        on = join.args.get("on")
+        for eq in on.find_all(exp.EQ) if on is not None else ():
+            for side, other in ((eq.this, eq.expression), (eq.expression, eq.this)):
+                if isinstance(side, exp.Column) and isinstance(other, exp.Column) and side.table.lower() == alias \
+                        and other.table.lower() != alias:
+                    keys.add(side.name)
+    return next(iter(keys)) if len(keys) == 1 else None
+
+
+def _unique(ctx: SqlContext, table: str, column: str) -> bool:
+    """Does the table hold one row per value of the column? Asked of the data once per open database."""
+    return data_fact(ctx, ("unique_key", table, column), f"SELECT COUNT(*) = COUNT(DISTINCT {column}) FROM {table}",
+                     lambda rows: bool(rows and rows[0][0]))
