@@ -228,3 +228,36 @@ def test_what_language_a_patient_speaks_is_held_only_where_the_schema_has_it(ctx
                                          "SELECT ethnicity FROM patient WHERE uniquepid = '010-11444'")
     assert "not_in_records" not in checks_of(ctx, question.format("patient 10018081"),
                                              "SELECT language FROM admissions WHERE subject_id = 10018081")
+
+
+# --- the visit a question names by its place, repaired ----------------------------------------------------------------
+
+
+def test_every_visits_events_where_the_first_or_last_is_named_are_kept_to_that_visit(ctx, eicu_ctx):
+    found_and_repaired(ctx, "How many lab results were recorded during 10007795's most recent admission?",
+                       "SELECT COUNT(*) FROM labevents WHERE subject_id = 10007795",
+                       "SELECT COUNT(*) FROM labevents WHERE hadm_id = (SELECT hadm_id FROM admissions WHERE subject_id = 10007795 "
+                       "ORDER BY admittime DESC LIMIT 1)", "missing_visit_scope")
+    # eICU: the person is read through the patient table; the unit stay is the medication table's own
+    found_and_repaired(eicu_ctx, "How many medication orders were there during 006-100716's most recent unit stay?",
+                       "SELECT COUNT(*) FROM medication m JOIN patient p ON p.patientunitstayid = m.patientunitstayid "
+                       "WHERE p.uniquepid = '006-100716'",
+                       "SELECT COUNT(*) FROM medication WHERE patientunitstayid = 603253", "missing_visit_scope")
+
+
+def test_a_visit_named_otherwise_than_by_one_end_is_reported_not_repaired(ctx):
+    checked = run_checks("How many lab results were recorded during the second admission of 10007795?",
+                         "SELECT COUNT(*) FROM labevents WHERE subject_id = 10007795", ctx)
+    finding = next(f for f in checked.findings if f.check == "missing_visit_scope")
+    assert finding.suggestion is None
+
+
+def test_each_name_once_is_shown_but_vouches_for_nothing_else(ctx):
+    """A list repaired to name each drug once says what the candidate said: its confidence is the candidate's, not a
+    correction's (which would show it verified when another mistake in it went unseen)."""
+    from ehrguard.verify import verify
+
+    verdict = verify("Which drugs were prescribed to patient 10018081 in their last hospital visit?",
+                     f"SELECT drug FROM prescriptions WHERE hadm_id = {LAST_VISIT}", db=ctx.db.path)
+    assert verdict.action == "correct" and "DISTINCT" in (verdict.sql or "")
+    assert verdict.status == "unverified"

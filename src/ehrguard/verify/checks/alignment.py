@@ -792,7 +792,7 @@ _ICU_VISIT = re.compile(r"\b(first|last|earliest|latest|initial|final|most recen
 _LATE_WORDS = ("last", "latest", "final", "most recent")
 
 
-def _visit_start(ctx: SqlContext, entity: str) -> str | None:
+def visit_start(ctx: SqlContext, entity: str) -> str | None:
     """The column a visit of this kind starts at (admission: the hospital admission time; stay: the unit's)."""
     table = next((e.table for e in ctx.db.profile.entities if e.name == entity), None)
     if table is None:
@@ -815,7 +815,7 @@ def check_visit_order(ctx: SqlContext) -> CheckResult:
     edits: list[Edit] = []
     for entity, pattern in (("admission", _HOSPITAL_VISIT), ("stay", _ICU_VISIT)):
         ends = {("late" if m.group(1).lower() in _LATE_WORDS else "early") for m in pattern.finditer(question)}
-        column = _visit_start(ctx, entity)
+        column = visit_start(ctx, entity)
         if len(ends) != 1 or column is None:
             continue
         want = next(iter(ends))

@@ -16,7 +16,8 @@ from typing import cast
 
 from sqlglot import exp
 
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, visits_by_id
+from ehrguard.verify.checks.alignment import visit_start
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, add_condition, found, visits_by_id
 from ehrguard.verify.checks.conventions import visit_ids
 from ehrguard.verify.checks.keys import named_visits
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
@@ -96,6 +97,7 @@ def check_visit_scope(ctx: SqlContext) -> CheckResult:
     read = {t.name.lower() for t in ctx.tree.find_all(exp.Table)}
     profile = ctx.db.profile
     findings = []
+    edits: list[Edit] = []
     for entity in profile.entities:
         column, home = entity.id_column.lower(), entity.table.lower()
         if column not in named or not read - {home} or _states_visit_id(ctx, column):
@@ -104,10 +106,47 @@ def check_visit_scope(ctx: SqlContext) -> CheckResult:
         if any(_scopes(ctx.tree, c, column, times, home, tables) for c in ctx.tree.find_all(exp.Column)):
             continue
         noun = "hospital admission" if entity.name == "admission" else "stay"
+        repair = _scope_to_visit(ctx, entity.name, column, home, tables)
         findings.append(Finding("missing_visit_scope", "warning",
                                 f"The question is about one {noun} of the patient; the query never says which ({column} or "
-                                f"the {noun}'s times), so the records of every {noun} of theirs come in."))
-    return found(*findings)
+                                f"the {noun}'s times), so the records of every {noun} of theirs come in.", None,
+                                repair[0].sql(dialect=ctx.dialect) if repair else None))
+        if repair is not None:
+            edits.append(TreeEdit(add_condition(repair[0]), target=repair[1]))
+    return found(*findings, edits=edits)
+
+
+# The visit named by its place at either end of the patient's history ("her first admission", "the most recent ICU stay").
+_FIRST_OR_LAST = re.compile(r"\b(first|earliest|initial|last|latest|final|most recent)\b", re.IGNORECASE)
+
+
+def _scope_to_visit(ctx: SqlContext, entity: str, visit: str, home: str,
+                    tables: dict[str, str]) -> tuple[exp.Expression, exp.Select] | None:
+    """The condition that keeps a one-SELECT query to the patient's first or last visit of the kind the question names:
+    ``t.visit = (SELECT visit FROM home WHERE person = N ORDER BY start [DESC] LIMIT 1)``, where the query keeps to one
+    patient by ``person = N`` and reads a table with the visit's id. Only when the question names one end (not
+    "current", not "second") and the profile says when such a visit starts."""
+    assert ctx.tree is not None
+    ends = {m.group(1).lower() for m in _FIRST_OR_LAST.finditer(ctx.question)}
+    if not isinstance(ctx.tree, exp.Select) or len(ends) != 1 or sum(1 for _ in ctx.tree.find_all(exp.Select)) != 1:
+        return None
+    start = visit_start(ctx, entity)
+    person = ctx.db.profile.person_ids[:1]
+    where = ctx.tree.args.get("where")
+    if start is None or not person or where is None:
+        return None
+    kept = [eq.expression for eq in where.find_all(exp.EQ) if isinstance(eq.this, exp.Column) and eq.this.name.lower() == person[0]
+            and isinstance(eq.expression, exp.Literal)]
+    holders = [alias for alias, table in tables.items() if (info := ctx.db.schema.table(table)) is not None
+               and info.column(visit) is not None and table != home] or \
+              [alias for alias, table in tables.items() if table == home]
+    if len(kept) != 1 or len(holders) != 1:
+        return None
+    late = next(iter(ends)) in ("last", "latest", "final", "most recent")
+    pick = exp.select(visit).from_(home).where(exp.column(person[0]).eq(kept[0].copy())).order_by(
+        f"{start} DESC" if late else start).limit(1)
+    qualifier = holders[0] if any(t.alias for t in ctx.tree.find_all(exp.Table)) or len(tables) > 1 else None
+    return exp.column(visit, table=qualifier).eq(exp.Subquery(this=pick)), ctx.tree
 
 
 # A visit named as the start or end of a span ("since his first admission", "before the last ICU stay") is a moment

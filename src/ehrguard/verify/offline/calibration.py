@@ -30,7 +30,10 @@ from ehrguard.labels import ANSWERABLE_TYPES
 SHIPPED_CALIBRATION = DEFAULT_PATH = Path(__file__).parent / "data" / "calibration.json"
 FEATURES = ("bias", "logit_answerable", "empty", "corrected", "known_question", "warnings", "blocked")
 RISKS = (0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
-MIN_SUPPORT = 30  # a bar is only chosen where at least this many answers stay above it
+MIN_SUPPORT = 30
+# Repairs that change how an answer is shown, not what it says (each name once in a list): they vouch for nothing else
+# in the query, so the answer is weighed as the candidate was, not as a corrected one.
+PRESENTATION_ONLY = frozenset({"repeated_names"})  # a bar is only chosen where at least this many answers stay above it
 
 
 def _logit(p: float) -> float:
@@ -62,7 +65,9 @@ def features_from_record(record: dict[str, Any], blocking_checks: frozenset[str]
     category = details.get("question", {}).get("category", {})
     sql = details.get("sql", {})
     checks = set(sql.get("checks", ()))
-    return AnswerFeatures(float(category.get("answerable", 0.0)), sql.get("outcome") == "empty", record["action"] == "correct",
+    fixed = set(str((details.get("repair") or {}).get("fixed") or "").split(", ")) - {""}
+    corrected = record["action"] == "correct" and not (fixed and fixed <= PRESENTATION_ONLY)
+    return AnswerFeatures(float(category.get("answerable", 0.0)), sql.get("outcome") == "empty", corrected,
                           details.get("known_form") is not None, int(sql.get("warnings", 0)),
                           bool(sql.get("errors", 0)) or bool(checks & blocking_checks))
 

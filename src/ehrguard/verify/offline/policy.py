@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from ehrguard.verify.checks import summary
-from ehrguard.verify.offline.calibration import AnswerFeatures, Calibration
+from ehrguard.verify.offline.calibration import PRESENTATION_ONLY, AnswerFeatures, Calibration
 from ehrguard.verify.offline.evidence import Evidence, Outcome, Replacement
 from ehrguard.verify.offline.question import QuestionAssessment
 from ehrguard.verify.verdict import Finding, Status, Verdict
@@ -149,9 +149,14 @@ def blocking(findings: tuple[Finding, ...] | list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == "error" or f.check in BLOCKING_WARNINGS]
 
 
+def corrects(fix: Replacement | None) -> bool:
+    """Is the answer a correction of what the candidate says (not only of how it is shown)?"""
+    return fix is not None and not (fix.kind == "repair" and fix.answers and set(fix.answers) <= PRESENTATION_ONLY)
+
+
 def answer_features(evidence: Evidence, fix: Replacement | None) -> AnswerFeatures:
     """What the calibrated probability of an answer rests on (the candidate's findings, as the run records keep them)."""
-    return AnswerFeatures(evidence.question.category["answerable"], evidence.final_outcome() == "empty", fix is not None,
+    return AnswerFeatures(evidence.question.category["answerable"], evidence.final_outcome() == "empty", corrects(fix),
                           evidence.known_label is not None, sum(f.severity == "warning" for f in evidence.findings),
                           bool(blocking(evidence.findings)))
 
