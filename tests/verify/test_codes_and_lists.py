@@ -104,7 +104,7 @@ def test_items_measured_in_what_the_question_names_are_left_alone(ctx, question,
 
 
 def test_the_shipped_specimens_are_read_only_where_the_databases_dictionary_agrees(ctx, eicu_ctx):
-    from ehrguard.verify.checks.specimens import lab_items
+    from ehrguard.verify.checks.lab_items import lab_items
 
     assert lab_items()["50809"] == ("glucose", "blood", "blood gas")
     # eICU has no d_labitems: its numbers are never read as MIMIC-IV lab items
@@ -261,3 +261,69 @@ def test_each_name_once_is_shown_but_vouches_for_nothing_else(ctx):
                      f"SELECT drug FROM prescriptions WHERE hadm_id = {LAST_VISIT}", db=ctx.db.path)
     assert verdict.action == "correct" and "DISTINCT" in (verdict.sql or "")
     assert verdict.status == "unverified"
+
+
+# --- what an independent review of these checks found (each once a harmful repair or a false alarm) -------------------
+
+
+@pytest.mark.parametrize(("db", "question", "sql", "check"), [
+    # a bound on another column is no end of the question's range
+    ("mimic_iv", "How many patients aged 18-65 had a heart rate of at least 65?",
+     "SELECT COUNT(DISTINCT a.subject_id) FROM admissions a JOIN chartevents c ON a.hadm_id = c.hadm_id WHERE a.age BETWEEN 18 "
+     "AND 65 AND c.itemid = 220045 AND c.valuenum >= 65", "wrong_range_end"),
+    # an eICU patient id is no range
+    ("eicu", "Has patient 003-10465 been diagnosed more than 3 times?",
+     "SELECT COUNT(*) > 3 FROM diagnosis d JOIN patient p ON p.patientunitstayid = d.patientunitstayid WHERE p.uniquepid = '003-10465'",
+     "wrong_range_end"),
+    # "rbc" / "wbc" also label the urine items: the blood count is not another item
+    ("mimic_iv", "What was the last RBC count of patient 10000032?",
+     "SELECT valuenum FROM labevents WHERE subject_id = 10000032 AND itemid = 51279 ORDER BY charttime DESC LIMIT 1", "wrong_code"),
+    # a weight and a price are no amounts given or put out
+    ("eicu", "How much did patient 003-10799 weigh at admission?",
+     "SELECT AVG(admissionweight) FROM patient WHERE uniquepid = '003-10799'", "wrong_aggregate"),
+    ("eicu", "How much does a hemoglobin lab test cost?", "SELECT AVG(cost) FROM cost WHERE eventtype = 'lab'", "wrong_aggregate"),
+    # the first row of an ordered subquery is meant
+    ("eicu", "Admission weight of patient 002-10148 at their first unit stay",
+     "SELECT admissionweight FROM patient WHERE patientunitstayid = (SELECT patientunitstayid FROM patient WHERE uniquepid = "
+     "'002-10148' ORDER BY unitadmittime ASC)", "scalar_subquery_rows"),
+    # "at least ten patients" bounds the drugs; the ranking is by how often
+    ("mimic_iv", "Among drugs given to at least ten patients, which 3 were prescribed most often?",
+     "SELECT drug FROM prescriptions GROUP BY drug HAVING COUNT(DISTINCT subject_id) >= 10 ORDER BY COUNT(*) DESC LIMIT 3",
+     "ranked_by_rows"),
+    # "before" a day: its midnight is the first moment left out
+    ("mimic_iv", "How many lab tests did patient 10000032 have before 2100-07-17?",
+     "SELECT COUNT(*) FROM labevents WHERE subject_id = 10000032 AND charttime <= '2100-07-17'", "day_bound"),
+    # a specimen word about something else in the question
+    ("mimic_iv", "What was the last glucose value of patient 10000032, who was treated for a urinary tract infection?",
+     "SELECT valuenum FROM labevents WHERE subject_id = 10000032 AND itemid = 50931 ORDER BY charttime DESC LIMIT 1",
+     "wrong_specimen"),
+    # the averaged table is joined to the rows the question is about
+    ("mimic_iv", "What is the average patient age over all ICU stays?",
+     "SELECT AVG(a.age) FROM icustays i JOIN admissions a ON i.hadm_id = a.hadm_id", "repeated_rows"),
+    # the records asked for are the rows
+    ("mimic_iv", "List all prescriptions written for patient 10000032.", "SELECT drug FROM prescriptions WHERE subject_id = 10000032",
+     "repeated_names"),
+])
+def test_what_the_review_found_is_left_alone(ctx, eicu_ctx, db, question, sql, check):
+    assert check not in checks_of(ctx if db == "mimic_iv" else eicu_ctx, question, sql)
+
+
+def test_only_the_division_a_result_is_computed_by_is_made_decimal(ctx):
+    # the division inside COUNT(DISTINCT ...) groups ages by decade: it stays whole
+    found_and_repaired(ctx, "What is the average number of admissions per age decade?",
+                       "SELECT COUNT(*) / COUNT(DISTINCT age / 10) FROM admissions",
+                       "SELECT COUNT(*) * 1.0 / COUNT(DISTINCT age / 10) FROM admissions", "integer_division")
+
+
+def test_a_size_the_order_reading_does_not_know_keeps_the_order_unrepaired(ctx):
+    checked = run_checks("What was the heaviest daily weight of the patient in hospital visit 21027282, their last visit?",
+                         "SELECT valuenum FROM chartevents WHERE hadm_id = 21027282 AND itemid = 224639 ORDER BY valuenum DESC LIMIT 1",
+                         ctx)
+    assert not any(f.suggestion for f in checked.findings if f.check == "wrong_order_kind")
+
+
+def test_a_pattern_reads_as_the_start_of_a_word_and_as_its_stem():
+    from ehrguard.verify.checks.concepts import supported
+
+    assert supported("%urin%", "How much urine did she make?")
+    assert supported("%diabetes%", "How many diabetic patients are there?")

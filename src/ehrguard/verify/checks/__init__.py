@@ -39,7 +39,7 @@ from ehrguard.verify.checks.arithmetic import check_integer_division
 from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, summary
 from ehrguard.verify.checks.bounds import check_bounds, check_ranges
 from ehrguard.verify.checks.columns import check_name_returned, check_returned_column
-from ehrguard.verify.checks.concepts import check_stated_values, check_substitution
+from ehrguard.verify.checks.concepts import check_stated_values, check_substitution, check_unasked_filter
 from ehrguard.verify.checks.contrasts import check_contrasts
 from ehrguard.verify.checks.conventions import (
     check_count_distinct,
@@ -139,6 +139,7 @@ CHECKS: tuple[Check, ...] = (
     Check("item_filter", check_item_filter),
     Check("substitution", check_substitution),
     Check("stated_values", check_stated_values),
+    Check("unasked_filter", check_unasked_filter),
     Check("stated_numbers", check_stated_numbers),
     Check("stated_groups", check_stated_groups),
     Check("unscoped_reads", check_unscoped_reads),

@@ -42,7 +42,10 @@ _BOUND = re.compile(r"\bat (?:least|most)\b", re.IGNORECASE)  # "at least 3 time
 
 # Which aggregate the question asks for.
 _AVERAGE = re.compile(r"\b(?:average|averaged|mean(?!\s+(?:arterial|blood|bp|corpuscular|platelet))|avg)\b", re.IGNORECASE)
-_HOW_MUCH = re.compile(r"\bhow much\b", re.IGNORECASE)
+# "How much" of something given or put out over a time: an amount (urine, intake, a drug given), not a weight or a price.
+_HOW_MUCH = re.compile(r"\bhow much (?:[a-z0-9%.-]+ ){0,4}?(?:urine|output|intake|fluids?|volume|blood loss|drain(?:age|ed)?|"
+                       r"given|received|infused|administered|put out|make|made|produce|produced|take in|took in|drink|drank)\b",
+                       re.IGNORECASE)
 _TOTAL = re.compile(r"\b(?:total(?!\s+(?:number|count)\b)|sum|summed|cumulative|altogether)\b", re.IGNORECASE)
 
 # Still in hospital (no discharge yet), and death.
@@ -184,7 +187,7 @@ def check_direction(ctx: SqlContext) -> CheckResult:
     if not findings:
         if asked.time and not asked.size and used["size"] and not used["time"]:
             end = next(iter(used["size"]))
-            time = _only_time_column(ctx, nodes) if len(asked.time) == 1 else None
+            time = _only_time_column(ctx, nodes) if len(asked.time) == 1 and not _SIZE_WORDS.search(ctx.question) else None
             findings.append(Finding("wrong_order_kind", "error",
                                     f"The query takes {_WORDS[end]} value; the question asks for {_WORDS[min(asked.time)]} in time.",
                                     None, f"ORDER BY {time[1].sql()}" if time else None))
@@ -195,6 +198,11 @@ def check_direction(ctx: SqlContext) -> CheckResult:
             findings.append(Finding("wrong_order_kind", "error",
                                     f"The query takes {_WORDS[end]} in time; the question asks for {_WORDS[min(asked.size)]} value."))
     return found(*findings, edits=edits)
+
+
+# A size the question may ask about in words the order reading does not know ("the heaviest", "the longest"), or an
+# order it states ("sorted by value"): then which order is meant is not certain, and the order is not repaired.
+_SIZE_WORDS = re.compile(r"\b(?!latest\b|earliest\b)[a-z]{3,}est\b|\b(?:sort|sorted|order|ordered|rank|ranked)\b", re.IGNORECASE)
 
 
 def _only_time_column(ctx: SqlContext, nodes: list[tuple[exp.Expression, str, str]]) -> tuple[exp.Expression, exp.Column] | None:
@@ -240,7 +248,8 @@ def check_aggregate(ctx: SqlContext) -> CheckResult:
         return found(Finding("wrong_aggregate", "error", "The query adds the values up; the question asks for their average.",
                              ctx.span_of("sum("), "AVG"), edits=[TreeEdit(_swap(exp.Avg), target=s) for s in sums])
     if (total or _HOW_MUCH.search(question)) and not avg and avgs:  # "how much urine yesterday": the amount, not a mean
-        return found(Finding("wrong_aggregate", "error", "The query takes an average; the question asks for the total.",
+        asked = "the total" if total else "how much in all"
+        return found(Finding("wrong_aggregate", "error", f"The query takes an average; the question asks for {asked}.",
                              ctx.span_of("avg("), "SUM"), edits=[TreeEdit(_swap(exp.Sum), target=a) for a in avgs])
     if avg and total and sums and not avgs:  # "the average total cost": the outer aggregate averages the totals
         outer = min(sums, key=lambda node: node.depth)
@@ -574,7 +583,8 @@ def _limit_cuts(ctx: SqlContext) -> bool:
         result = ctx.db.db.execute(unlimited.sql(dialect=ctx.dialect), timeout_s=5, max_rows=max(n + 1, 1000))
     except DatabaseError:
         return False
-    return len(result.rows) > n and len({tuple(r) for r in result.rows}) > 1
+    rows = [repr(r) for r in result.rows]  # repr: a DuckDB list or a PostgreSQL array is no set member
+    return len(rows) > n and set(rows[:n]) != set(rows)
 
 
 def _states_limit(ctx: SqlContext) -> bool:
@@ -662,8 +672,8 @@ def check_repeated_names(ctx: SqlContext) -> CheckResult:
 
 
 # How often or when something happened: the rows of a list are the answer, repeats and all.
-_HOW_OFTEN = re.compile(r"\b(?:how (?:many|often)|times?|when|each (?:dose|record|order|result|reading)|every (?:dose|record|order))\b",
-                        re.IGNORECASE)
+_HOW_OFTEN = re.compile(r"\b(?:how (?:many|often)|times?|when|each|every|prescriptions|orders|records|entries|results|measurements|"
+                        r"readings|administrations|doses|events)\b", re.IGNORECASE)
 
 
 def _asks_all(ctx: SqlContext) -> bool:
@@ -694,7 +704,7 @@ def _names_repeat(ctx: SqlContext) -> bool:
         rows = ctx.db.db.execute(unlimited.sql(dialect=ctx.dialect), timeout_s=5, max_rows=10_000).rows
     except DatabaseError:
         return False
-    return len({tuple(r) for r in rows}) < len(rows)
+    return len({repr(r) for r in rows}) < len(rows)
 
 
 def _distinct_list(node: exp.Expression) -> None:

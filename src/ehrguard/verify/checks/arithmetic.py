@@ -21,10 +21,11 @@ _ASKS_FRACTION = re.compile(r"%|\b(?:percent(?:age)?s?|proportion|ratio|rate|fra
 
 def check_integer_division(ctx: SqlContext) -> CheckResult:
     """A division whose answer changes when its dividend is a decimal."""
-    if ctx.tree is None or ctx.tree.find(exp.Div) is None or not _ASKS_FRACTION.search(ctx.question):
+    if ctx.tree is None or not _ASKS_FRACTION.search(ctx.question) or not _divisions(ctx.tree):
         return NOTHING
     decimal = ctx.tree.copy()
-    _decimal_divisions(decimal)
+    for div in _divisions(decimal):
+        _decimal_dividend(div)
     try:
         before = ctx.db.db.execute(ctx.tree.sql(dialect=ctx.dialect), timeout_s=5, max_rows=50).rows
         after = ctx.db.db.execute(decimal.sql(dialect=ctx.dialect), timeout_s=5, max_rows=50).rows
@@ -34,12 +35,14 @@ def check_integer_division(ctx: SqlContext) -> CheckResult:
         return NOTHING
     return found(Finding("integer_division", "error", "The query divides whole numbers, and the database keeps only the whole part "
                          "of the result; the share asked for has a fraction.", ctx.span_of("/"), "a decimal division (* 1.0)"),
-                 edits=[TreeEdit(_decimal_divisions)])
+                 edits=[TreeEdit(_decimal_dividend, target=div) for div in _divisions(ctx.tree)])
 
 
-def _decimal_divisions(root: exp.Expression) -> None:
-    for div in list(root.find_all(exp.Div)):
-        _decimal_dividend(div)
+def _divisions(tree: exp.Expression) -> list[exp.Div]:
+    """The outermost divisions a result is computed by: not one inside another, an aggregate's argument
+    (``COUNT(DISTINCT age / 10)`` groups by decade), a condition, a grouping, an order or a CASE."""
+    return [div for div in tree.find_all(exp.Div)
+            if div.find_ancestor(exp.Div, exp.AggFunc, exp.Where, exp.Having, exp.Group, exp.Order, exp.Join, exp.Case) is None]
 
 
 def _decimal_dividend(div: exp.Expression) -> None:

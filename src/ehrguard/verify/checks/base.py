@@ -181,6 +181,12 @@ def visits_by_id(ctx: SqlContext, tree: exp.Expression) -> list[tuple[exp.Column
     return out
 
 
+def stored_table(ctx: SqlContext, name: str) -> exp.Table:
+    """A table of the schema as a query reads it: with its schema (``mimiciv_hosp.d_labitems``) where it has one."""
+    info = ctx.db.schema.table(name)
+    return exp.to_table(info.qualified_name if info is not None else name)
+
+
 def quoted_names(ctx: SqlContext, table: str, column: str) -> tuple[str, str]:
     """A table and a column as the database's dialect writes them, quoted (mixed-case or reserved names stay valid)."""
     source = exp.to_table(table)

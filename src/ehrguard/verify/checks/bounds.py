@@ -134,57 +134,71 @@ def check_bounds(ctx: SqlContext) -> CheckResult:
     return found(*findings, edits=edits)
 
 
-# A range the question states with both ends kept: "aged 50 to 60", "between 40 and 60", "from 2 through 5", "50-60";
-# and a decade of life, "in their 70s" (70 up to, not including, 80).
-_RANGE = re.compile(rf"(?:\bbetween\s+{_N}\s+and\s+{_N}|(?<![\w.]){_N}\s*(?:-|–|to|through|thru)\s*{_N}(?![\w.]))", re.IGNORECASE)
+# A range a text states: "aged 50 to 60", "between 40 and 60", "from 2 through 5", "50-60", "63–73"; eICU patient ids
+# ("003-10465") and dates are no ranges.
+_RANGE = re.compile(rf"\bbetween\s+{_N}\s+and\s+{_N}|(?<![\w.]){_N}\s*([-\u2010-\u2014]|to|through|thru|and)\s*{_N}(?![\w.])",
+                    re.IGNORECASE)
+_NOT_RANGES = re.compile(r"\b\d{4}[-\u2010-\u2014]\d{1,2}(?:[-\u2010-\u2014]\d{1,2})?\b|\b\d{1,2}:\d{2}\b|\b\d{3}-\d{4,}\b")
+# A decade of life, "in their 70s": 70 up to, not including, 80.
 _DECADE = re.compile(r"\b(?:in (?:their|his|her|the)|aged?(?: in (?:their|his|her|the))?)\s+([1-9]0)'?s\b", re.IGNORECASE)
-_UNIT_AFTER_RANGE = re.compile(r"\s*(?:am|pm|o'?clock|hours?|hrs?|h)\b", re.IGNORECASE)
+_TIME_OF_DAY_AFTER = re.compile(r"\s*(?:am|pm|o'?clock|hours?|hrs?|h)\b", re.IGNORECASE)
+
+
+def range_mentions(text: str) -> list[tuple[float, float, int, str]]:
+    """Every range the text states with its low end first: (low, high, where it ends, the word joining the ends:
+    "between" for "between 40 and 60", else "-", "to", "through", "thru" or a bare "and")."""
+    text = _NOT_RANGES.sub(lambda m: " " * len(m.group(0)), text.replace(",", " "))
+    out = []
+    for m in _RANGE.finditer(text):
+        a, b, c, joint, d = m.groups()
+        low, high = (float(a), float(b)) if a is not None else (float(c), float(d))
+        if low < high:
+            out.append((low, high, m.end(), "between" if a is not None else joint.lower()))
+    return out
 
 
 def stated_ranges(question: str) -> list[tuple[float, float, bool]]:
-    """Each range the question states once: (low, high, high end kept). Dates and times of day are not ranges."""
-    text = re.sub(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}:\d{2}\b", " ", question.replace(",", ""))
-    out = []
-    for m in _RANGE.finditer(text):
-        low, high = (float(g) for g in m.groups() if g is not None)
-        if low < high and not _UNIT_AFTER_RANGE.match(text, m.end()):
-            out.append((low, high, True))
+    """Each range the question states once, with both ends kept: (low, high, high end kept). A bare "and" lists two
+    numbers rather than joining them; hours of the day are no bound."""
+    text = question.replace(",", " ")
+    out = [(lo, hi, True) for lo, hi, end, joint in range_mentions(question) if joint != "and" and not _TIME_OF_DAY_AFTER.match(text, end)]
     out += [(float(m.group(1)), float(m.group(1)) + 10, False) for m in _DECADE.finditer(text)]
     return out if len({(lo, hi) for lo, hi, _ in out}) == len(out) else []
 
 
 def check_ranges(ctx: SqlContext) -> CheckResult:
     """The query leaves out an end of the range the question states ("aged 50 to 60": ``age > 50 AND age < 60``), or
-    takes in the next decade's first year ("in their 70s": ``BETWEEN 70 AND 80``)."""
+    takes in the next decade's first year ("in their 70s": ``BETWEEN 70 AND 80``). Only where the query compares one
+    column with both ends (the range's column), each end the one way that differs from the question's in keeping it."""
     if ctx.tree is None or _NEGATION.search(ctx.question):
         return NOTHING
     findings, edits = [], []
     for low, high, kept in stated_ranges(ctx.question):
-        ends: dict[float, list[tuple[exp.Expression, type[exp.Expression]]]] = {low: [], high: []}
+        ends: dict[float, list[tuple[exp.Expression, type[exp.Expression], str]]] = {low: [], high: []}
         for node in ctx.tree.find_all(*_COMPARISONS):
             if node.find_ancestor(exp.Not, exp.Except, exp.Case, exp.If) is not None:
                 continue
             left, right = _number(node.this), _number(node.expression)
             if right in ends and left is None:
-                ends[right].append((node, type(node)))
+                ends[right].append((node, type(node), node.this.sql()))
             elif left in ends and right is None:
-                ends[left].append((node, _MIRROR[type(node)]))
+                ends[left].append((node, _MIRROR[type(node)], node.expression.sql()))
         wanted = {low: exp.GTE, high: exp.LTE if kept else exp.LT}
-        for number, nodes in ends.items():
-            if len(nodes) != 1 or nodes[0][1] is wanted[number] or nodes[0][1] not in (_MIRROR[wanted[number]], _STRICT[wanted[number]]):
-                continue
-            node, written = nodes[0]
-            said = (f"the {low:g}s ({low:g} to {high - 1:g})" if not kept else f"{low:g} to {high:g}")
+        if any(len(nodes) != 1 for nodes in ends.values()) or ends[low][0][2] != ends[high][0][2]:
+            if not kept:
+                found_between = _decade_between(ctx, low, high)
+                findings += found_between[0]
+                edits += found_between[1]
+            continue  # not one column bounded by both ends: whatever the query compares, it is not this range
+        said = f"the {low:g}s ({low:g} up to {high:g}, not including it)" if not kept else f"{low:g} to {high:g}"
+        for number, ((node, written, _),) in ends.items():
+            if written is wanted[number] or written is not _STRICT[wanted[number]]:
+                continue  # as the question says, or a comparison the other way (another bound, not this range's end)
             effect = "leaves it out" if wanted[number] in (exp.GTE, exp.LTE) else "takes it in"
-            findings.append(Finding("wrong_range_end", "error", f"The question asks for {said}, "
-                                    f"{'including' if wanted[number] in (exp.GTE, exp.LTE) else 'not'} {number:g}; the query's "
-                                    f"{_SYMBOL[written]} {number:g} {effect}.",
-                                    ctx.span_of(node.sql(dialect="sqlite")), f"{_SYMBOL[wanted[number]]} {number:g}"))
+            findings.append(Finding("wrong_range_end", "error", f"The question asks for {said}; the query's "
+                                    f"{_SYMBOL[written]} {number:g} {effect}.", ctx.span_of(node.sql(dialect="sqlite")),
+                                    f"{_SYMBOL[wanted[number]]} {number:g}"))
             edits.append(TreeEdit(_rewrite(wanted[number] if written is type(node) else _MIRROR[wanted[number]]), target=node))
-        if not kept:
-            findings_edits = _decade_between(ctx, low, high)
-            findings += findings_edits[0]
-            edits += findings_edits[1]
     return found(*findings, edits=edits)
 
 
@@ -193,13 +207,15 @@ _STRICT: dict[type[exp.Expression], type[exp.Expression]] = {exp.GTE: exp.GT, ex
 
 
 def _decade_between(ctx: SqlContext, low: float, high: float) -> tuple[list[Finding], list[TreeEdit]]:
-    """``BETWEEN 70 AND 80`` for "in their 70s": BETWEEN keeps 80; the decade ends at 79."""
+    """``BETWEEN 70 AND 80`` for "in their 70s": BETWEEN keeps 80, which the decade does not; repaired to
+    ``>= 70 AND < 80`` (a value of 79.5 is in the 70s too)."""
     assert ctx.tree is not None
     for node in ctx.tree.find_all(exp.Between):
-        if _number(node.args["low"]) == low and _number(node.args["high"]) == high:
-            def apply(n: exp.Expression, top: float = high - 1) -> None:
-                n.set("high", exp.Literal.number(f"{top:g}"))
-            return ([Finding("wrong_range_end", "error", f"The question asks for the {low:g}s ({low:g} to {high - 1:g}); the query's "
-                             f"BETWEEN keeps {high:g} too.", ctx.span_of(node.sql(dialect="sqlite")), f"BETWEEN {low:g} AND {high - 1:g}")],
-                    [TreeEdit(apply, target=node)])
+        if node.find_ancestor(exp.Not) is None and _number(node.args["low"]) == low and _number(node.args["high"]) == high:
+            def apply(n: exp.Expression) -> None:
+                n.replace(exp.and_(exp.GTE(this=n.this.copy(), expression=n.args["low"].copy()),
+                                   exp.LT(this=n.this.copy(), expression=n.args["high"].copy())))
+            return ([Finding("wrong_range_end", "error", f"The question asks for the {low:g}s ({low:g} up to {high:g}, not "
+                             f"including it); the query's BETWEEN keeps {high:g} too.", ctx.span_of(node.sql(dialect="sqlite")),
+                             f">= {low:g} AND < {high:g}")], [TreeEdit(apply, target=node)])
     return [], []

@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from ehrguard.db.lexicon import normal_form
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, stored_table
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with, literal_comparisons
 from ehrguard.verify.offline.features import mask_values
@@ -49,6 +49,37 @@ def _stem(word: str) -> str:
     return word[:5] if len(word) > 5 else word
 
 
+# Clinicians' usual short names and other names for what records name in full (general clinical usage, not read from any
+# benchmark): a question saying the one names the other. Words on the left are whole words of the question.
+CLINICAL_NAMES: dict[str, tuple[str, ...]] = {
+    "fingerstick": ("bedside",), "finger stick": ("bedside",), "point of care": ("bedside",), "poc": ("bedside",),
+    "ionized": ("free",), "ionised": ("free",), "bun": ("urea nitrogen",), "hgb": ("hemoglobin",), "hb": ("hemoglobin",),
+    "hct": ("hematocrit",), "wbc": ("white blood cells",), "plt": ("platelet count",), "platelets": ("platelet count",),
+    "k": ("potassium",), "k+": ("potassium",), "creat": ("creatinine",),
+    "cr": ("creatinine",), "lactic acid": ("lactate",), "sats": ("o2 saturation",), "spo2": ("o2 saturation",),
+    "hr": ("heart rate",), "rr": ("respiratory rate",), "temp": ("temperature",),
+    "iv": ("intravenous",), "intravenous": ("iv",), "po": ("oral",), "oral": ("po",), "by mouth": ("po", "oral"),
+    "sc": ("subcutaneous",), "subq": ("subcutaneous", "sc"), "subcut": ("subcutaneous", "sc"), "subcutaneous": ("sc", "subq"),
+    "im": ("intramuscular",), "intramuscular": ("im",), "ng": ("nasogastric",), "nasogastric": ("ng",),
+    "pr": ("rectal",), "rectal": ("pr",), "sl": ("sublingual",), "sublingual": ("sl",), "inh": ("inhalation",),
+    "died": ("expired",), "dead": ("expired",), "deceased": ("expired",), "death": ("expired",), "deaths": ("expired",),
+    "alive": ("survived",), "survived": ("alive",),
+    "emergency department": ("emergency room",), "ed": ("emergency room",), "er": ("emergency room",),
+    "emergency room": ("emergency department",),
+    "neb": ("inhalation", "nebulized"),
+}
+
+
+def clinical_wording(question: str) -> str:
+    """The question with each short or other name replaced, in one pass, by the records' first name for it ("k" ->
+    potassium, "fingerstick glucose" -> "bedside glucose", "the ER" -> "the emergency room")."""
+    return _CLINICAL_NAME.sub(lambda m: CLINICAL_NAMES[m.group(0)][0], question.lower())
+
+
+_CLINICAL_NAME = re.compile("(?<![a-z0-9])(?:" + "|".join(re.escape(k) for k in sorted(CLINICAL_NAMES, key=len, reverse=True))
+                            + ")(?![a-z0-9])")
+
+
 def supported(literal: str, question: str) -> bool:
     """Does the question mention the literal: its words in order, or every content word of it (stems compared)?"""
     lit, q = _normal(literal.replace("%", " ")), _normal(question)
@@ -58,9 +89,8 @@ def supported(literal: str, question: str) -> bool:
     if not content:
         return True
     stems = {_stem(w) for w in q.split()}
-    if "%" in literal:  # a pattern's word is the start of a word ('%urin%' for "urine", "urinary")
-        return all(any(word.startswith(w) for word in q.split()) for w in content)
-    return all(_stem(w) in stems for w in content)
+    # a pattern's word may also be the start of a word ('%urin%' for "urine", "urinary")
+    return all(_stem(w) in stems or ("%" in literal and any(word.startswith(w) for word in q.split())) for w in content)
 
 
 def named_values(ctx: SqlContext, columns: list[tuple[str, str]], text: str) -> dict[tuple[str, str], list[str]]:
@@ -128,16 +158,20 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
     everything = " ".join(lit.this for _, _, lit in compared)
     findings: list[Finding] = []
     edits: list[Edit] = []
+    plain = clinical_wording(ctx.question)
+    question = ctx.question if plain == ctx.question.lower() else f"{ctx.question} ; {plain}"
     for table, column, lit in compared:
         table = owner_table(ctx, table, column, tables)
-        if not table or column.endswith("id") or supported(lit.this, ctx.question):
+        if not table or column.endswith("id") or not _distinct_count(ctx, table, column):
             continue
-        if not _distinct_count(ctx, table, column):
-            continue
-        named = named_values(ctx, [(table, column)], ctx.question)[(table, column)]
-        excluded = excluded_words(mask_values(ctx.question, ctx.sql))  # "excluding elective ones": named to be left out
-        instead = [v for v in named if not supported(v, everything) and _normal(v) not in _normal(lit.this)
-                   and not {_singular(w) for w in re.findall(r"[a-z]+", v.lower())} & excluded]
+        if supported(lit.this, question):
+            # named, but maybe only inside a longer name the question says ("bedside glucose" asked, 'glucose' queried)
+            instead = [] if "%" in lit.this else _inside_longer_name(ctx, table, column, lit.this, plain, everything)
+        else:
+            named = named_values(ctx, [(table, column)], question)[(table, column)]
+            excluded = excluded_words(mask_values(ctx.question, ctx.sql))  # "excluding elective ones": named to be left out
+            instead = [v for v in named if not supported(v, everything) and _normal(v) not in _normal(lit.this)
+                       and not {_singular(w) for w in re.findall(r"[a-z]+", v.lower())} & excluded]
         if not instead:
             continue
         alternatives = " or ".join(f"'{v}'" for v in instead[:3])
@@ -147,6 +181,67 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
         if len(instead) == 1 and "%" not in lit.this:
             edits.append(TreeEdit(_replace_with(instead[0]), target=lit))
     return found(*findings, edits=edits)
+
+
+# A column of categories (routes, types, statuses) holds at most this many distinct values.
+CATEGORY_MAX_VALUES = 200
+
+
+def check_unasked_filter(ctx: SqlContext) -> CheckResult:
+    """A condition keeps one category of a column (a route, a type, a status) the question never mentions, and the
+    question names no category of that column at all: the answer is cut to a subgroup nobody asked about
+    (``routeadmin = 'po'`` for "how many acetaminophen doses"). Read from the data: the column's distinct values, few
+    enough to be categories, and the question's words (with clinicians' short names: "oral" is po)."""
+    if not isinstance(ctx.tree, exp.Select):
+        return NOTHING
+    tables, _ = aliases(ctx.tree)
+    question = f"{ctx.question} ; {clinical_wording(ctx.question)}"
+    names = {(t.lower(), c.lower()) for t, c in name_columns(ctx)}
+    for table, column, lit in literal_comparisons(ctx.tree, tables, (exp.EQ,)):
+        select = lit.find_ancestor(exp.Select)
+        if select is not ctx.tree or lit.find_ancestor(exp.Not, exp.Case, exp.If, exp.Or) is not None:
+            continue  # only the outer query's own conditions, each one kept (not an alternative or a CASE)
+        table = owner_table(ctx, table, column, tables)
+        if not table or len(lit.this) < 2 or "%" in lit.this or column.endswith("id") or (table, column) in names:
+            continue
+        values = _categories(ctx, table, column)
+        if not values or lit.this not in values or supported(lit.this, question) or ctx.db.schema.table(lit.this) is not None:
+            continue  # a value that names a table (cost.event_type = 'prescriptions') is a kind of row: key_kind's question
+        if any(supported(v, question) for v in values if any(w not in _PLAIN and len(w) >= 2 for w in _words(v))):
+            continue  # the question names a category of this column: which one is the substitution check's question
+        return found(Finding("unasked_filter", "warning", f"The query keeps only {table}.{column} = '{lit.this}'; the question "
+                             "does not ask for that, so the other ones are left out.", ctx.span_of(f"'{lit.this}'")))
+    return NOTHING
+
+
+def _categories(ctx: SqlContext, table: str, column: str) -> list[str]:
+    """The column's distinct values when they are few enough to be categories (asked of the data once per open
+    database); empty otherwise."""
+
+    def read() -> list[str]:
+        col, source = exp.column(column), stored_table(ctx, table)
+        query = exp.select(col).distinct().from_(source).where(exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null())))
+        try:
+            rows = ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5, max_rows=CATEGORY_MAX_VALUES + 1).rows
+        except DatabaseError:
+            return []
+        if len(rows) > CATEGORY_MAX_VALUES or not all(isinstance(r[0], str) for r in rows):
+            return []
+        return [r[0] for r in rows]
+
+    return ctx.db.derived(("categories", table, column), read)
+
+
+def _inside_longer_name(ctx: SqlContext, table: str, column: str, literal: str, question: str, everything: str) -> list[str]:
+    """The column's values the question names, sharing a word with the literal, when the question names the literal
+    only inside one of them or not at all: 'bedside glucose' asked and 'glucose' queried, 'free calcium' (ionized) asked
+    and 'calcium, total' queried. The query took another name of the same thing's family."""
+    named = named_values(ctx, [(table, column)], question)[(table, column)]
+    lit = _normal(literal)
+    if lit in {_normal(v) for v in named}:
+        return []  # the literal is named on its own too
+    words = {w for w in lit.split() if w not in _PLAIN}
+    return [v for v in named if _normal(v) != lit and words & set(_normal(v).split()) and not supported(v, everything)]
 
 
 def _distinct_count(ctx: SqlContext, table: str, column: str) -> int:

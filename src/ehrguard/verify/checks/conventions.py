@@ -9,7 +9,7 @@ from functools import partial
 
 from sqlglot import exp
 
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TextEdit, TreeEdit, data_fact, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TextEdit, TreeEdit, data_fact, found, quoted_names
 from ehrguard.verify.checks.concepts import name_columns_by_table
 from ehrguard.verify.checks.keys import rename
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
@@ -176,7 +176,7 @@ def check_count_kinds(ctx: SqlContext) -> CheckResult:
 
 
 # A ranking by how many people: "the drugs given to the most patients", "which units had the fewest patients".
-_RANKED_BY_PEOPLE = re.compile(r"\b(?:most|fewest|least|largest number of|highest number of|greatest number of|lowest number of|"
+_RANKED_BY_PEOPLE = re.compile(r"(?<!\bat )\b(?:most|fewest|least|largest number of|highest number of|greatest number of|lowest number of|"
                                r"smallest number of)\s+(?:[a-z-]+\s+)?(?:patients|people|persons|individuals|subjects)\b", re.IGNORECASE)
 
 
@@ -213,7 +213,10 @@ def check_ranked_by_people(ctx: SqlContext) -> CheckResult:
 def one_row_per_person(ctx: SqlContext, table: str, id_column: str) -> bool:
     """Does ``table`` hold one row per person, or per whatever ``id_column`` identifies (its id unique)?
     Asked of the data once per open database."""
-    return data_fact(ctx, ("one_row_per_person", table, id_column), f"SELECT COUNT(*) = COUNT(DISTINCT {id_column}) FROM {table}",
+    info = ctx.db.schema.table(table)
+    stored = info.column(id_column) if info is not None else None
+    source, column = quoted_names(ctx, info.qualified_name if info is not None else table, stored.name if stored else id_column)
+    return data_fact(ctx, ("one_row_per_person", table, id_column), f"SELECT COUNT(*) = COUNT(DISTINCT {column}) FROM {source}",
                      lambda rows: bool(rows and rows[0][0]))
 
 

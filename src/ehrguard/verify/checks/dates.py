@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import re
 from datetime import date, timedelta
-from functools import partial
 
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, stored_table
 from ehrguard.verify.checks.keys import table_of
 from ehrguard.verify.checks.schema_refs import aliases
+from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.verdict import Finding
 
 _LOOSE_DATE = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})((?:[ T].*)?)$")
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _COMPARED = (exp.EQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+_EXCLUSIVE = re.compile(r"\b(?:before|prior to|earlier than|up to but not)\b", re.IGNORECASE)
 
 
 def check_dates(ctx: SqlContext) -> CheckResult:
@@ -35,7 +36,7 @@ def check_dates(ctx: SqlContext) -> CheckResult:
     tables = aliases(ctx.tree)[0]
     findings: list[Finding] = []
     edits: list[Edit] = []
-    for lit in ctx.tree.find_all(exp.Literal):
+    for lit in ctx.tree.find_all(exp.Literal) if ctx.dialect == "sqlite" else ():  # elsewhere a timestamp reads it as a date
         m = _LOOSE_DATE.match(lit.this) if lit.is_string else None
         if m is None or _DAY.match(lit.this[:10]) or not isinstance(lit.parent, (*_COMPARED, exp.Between)):
             continue
@@ -47,20 +48,18 @@ def check_dates(ctx: SqlContext) -> CheckResult:
         findings.append(Finding("date_format", "error", f"'{lit.this}' is not written as a date the records compare with "
                                 f"(YYYY-MM-DD): compared as text it falls among other days. Meant: '{padded}'.",
                                 ctx.span_of(f"'{lit.this}'"), f"'{padded}'"))
-        edits.append(TreeEdit(partial(_set_text, padded), target=lit))
-    for column, lit in _inclusive_day_ends(ctx.tree):
+        edits.append(TreeEdit(_replace_with(padded), target=lit))
+    # "before the 17th", "prior to": the day is the first one left out, and midnight is where it starts
+    ends = [] if _EXCLUSIVE.search(ctx.question) else _inclusive_day_ends(ctx.tree)
+    for column, lit in ends:
         table = table_of(ctx, column, tables)
         if not table or not _later_that_day(ctx, table, column.name, lit.this):
             continue
         end = f"{lit.this} 23:59:59"
         findings.append(Finding("day_bound", "error", f"'{lit.this}' as the last time kept is midnight when that day begins: the "
                                 f"rest of {lit.this} is left out of {column.name}.", ctx.span_of(f"'{lit.this}'"), f"'{end}'"))
-        edits.append(TreeEdit(partial(_set_text, end), target=lit))
+        edits.append(TreeEdit(_replace_with(end), target=lit))
     return found(*findings, edits=edits)
-
-
-def _set_text(value: str, node: exp.Expression) -> None:
-    node.replace(exp.Literal.string(value))
 
 
 def _inclusive_day_ends(tree: exp.Expression) -> list[tuple[exp.Column, exp.Literal]]:
@@ -88,7 +87,7 @@ def _later_that_day(ctx: SqlContext, table: str, column: str, day: str) -> bool:
     except ValueError:
         return False
     col = exp.column(column)
-    query = exp.select("1").from_(exp.to_table(table)).where(
+    query = exp.select("1").from_(stored_table(ctx, table)).where(
         exp.and_(exp.GT(this=col, expression=exp.Literal.string(day)), exp.LT(this=col.copy(), expression=exp.Literal.string(following)))
     ).limit(1)
     try:

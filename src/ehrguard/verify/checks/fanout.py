@@ -12,7 +12,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, data_fact, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found
+from ehrguard.verify.checks.conventions import one_row_per_person
 from ehrguard.verify.checks.schema_refs import aliases
 from ehrguard.verify.verdict import Finding
 
@@ -28,8 +29,11 @@ def check_fanout(ctx: SqlContext) -> CheckResult:
             continue
         alias = col.table.lower()
         table = tables.get(alias)
+        source = ctx.tree.args.get("from_") or ctx.tree.args.get("from")
+        if source is None or not isinstance(source.this, exp.Table) or source.this.alias_or_name.lower() != alias:
+            continue  # the averaged table is joined to the rows the query is about ("the average age over all ICU stays")
         key = _joined_key(ctx, alias)
-        if table is None or key is None or not _unique(ctx, table, key):
+        if table is None or key is None or not one_row_per_person(ctx, table, key):
             continue
         counted = ctx.tree.copy()
         distinct = exp.Count(this=exp.Distinct(expressions=[exp.column(key, table=col.table)]))
@@ -60,9 +64,3 @@ def _joined_key(ctx: SqlContext, alias: str) -> str | None:
                         and other.table.lower() != alias:
                     keys.add(side.name)
     return next(iter(keys)) if len(keys) == 1 else None
-
-
-def _unique(ctx: SqlContext, table: str, column: str) -> bool:
-    """Does the table hold one row per value of the column? Asked of the data once per open database."""
-    return data_fact(ctx, ("unique_key", table, column), f"SELECT COUNT(*) = COUNT(DISTINCT {column}) FROM {table}",
-                     lambda rows: bool(rows and rows[0][0]))

@@ -28,9 +28,11 @@ from sqlglot import exp
 
 from ehrguard.db.lexicon import normal_form
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, add_condition, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, add_condition, found, stored_table
 from ehrguard.verify.checks.concepts import named_values, supported
+from ehrguard.verify.checks.lab_items import lab_items
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
+from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.verdict import Finding
 
 
@@ -499,7 +501,7 @@ def holds_id(ctx: SqlContext, table: str, column: str, lit: exp.Literal) -> bool
     """Does an entity have this id? Asked each time (an id lookup is indexed; remembering every id ever asked about
     would grow a server's memory without bound). The value is written as the query wrote it, a number or a string."""
     value = exp.Literal.string(lit.this) if lit.is_string else exp.Literal.number(lit.this)
-    query = exp.select("1").from_(exp.to_table(table)).where(exp.column(column).eq(value)).limit(1)
+    query = exp.select("1").from_(stored_table(ctx, table)).where(exp.column(column).eq(value)).limit(1)
     return bool(ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows)
 
 
@@ -613,7 +615,8 @@ def check_code_names(ctx: SqlContext) -> CheckResult:
     if not coded:
         return NOTHING
     try:
-        names = {(ref, lit.this): _name_of(ctx, ref, label, lit) for _, _, ref, label, numbers, _ in coded for lit in numbers}
+        names = {(ref, lit.this): name_of(ctx, ref[0], ref[1], label, lit.this)
+                 for _, _, ref, label, numbers, _ in coded for lit in numbers}
     except DatabaseError:
         return NOTHING
     everything = " ".join(n for n in names.values() if n)
@@ -625,19 +628,32 @@ def check_code_names(ctx: SqlContext) -> CheckResult:
             continue  # a code with no name, or one the question names
         named = named_values(ctx, [(reference[0], label)], ctx.question)[(reference[0], label)]
         # another item only if the table has rows of it ("bun" is a lab item no result refers to: a name, not a reading)
+        # ... and measured in what the query's item is ("wbc" names the urine item: no other name for the blood count)
         instead = {v: held for v in named if not supported(v, everything) and not any(normal_form(v) in normal_form(n or "") for n in own)
-                   and (held := _codes_named(ctx, table, col.name, reference, label, v))}
+                   and (held := [c for c in _codes_named(ctx, table, col.name, reference, label, v)
+                                 if _same_fluid(reference[0], numbers[0].this, c)])}
         if not instead:
             continue
         shown = ", ".join(f"{lit.this} ('{n}')" for lit, n in zip(numbers, own, strict=True))
         alternatives = " or ".join(f"'{v}'" for v in list(instead)[:3])
         held = next(iter(instead.values()))
-        meant = held[0] if len(instead) == 1 and len(held) == 1 and count == 1 else None
+        # a short name (an abbreviation clinicians use for more than one test) is only reported
+        certain = len(instead) == 1 and len(held) == 1 and count == 1 and len(next(iter(instead)).strip()) > 4
+        meant = held[0] if certain else None
         findings.append(Finding("wrong_code", "error", f"The query reads {reference[0]} {shown}; the question names {alternatives}.",
                                 ctx.span_of(numbers[0].sql()), meant))
         if meant is not None:
-            edits.append(TreeEdit(partial(set_number, meant), target=numbers[0]))
+            edits.append(TreeEdit(_replace_with(meant, string=False), target=numbers[0]))
     return found(*findings, edits=edits)
+
+
+def _same_fluid(dictionary: str, code: str, other: str) -> bool:
+    """Two lab codes measured in the same fluid, as the shipped MIMIC-IV lab dictionary says (other dictionaries: no
+    such knowledge, and nothing stands against the move)."""
+    if dictionary != "d_labitems":
+        return True
+    one, two = lab_items().get(code), lab_items().get(other)
+    return one is None or two is None or one[1] == two[1]
 
 
 def _label_column(ctx: SqlContext, table: str) -> str | None:
@@ -648,16 +664,17 @@ def _label_column(ctx: SqlContext, table: str) -> str | None:
     return next((n for n in names if f"{table}.{n.lower()}" in indexed), None)
 
 
-def _name_of(ctx: SqlContext, reference: tuple[str, str], label: str, lit: exp.Literal) -> str | None:
-    query = exp.select(exp.column(label)).from_(exp.to_table(reference[0])).where(
-        exp.column(reference[1]).eq(exp.Literal.number(lit.this))).limit(1)
+def name_of(ctx: SqlContext, dictionary: str, code_column: str, label: str, code: str) -> str | None:
+    """The name a dictionary gives a numeric code (``d_items`` 220045: 'heart rate'); None when it has none."""
+    query = exp.select(exp.column(label)).from_(stored_table(ctx, dictionary)).where(
+        exp.column(code_column).eq(code_literal(code))).limit(1)
     rows = ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows
     return str(rows[0][0]) if rows and rows[0][0] is not None else None
 
 
 def _codes_named(ctx: SqlContext, table: str, column: str, reference: tuple[str, str], label: str, name: str) -> list[str]:
     """The codes the dictionary gives this name that the table has rows for."""
-    query = exp.select(exp.column(reference[1])).from_(exp.to_table(reference[0])).where(
+    query = exp.select(exp.column(reference[1])).from_(stored_table(ctx, reference[0])).where(
         exp.column(label).eq(exp.Literal.string(name))).limit(20)
     try:
         codes = [str(r[0]) for r in ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows if r[0] is not None]
@@ -669,11 +686,6 @@ def _codes_named(ctx: SqlContext, table: str, column: str, reference: tuple[str,
 def code_literal(code: str) -> exp.Literal:
     """A code written as a number (``exp.Literal.number`` may give a negation)."""
     return exp.Literal(this=code, is_string=False)
-
-
-def set_number(value: str, node: exp.Expression) -> None:
-    """A tree edit: the node becomes the number ``value``."""
-    node.replace(code_literal(value))
 
 
 def _reference(ctx: SqlContext, table: str, column: str) -> tuple[str, str] | None:
@@ -693,10 +705,7 @@ def _defined_elsewhere(ctx: SqlContext, reference: tuple[str, str], lit: exp.Lit
         label = next((c.name for c in info.columns if c.name.lower() in ("label", "name", "title", "long_title")), None)
         if label is None or not holds_id(ctx, name, reference[1], lit):
             continue
-        query = exp.select(exp.column(label)).from_(exp.to_table(name)).where(
-            exp.column(reference[1]).eq(exp.Literal.number(lit.this))).limit(1)
-        rows = ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows
-        return name, str(rows[0][0]) if rows else ""
+        return name, name_of(ctx, name, reference[1], label, lit.this) or ""
     return None
 
 

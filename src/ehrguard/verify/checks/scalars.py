@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
+from ehrguard.verify.checks.concepts import name_columns
 from ehrguard.verify.verdict import Finding
 
 MAX_SHOWN = 5
@@ -28,8 +29,9 @@ def check_scalar_subqueries(ctx: SqlContext) -> CheckResult:
     edits: list[Edit] = []
     for node in ctx.tree.find_all(exp.EQ):
         sub = node.expression if isinstance(node.expression, exp.Subquery) else None
-        if sub is None or not isinstance(sub.this, exp.Select) or len(sub.this.expressions) != 1 or sub.this.args.get("limit"):
-            continue
+        if sub is None or not isinstance(sub.this, exp.Select) or len(sub.this.expressions) != 1 or sub.this.args.get("limit") \
+                or sub.this.args.get("order"):
+            continue  # with LIMIT, or an ORDER BY whose first row SQLite takes: one row is meant
         try:
             rows = ctx.db.db.execute(sub.this.sql(dialect=ctx.dialect), timeout_s=5, max_rows=100).rows
         except DatabaseError:
@@ -38,7 +40,7 @@ def check_scalar_subqueries(ctx: SqlContext) -> CheckResult:
         if len(values) < 2:
             continue
         shown = ", ".join(str(v) for v in values[:MAX_SHOWN]) + (", ..." if len(values) > MAX_SHOWN else "")
-        lookup = _name_lookup(sub.this)
+        lookup = _name_lookup(ctx, sub.this)
         findings.append(Finding("scalar_subquery_rows", "error",
                                 f"The subquery compared as one value returns {len(values)} different values ({shown}); '=' keeps only "
                                 "the first the database meets" + (f", though every one is {lookup}." if lookup else "."),
@@ -48,13 +50,18 @@ def check_scalar_subqueries(ctx: SqlContext) -> CheckResult:
     return found(*findings, edits=edits)
 
 
-def _name_lookup(select: exp.Select) -> str | None:
-    """The name a subquery looks up by one equality on a text value (``WHERE label = 'x'``), as shown to the reader."""
+def _name_lookup(ctx: SqlContext, select: exp.Select) -> str | None:
+    """The name a subquery looks up by one equality on a column of names (``WHERE label = 'x'``: the profile's name
+    columns, not an id), as shown to the reader."""
     where = select.args.get("where")
-    if select.args.get("joins") or select.args.get("group") or where is None or not isinstance(where.this, exp.EQ):
+    source = select.args.get("from_") or select.args.get("from")
+    if select.args.get("joins") or select.args.get("group") or where is None or not isinstance(where.this, exp.EQ) \
+            or source is None or not isinstance(source.this, exp.Table):
         return None
     left, right = where.this.this, where.this.expression
-    if isinstance(left, exp.Column) and isinstance(right, exp.Literal) and right.is_string:
+    names = {(t.lower(), c.lower()) for t, c in name_columns(ctx)}
+    if isinstance(left, exp.Column) and isinstance(right, exp.Literal) and right.is_string \
+            and (source.this.name.lower(), left.name.lower()) in names:
         return f"{left.name} '{right.this}'"
     return None
 

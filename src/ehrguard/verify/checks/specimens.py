@@ -17,20 +17,17 @@ label, so another database's codes are never read through it.
 
 from __future__ import annotations
 
-import json
 import re
-from functools import cache, partial
-from pathlib import Path
 
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
-from ehrguard.verify.checks.keys import code_literal, holds_id, set_number, table_of
+from ehrguard.verify.checks.keys import code_literal, holds_id, name_of, table_of
+from ehrguard.verify.checks.lab_items import lab_items
 from ehrguard.verify.checks.schema_refs import aliases
+from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.verdict import Finding
-
-KNOWLEDGE = Path(__file__).resolve().parents[1] / "offline" / "data" / "mimic_iv_lab_specimens.json"
 
 
 class Specimen:
@@ -64,19 +61,21 @@ SPECIMENS = (
 )
 
 
-@cache
-def lab_items() -> dict[str, tuple[str, str, str]]:
-    """itemid -> (label, fluid, category), all in lower case."""
-    record = json.loads(KNOWLEDGE.read_text())
-    return {code: (label, fluid, category) for code, (label, fluid, category) in record["items"].items()}
+# How far from the test's name a specimen word says what it was measured in ("serum glucose", "glucose in the urine").
+NEAR_WORDS = 3
 
 
-def named_specimens(question: str, label: str) -> list[Specimen]:
-    """The specimens the question names outside the item's own label ("white blood cells in urine": urine, not blood)."""
+def named_specimens(question: str, label: str) -> list[Specimen] | None:
+    """The specimens the question names next to the item's label, outside the label itself ("white blood cells in
+    urine": urine, not blood; "glucose of a patient treated for a urinary tract infection": none). None when the
+    question does not name the label at all (it says the test in other words, and where is not knowable)."""
     text = question.lower()
-    if label:
-        text = re.sub(rf"(?<![a-z0-9]){re.escape(label)}(?![a-z0-9])", " ", text)
-    named = [s for s in SPECIMENS if s.pattern.search(text)]
+    mentions = list(re.finditer(rf"(?<![a-z0-9]){re.escape(label)}(?![a-z0-9])", text)) if label else []
+    if not mentions:
+        return None
+    near = " ".join(" ".join(re.findall(r"[a-z0-9+]+", text[:m.start()])[-NEAR_WORDS:] + ["#"]
+                             + re.findall(r"[a-z0-9+]+", text[m.end():])[:NEAR_WORDS]) for m in mentions)
+    named = [s for s in SPECIMENS if s.pattern.search(near)]
     # "blood gas" names blood as well: the narrower name stands
     return [s for s in named if not (s.name == "blood" and any(o.name in ("a blood gas", "serum") for o in named))]
 
@@ -100,7 +99,7 @@ def check_specimen(ctx: SqlContext) -> CheckResult:
             continue
         label, fluid, category = known
         stated = named_specimens(ctx.question, label)
-        if any(s.holds(fluid, category) for s in stated) or (not stated and fluid == "blood"):
+        if stated is None or any(s.holds(fluid, category) for s in stated) or (not stated and fluid == "blood"):
             continue
         wanted = stated or [s for s in SPECIMENS if s.name == "blood"]
         others = [code for code, (other, f, c) in lab_items().items()
@@ -120,15 +119,14 @@ def check_specimen(ctx: SqlContext) -> CheckResult:
             findings.append(Finding("other_specimen", "warning", f"The query reads {label} measured in {where} (lab item {lit.this}); "
                                     "the question names no specimen, and it is measured in blood too.", ctx.span_of(lit.sql()), meant))
         if meant is not None:
-            edits.append(TreeEdit(partial(set_number, meant), target=lit))
+            edits.append(TreeEdit(_replace_with(meant, string=False), target=lit))
     return found(*findings, edits=edits)
 
 
 def _same_label(ctx: SqlContext, code: str, label: str) -> bool:
     """The database's own lab dictionary gives the code this label (its codes are MIMIC-IV's)."""
-    query = exp.select("label").from_("d_labitems").where(exp.column("itemid").eq(exp.Literal.number(code))).limit(1)
     try:
-        rows = ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows
+        name = name_of(ctx, "d_labitems", "itemid", "label", code)
     except DatabaseError:
         return False
-    return bool(rows) and str(rows[0][0]).lower().strip() == label
+    return name is not None and name.lower().strip() == label

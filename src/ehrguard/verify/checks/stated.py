@@ -31,6 +31,7 @@ from ehrguard.verify.checks.base import (
     quoted_names,
     visits_by_id,
 )
+from ehrguard.verify.checks.bounds import range_mentions
 from ehrguard.verify.checks.concepts import _words, excluded_words
 from ehrguard.verify.checks.contrasts import item_labels
 from ehrguard.verify.checks.conventions import one_row_per_person
@@ -82,14 +83,9 @@ def _numbers(text: str) -> list[str]:
     return list(dict.fromkeys(_NUMBER.findall(text)))
 
 
-_DATE = re.compile(r"\b\d{4}[-\u2010-\u2014]\d{1,2}(?:[-\u2010-\u2014]\d{1,2})?\b")
-_RANGE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:[-\u2010-\u2014]|to|and)\s*(\d+(?:\.\d+)?)(?![\w.])", re.I)
-
-
 def _ranges(text: str) -> list[tuple[float, float]]:
-    """The ranges a text states ("aged 63-73", "between 40 and 60", "5 to 10 days"); dates are not ranges."""
-    text = _DATE.sub(" ", _thousands(text))
-    return [(lo, hi) for a, b in _RANGE.findall(text) if (lo := float(a)) < (hi := float(b))]
+    """The ranges a text states ("aged 63-73", "between 40 and 60", "5 to 10 days"); dates and ids are not ranges."""
+    return [(lo, hi) for lo, hi, _, _ in range_mentions(_thousands(text))]
 
 
 def _as_number(text: str) -> float | None:

@@ -36,7 +36,7 @@ def literal_comparisons(tree: exp.Expression, tables: dict[str, str],
 def _replace_with(value: str, *, string: bool = True) -> Callable[[exp.Expression], None]:
     """An edit that puts ``value`` (a string literal, or a number with ``string=False``) where the node is."""
     def apply(node: exp.Expression) -> None:
-        node.replace(exp.Literal.string(value) if string else exp.Literal.number(value))
+        node.replace(exp.Literal.string(value) if string else exp.Literal(this=value, is_string=False))
 
     return apply
 
