@@ -38,7 +38,7 @@ from ehrguard.verify.checks.alignment import (
 from ehrguard.verify.checks.arithmetic import check_integer_division
 from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, summary
 from ehrguard.verify.checks.bounds import check_bounds, check_ranges
-from ehrguard.verify.checks.columns import check_name_returned, check_returned_column
+from ehrguard.verify.checks.columns import check_first_last, check_grouped_by, check_name_returned, check_returned_column
 from ehrguard.verify.checks.concepts import check_stated_values, check_substitution, check_unasked_filter
 from ehrguard.verify.checks.contrasts import check_contrasts
 from ehrguard.verify.checks.conventions import (
@@ -53,8 +53,9 @@ from ehrguard.verify.checks.conventions import (
 )
 from ehrguard.verify.checks.dates import check_dates
 from ehrguard.verify.checks.execution import check_executes, check_result
-from ehrguard.verify.checks.fanout import check_fanout
+from ehrguard.verify.checks.fanout import check_counted_join, check_fanout
 from ehrguard.verify.checks.grounding import check_grounding
+from ehrguard.verify.checks.idioms import check_idioms
 from ehrguard.verify.checks.keys import (
     check_coarse_joins,
     check_code_names,
@@ -69,7 +70,7 @@ from ehrguard.verify.checks.ordinals import check_stated_place
 from ehrguard.verify.checks.repair import repair
 from ehrguard.verify.checks.scalars import check_scalar_subqueries
 from ehrguard.verify.checks.schema_refs import check_schema
-from ehrguard.verify.checks.scope import check_visit_scope, check_widened_scope
+from ehrguard.verify.checks.scope import check_unstated_visit, check_visit_scope, check_widened_scope
 from ehrguard.verify.checks.specimens import check_specimen
 from ehrguard.verify.checks.stated import (
     check_icu_scope,
@@ -81,7 +82,7 @@ from ehrguard.verify.checks.stated import (
 from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_read_only
 from ehrguard.verify.checks.ties import check_tied_end
 from ehrguard.verify.checks.units import check_duration_unit, check_measure_unit
-from ehrguard.verify.checks.values import check_patient_ids, check_values
+from ehrguard.verify.checks.values import check_patient_ids, check_patterns, check_values
 from ehrguard.verify.checks.windows import check_stated_window
 from ehrguard.verify.verdict import Finding
 
@@ -97,7 +98,9 @@ CHECKS: tuple[Check, ...] = (
     Check("result", check_result),
     Check("now", check_now),
     Check("dates", check_dates),
+    Check("idioms", check_idioms),
     Check("values", check_values),
+    Check("patterns", check_patterns),
     Check("patient_ids", check_patient_ids),
     Check("id_kinds", check_id_kinds),
     Check("join_keys", check_join_keys),
@@ -110,8 +113,10 @@ CHECKS: tuple[Check, ...] = (
     Check("specimen", check_specimen),
     Check("coarse_joins", check_coarse_joins),
     Check("fanout", check_fanout),
+    Check("counted_join", check_counted_join),
     Check("widened_scope", check_widened_scope),
     Check("visit_scope", check_visit_scope),
+    Check("unstated_visit", check_unstated_visit),
     Check("count_distinct", check_count_distinct),
     Check("count_kinds", check_count_kinds),
     Check("counts_people", check_counts_people),
@@ -147,6 +152,8 @@ CHECKS: tuple[Check, ...] = (
     Check("stated_exclusion", check_stated_exclusion),
     Check("contrasts", check_contrasts),
     Check("returned_column", check_returned_column),
+    Check("first_or_last", check_first_last),
+    Check("grouped_by", check_grouped_by),
     Check("name_returned", check_name_returned),
     Check("grounding", check_grounding),
 )

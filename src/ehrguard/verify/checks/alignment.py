@@ -20,7 +20,8 @@ from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, data_fact, found, visits_by_id
-from ehrguard.verify.checks.concepts import name_columns
+from ehrguard.verify.checks.concepts import name_columns, named_values
+from ehrguard.verify.checks.keys import codes_named, dictionary_of, label_column
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.offline.forms import stated_time_filter
@@ -638,8 +639,9 @@ def check_limit(ctx: SqlContext) -> CheckResult:
     if not _asks_all(ctx):
         return NOTHING
     asked = question_ends(masked_question(ctx))
-    if asked.time or asked.size or re.search(r"\b(?:top|first|last)\s+" + _NUMBER, ctx.question, re.IGNORECASE):
-        return NOTHING
+    if asked.time or asked.size or re.search(r"\b(?:top|first|last)\s+" + _NUMBER, ctx.question, re.IGNORECASE) \
+            or _SIZE_WORDS.search(ctx.question):
+        return NOTHING  # an end of an order is asked ("the oldest patients"): ties at that end are tied_end's question
 
     if _names_repeat(ctx):
         # "list the diagnoses": each name once, as a list of names is read (the rows repeat a name per record)
@@ -789,10 +791,26 @@ def check_item_filter(ctx: SqlContext) -> CheckResult:
         reads_value = any(c.name.lower() in ("valuenum", "value", "amount", "totalamount") and not _summed(c)
                           for e in select.expressions for c in ([e] if isinstance(e, exp.Column) else e.find_all(exp.Column)))
         where = select.args.get("where")
-        if reads_value and (where is None or not _names_an_item(where, select)) and select.args.get("group") is None:
+        if where is not None and _names_an_item(where, select) or select.args.get("group") is not None:
+            continue
+        if reads_value:
             return found(Finding("missing_item_filter", "error", f"The query reads every kind of {table.name} item together; "
                                  "the question asks about one measurement."))
+        named = _named_items(ctx, table.name)
+        if named:  # a total of every item, where the question names one ("total foley output")
+            return found(Finding("missing_item_filter", "error", f"The query adds up every kind of {table.name} item; the question "
+                                 f"names '{named[0]}'."))
     return NOTHING
+
+
+def _named_items(ctx: SqlContext, table: str) -> list[str]:
+    """The names of items of the table's item dictionary the question names that the table has rows of."""
+    reference = dictionary_of(ctx, table, "itemid")
+    label = label_column(ctx, reference[0]) if reference is not None else None
+    if reference is None or label is None:
+        return []
+    named = named_values(ctx, [(reference[0], label)], ctx.question)[(reference[0], label)]
+    return [v for v in named if len(v) >= 4 and codes_named(ctx, table, "itemid", reference, label, v)]
 
 
 _HOSPITAL_VISIT = re.compile(r"\b(first|last|earliest|latest|initial|final|most recent) (?:hospital (?:visit|stay|encounter|admission)"

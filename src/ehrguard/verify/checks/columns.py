@@ -157,3 +157,68 @@ def check_name_returned(ctx: SqlContext) -> CheckResult:
                                 ctx.span_of(col.sql()) or ctx.span_of(name), meant[0]))
         edits.append(rename(col, meant[0]))
     return found(*findings, edits=edits)
+
+
+# Where a visit began and where it ended: a pair of columns named first_* / last_* (first_careunit, last_careunit).
+_BEGAN = re.compile(r"\b(?:start(?:s|ed|ing)?|began|begin(?:s|ning)?|begun|admitted (?:to|in|into)|initial(?:ly)?|arriv\w*|"
+                    r"came (?:in|into|to)|first)\b", re.IGNORECASE)
+_ENDED = re.compile(r"\b(?:end(?:s|ed|ing)?|finish\w*|discharged|transferred out|left|leaving|last|final(?:ly)?|ultimately)\b",
+                    re.IGNORECASE)
+
+
+def check_first_last(ctx: SqlContext) -> CheckResult:
+    """A visit's first or last place read the other way round: "stays that started in the MICU" read from
+    ``last_careunit``. Only where the table has both columns of the pair and the question says one end in words."""
+    if ctx.tree is None:
+        return NOTHING
+    began, ended = bool(_BEGAN.search(ctx.question)), bool(_ENDED.search(ctx.question))
+    if began == ended:
+        return NOTHING
+    tables, _ = aliases(ctx.tree)
+    wrong, right = ("last_", "first_") if began else ("first_", "last_")
+    columns = [c for c in ctx.tree.find_all(exp.Column) if c.name.lower().startswith(wrong)]
+    edits: list[Edit] = []
+    for col in columns:
+        owner = owner_table(ctx, tables.get(col.table.lower(), col.table.lower()), col.name, tables)
+        info = ctx.db.schema.table(owner) if owner else None
+        other = right + col.name[len(wrong):]
+        if info is None or info.column(other) is None:
+            continue
+        edits.append(rename(col, info.column(other).name))  # type: ignore[union-attr]
+    if not edits:
+        return NOTHING
+    name = columns[0].name
+    return found(Finding("first_or_last", "error", f"The query reads {name}; the question asks where the stay "
+                         f"{'began' if began else 'ended'} ({right + name[len(wrong):]}).", ctx.span_of(name), right + name[len(wrong):]),
+                 edits=edits)
+
+
+_PER = re.compile(r"\b(?:per|by|for each|for every|each|across)\s+([a-z]+)", re.IGNORECASE)
+
+
+def check_grouped_by(ctx: SqlContext) -> CheckResult:
+    """Groups by another column than the one the question groups by: "deaths per hospital" grouped by ``wardid`` when
+    the table has ``hospitalid``. Read from the schema: the question's "per X" / "by X" / "each X" names a column of
+    the grouped table (``X`` or ``Xid``), and the query groups that table by another column and never by that one."""
+    if not isinstance(ctx.tree, exp.Select) or ctx.tree.args.get("group") is None:
+        return NOTHING
+    tables, _ = aliases(ctx.tree)
+    grouped = [c for c in ctx.tree.args["group"].expressions if isinstance(c, exp.Column)]
+    if len(grouped) != 1 or len(ctx.tree.args["group"].expressions) != 1:
+        return NOTHING
+    col = grouped[0]
+    owner = owner_table(ctx, tables.get(col.table.lower(), col.table.lower()), col.name, tables)
+    info = ctx.db.schema.table(owner) if owner else None
+    if info is None:
+        return NOTHING
+    for word in (m.group(1).lower() for m in _PER.finditer(ctx.question)):
+        singular = word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+        named = [c.name for c in info.columns if c.name.lower() in (singular, singular + "id", singular + "_id")]
+        if not named or col.name.lower() in {n.lower() for n in named} or singular in col.name.lower():
+            continue
+        edits: list[Edit] = [rename(c, named[0]) for c in ctx.tree.find_all(exp.Column)
+                             if c.name.lower() == col.name.lower() and c.table.lower() == col.table.lower()
+                             and c.find_ancestor(exp.Select) is ctx.tree]
+        return found(Finding("grouped_by_other", "error", f"The query groups by {col.name}; the question groups by {word} "
+                             f"({named[0]}).", ctx.span_of(col.name), named[0]), edits=edits)
+    return NOTHING

@@ -64,7 +64,8 @@ CLINICAL_NAMES: dict[str, tuple[str, ...]] = {
     "pr": ("rectal",), "rectal": ("pr",), "sl": ("sublingual",), "sublingual": ("sl",), "inh": ("inhalation",),
     "died": ("expired",), "dead": ("expired",), "deceased": ("expired",), "death": ("expired",), "deaths": ("expired",),
     "alive": ("survived",), "survived": ("alive",),
-    "emergency department": ("emergency room",), "ed": ("emergency room",), "er": ("emergency room",),
+    "emergency department": ("emergency room",), "ed": ("emergency room",), "er": ("emergency room",), "e.r.": ("emergency room",),
+    "e.r": ("emergency room",),
     "emergency room": ("emergency department",),
     "neb": ("inhalation", "nebulized"),
 }
@@ -84,6 +85,9 @@ def supported(literal: str, question: str) -> bool:
     """Does the question mention the literal: its words in order, or every content word of it (stems compared)?"""
     lit, q = _normal(literal.replace("%", " ")), _normal(question)
     if not lit or f" {lit} " in f" {q} ":
+        return True
+    short = re.findall(r"\(([a-z0-9]{2,8})\)", literal.lower())  # "medical intensive care unit (micu)": "MICU" names it
+    if any(f" {s} " in f" {q} " for s in short):
         return True
     content = [w for w in lit.split() if w not in _PLAIN and not w.isdigit()]
     if not content:
@@ -205,13 +209,26 @@ def check_unasked_filter(ctx: SqlContext) -> CheckResult:
         if not table or len(lit.this) < 2 or "%" in lit.this or column.endswith("id") or (table, column) in names:
             continue
         values = _categories(ctx, table, column)
-        if not values or lit.this not in values or supported(lit.this, question) or ctx.db.schema.table(lit.this) is not None:
+        if not values or lit.this not in values or _mentions(question, lit.this) or ctx.db.schema.table(lit.this) is not None:
             continue  # a value that names a table (cost.event_type = 'prescriptions') is a kind of row: key_kind's question
-        if any(supported(v, question) for v in values if any(w not in _PLAIN and len(w) >= 2 for w in _words(v))):
+        if any(_mentions(question, v) for v in values):
             continue  # the question names a category of this column: which one is the substitution check's question
         return found(Finding("unasked_filter", "warning", f"The query keeps only {table}.{column} = '{lit.this}'; the question "
                              "does not ask for that, so the other ones are left out.", ctx.span_of(f"'{lit.this}'")))
     return NOTHING
+
+
+def _mentions(question: str, value: str) -> bool:
+    """Does the question say anything of the value: one of its distinctive words (three letters or more, not plain),
+    its abbreviation in brackets, or a genus written short ("E. coli" for 'escherichia coli')?"""
+    words = [w for w in _words(value) if len(w) >= 3 and w not in _PLAIN and not w.isdigit()]
+    asked = {_stem(w) for w in _words(question)}
+    if any(_stem(w) in asked for w in words) or supported(value, question) and words:
+        return True
+    if _normal(value) and f" {_normal(value)} " in f" {_normal(question)} ":
+        return True  # a short value said as it is ('iv', 'po')
+    parts = value.lower().split()
+    return len(parts) == 2 and bool(re.search(rf"\b{re.escape(parts[0][0])}\.\s*{re.escape(parts[1])}\b", question.lower()))
 
 
 def _categories(ctx: SqlContext, table: str, column: str) -> list[str]:
@@ -233,15 +250,15 @@ def _categories(ctx: SqlContext, table: str, column: str) -> list[str]:
 
 
 def _inside_longer_name(ctx: SqlContext, table: str, column: str, literal: str, question: str, everything: str) -> list[str]:
-    """The column's values the question names, sharing a word with the literal, when the question names the literal
-    only inside one of them or not at all: 'bedside glucose' asked and 'glucose' queried, 'free calcium' (ionized) asked
-    and 'calcium, total' queried. The query took another name of the same thing's family."""
+    """The column's values the question names that hold every word of the literal's (but the plain ones) and say more,
+    when the question names the literal only inside one of them: 'bedside glucose' asked and 'glucose' queried, 'free
+    calcium' (ionized) asked and 'calcium, total' queried. The query took another name of the same thing's family."""
     named = named_values(ctx, [(table, column)], question)[(table, column)]
     lit = _normal(literal)
     if lit in {_normal(v) for v in named}:
         return []  # the literal is named on its own too
     words = {w for w in lit.split() if w not in _PLAIN}
-    return [v for v in named if _normal(v) != lit and words & set(_normal(v).split()) and not supported(v, everything)]
+    return [v for v in named if _normal(v) != lit and words and words <= set(_normal(v).split()) and not supported(v, everything)]
 
 
 def _distinct_count(ctx: SqlContext, table: str, column: str) -> int:

@@ -390,6 +390,8 @@ def check_counted_visit(ctx: SqlContext) -> CheckResult:
         return NOTHING
     wanted = visits[asked.pop()]
     other = next(c for c in visits.values() if c != wanted)
+    # the person's id counts patients, not visits ("how many hospitalisations" answered with COUNT(DISTINCT uniquepid))
+    person = ctx.db.profile.person_ids[0].lower() if ctx.db.profile.person_ids and not counts_people(ctx.question) else None
     tables, _ = aliases(ctx.tree)
     findings, edits = [], []
     for count in ctx.tree.find_all(exp.Count):
@@ -397,13 +399,14 @@ def check_counted_visit(ctx: SqlContext) -> CheckResult:
             continue
         arg = count.this
         column = arg.expressions[0] if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1 else arg
-        if not isinstance(column, exp.Column) or column.name.lower() != other:
+        if not isinstance(column, exp.Column) or column.name.lower() not in (other, person):
             continue
         owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
         info = ctx.db.schema.table(owner) if owner else None
         fixable = info is not None and info.column(wanted) is not None
+        counted = "patients" if column.name.lower() == person else _VISIT_WORDS[wanted != visits["stay"]]
         findings.append(Finding("counts_other_visit", "error", f"The question counts {_VISIT_WORDS[wanted == visits['stay']]}; "
-                                f"the query counts {other}, the ids of {_VISIT_WORDS[wanted != visits['stay']]}.",
+                                f"the query counts {column.name}, the ids of {counted}.",
                                 ctx.span_of(column.sql(dialect="sqlite")), wanted if fixable else None))
         if fixable:
             edits.append(rename(column, wanted))

@@ -9,10 +9,13 @@ subquery, and which of them belong there is not always certain).
 
 from __future__ import annotations
 
+import re
+from functools import partial
+
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, found
 from ehrguard.verify.checks.conventions import one_row_per_person
 from ehrguard.verify.checks.schema_refs import aliases
 from ehrguard.verify.verdict import Finding
@@ -64,3 +67,45 @@ def _joined_key(ctx: SqlContext, alias: str) -> str | None:
                         and other.table.lower() != alias:
                     keys.add(side.name)
     return next(iter(keys)) if len(keys) == 1 else None
+
+
+# The visits a question counts, by the name it gives them: which entity of the profile that is.
+_COUNTED_VISITS = (("stay", re.compile(r"\bhow many (?:[\w-]+ ){0,4}?(?:icu |unit )?stays\b"
+                                       r"|\bnumber of (?:[\w-]+ ){0,3}?(?:icu |unit )?stays\b", re.IGNORECASE)),
+                   ("admission", re.compile(r"\bhow many (?:[\w-]+ ){0,4}?(?:admissions|hospitali[sz]ations|hospital stays|encounters)\b"
+                                            r"|\bnumber of (?:[\w-]+ ){0,3}?(?:admissions|hospitali[sz]ations|hospital stays|encounters)\b",
+                                            re.IGNORECASE)))
+
+
+def check_counted_join(ctx: SqlContext) -> CheckResult:
+    """Visits counted with COUNT(*) over a join that repeats them ("how many female ICU stays carried a sepsis
+    diagnosis": a stay with the diagnosis entered five times counts five times). Found from the data: the query's
+    rows and its distinct visit ids differ. Repaired to count each visit once."""
+    if not isinstance(ctx.tree, exp.Select) or not ctx.tree.args.get("joins") or ctx.tree.args.get("group"):
+        return NOTHING
+    counts = [c for c in ctx.tree.expressions if isinstance(c, exp.Count) and isinstance(c.this, exp.Star)]
+    source = ctx.tree.args.get("from_") or ctx.tree.args.get("from")
+    if len(counts) != 1 or source is None or not isinstance(source.this, exp.Table):
+        return NOTHING
+    kind = next((k for k, pattern in _COUNTED_VISITS if pattern.search(ctx.question)), None)
+    entity = next((e for e in ctx.db.profile.entities if e.name == kind), None)
+    info = ctx.db.schema.table(source.this.name)
+    if entity is None or info is None or info.column(entity.id_column) is None:
+        return NOTHING
+    visit = exp.column(entity.id_column, table=source.this.alias_or_name if ctx.tree.args.get("joins") else None)
+    counted = ctx.tree.copy()
+    counted.set("expressions", [exp.Count(this=exp.Star()), exp.Count(this=exp.Distinct(expressions=[visit.copy()]))])
+    try:
+        rows = ctx.db.db.execute(counted.sql(dialect=ctx.dialect), timeout_s=10).rows
+    except DatabaseError:
+        return NOTHING
+    if not rows or rows[0][0] == rows[0][1]:
+        return NOTHING
+    return found(Finding("count_repeated_rows", "error", f"The question counts {kind}s; the query counts {rows[0][0]} joined rows of "
+                         f"{rows[0][1]} {kind}s (the join repeats a {kind} once per matching row).", None,
+                         f"COUNT(DISTINCT {visit.sql()})"),
+                 edits=[TreeEdit(partial(_count_distinct, visit), target=counts[0])])
+
+
+def _count_distinct(column: exp.Column, count: exp.Expression) -> None:
+    count.set("this", exp.Distinct(expressions=[column.copy()]))

@@ -570,7 +570,7 @@ def check_codes(ctx: SqlContext) -> CheckResult:
         if not isinstance(col, exp.Column) or not numbers or col.name.lower() in entities:
             continue
         table = table_of(ctx, col, tables)
-        reference = _reference(ctx, table, col.name.lower())
+        reference = dictionary_of(ctx, table, col.name.lower())
         if reference is None:
             continue
         for lit in numbers:
@@ -608,8 +608,8 @@ def check_code_names(ctx: SqlContext) -> CheckResult:
         if not isinstance(col, exp.Column) or not numbers:
             continue
         table = table_of(ctx, col, tables)
-        reference = _reference(ctx, table, col.name.lower())
-        label = _label_column(ctx, reference[0]) if reference is not None else None
+        reference = dictionary_of(ctx, table, col.name.lower())
+        label = label_column(ctx, reference[0]) if reference is not None else None
         if reference is not None and label is not None:
             coded.append((col, table, reference, label, numbers, len(literals)))
     if not coded:
@@ -630,7 +630,7 @@ def check_code_names(ctx: SqlContext) -> CheckResult:
         # another item only if the table has rows of it ("bun" is a lab item no result refers to: a name, not a reading)
         # ... and measured in what the query's item is ("wbc" names the urine item: no other name for the blood count)
         instead = {v: held for v in named if not supported(v, everything) and not any(normal_form(v) in normal_form(n or "") for n in own)
-                   and (held := [c for c in _codes_named(ctx, table, col.name, reference, label, v)
+                   and (held := [c for c in codes_named(ctx, table, col.name, reference, label, v)
                                  if _same_fluid(reference[0], numbers[0].this, c)])}
         if not instead:
             continue
@@ -656,7 +656,7 @@ def _same_fluid(dictionary: str, code: str, other: str) -> bool:
     return one is None or two is None or one[1] == two[1]
 
 
-def _label_column(ctx: SqlContext, table: str) -> str | None:
+def label_column(ctx: SqlContext, table: str) -> str | None:
     """A dictionary's column of names, when the profile indexes it as a value column."""
     info = ctx.db.schema.table(table)
     names = [c.name for c in (info.columns if info is not None else ()) if c.name.lower() in ("label", "name", "title", "long_title")]
@@ -672,7 +672,7 @@ def name_of(ctx: SqlContext, dictionary: str, code_column: str, label: str, code
     return str(rows[0][0]) if rows and rows[0][0] is not None else None
 
 
-def _codes_named(ctx: SqlContext, table: str, column: str, reference: tuple[str, str], label: str, name: str) -> list[str]:
+def codes_named(ctx: SqlContext, table: str, column: str, reference: tuple[str, str], label: str, name: str) -> list[str]:
     """The codes the dictionary gives this name that the table has rows for."""
     query = exp.select(exp.column(reference[1])).from_(stored_table(ctx, reference[0])).where(
         exp.column(label).eq(exp.Literal.string(name))).limit(20)
@@ -688,7 +688,7 @@ def code_literal(code: str) -> exp.Literal:
     return exp.Literal(this=code, is_string=False)
 
 
-def _reference(ctx: SqlContext, table: str, column: str) -> tuple[str, str] | None:
+def dictionary_of(ctx: SqlContext, table: str, column: str) -> tuple[str, str] | None:
     """The (table, column) the one declared foreign key of ``table.column`` refers to."""
     info = ctx.db.schema.table(table) if table else None
     refs = [(fk.ref_table.lower(), fk.ref_column.lower()) for fk in (info.foreign_keys if info is not None else ())

@@ -16,8 +16,9 @@ from typing import cast
 
 from sqlglot import exp
 
+from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.alignment import visit_start
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, add_condition, found, visits_by_id
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, add_condition, found, quoted_names, visits_by_id
 from ehrguard.verify.checks.conventions import visit_ids
 from ehrguard.verify.checks.keys import named_visits
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
@@ -190,3 +191,54 @@ def _replaced_by(condition: exp.Expression, target: exp.Expression) -> Edit:
         node.replace(condition.copy())
 
     return TreeEdit(apply, target=target)
+
+
+# A visit of the patient's named without saying which ("how long was she in the ICU", "his hospital stay").
+_SOME_VISIT = {"stay": re.compile(r"\b(?:in|on) the (?:icu|unit|intensive care unit)\b"
+                                  r"|\b(?:icu|unit|intensive care) (?:stay|admission|visit)\b", re.IGNORECASE),
+               "admission": re.compile(r"\b(?:in (?:the )?hospital|hospital (?:stay|visit|admission)|hospitali[sz]ation|admission)\b",
+                                       re.IGNORECASE)}
+# What is asked of one visit: how long, when it began or ended, where.
+_OF_ONE_VISIT = re.compile(r"\bhow long\b|\blength of (?:the )?stay\b|\blos\b|\bwhen (?:was|did|were)\b.*\b(?:admitted|discharged|"
+                           r"transferred|arrive|leave|come)\b|\bwhich (?:unit|ward|care ?unit)\b", re.IGNORECASE)
+# Words that say which visit, or that every visit is meant.
+_WHICH_VISIT = re.compile(r"\b(?:first|last|latest|earliest|most recent|current(?:ly)?|ongoing|present|previous|prior|second|third|"
+                          r"final|initial|this|that|recent|each|every|all|total|ever|per|average|mean|times|overall|combined|"
+                          r"altogether|since|before|after|during \w+ (?:20|21)\d\d|in (?:20|21)\d\d)\b|\d{4}-\d{2}|"
+                          r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.IGNORECASE)
+
+
+def check_unstated_visit(ctx: SqlContext) -> CheckResult:
+    """The question asks something of one visit of a patient ("how long was 10020740 in the ICU") without saying
+    which, the patient has several visits of that kind, and the query answers for one of them (LIMIT 1): which one
+    was meant is a guess. The patient and the count of their visits come from the profile and the data."""
+    if not isinstance(ctx.tree, exp.Select) or ctx.tree.args.get("limit") is None or not _OF_ONE_VISIT.search(ctx.question) \
+            or _WHICH_VISIT.search(ctx.question):
+        return NOTHING
+    person = ctx.db.profile.person_ids[:1]
+    where = ctx.tree.args.get("where")
+    if not person or where is None:
+        return NOTHING
+    kept = [eq.expression for eq in where.find_all(exp.EQ) if isinstance(eq.this, exp.Column) and eq.this.name.lower() == person[0]
+            and isinstance(eq.expression, exp.Literal)]
+    if len(kept) != 1:
+        return NOTHING
+    for entity in ctx.db.profile.entities:
+        pattern = _SOME_VISIT.get(entity.name)
+        if pattern is None or not pattern.search(ctx.question) or (entity.name == "admission" and _SOME_VISIT["stay"].search(ctx.question)):
+            continue
+        info = ctx.db.schema.table(entity.table)
+        if info is None or info.column(person[0]) is None:
+            continue
+        source, visit = quoted_names(ctx, info.qualified_name, entity.id_column)
+        _, who = quoted_names(ctx, info.qualified_name, info.column(person[0]).name)  # type: ignore[union-attr]
+        try:
+            rows = ctx.db.db.execute(f"SELECT COUNT(DISTINCT {visit}) FROM {source} WHERE {who} = {kept[0].sql(dialect=ctx.dialect)}",
+                                     timeout_s=5).rows
+        except DatabaseError:
+            continue
+        if rows and rows[0][0] and rows[0][0] > 1:
+            noun = "ICU stays" if entity.name == "stay" else "hospital admissions"
+            return found(Finding("unstated_visit", "warning", f"The patient has {rows[0][0]} {noun}; the question does not say which "
+                                 "one, and the query answers for one of them."))
+    return NOTHING

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from functools import partial
 
 from sqlglot import exp
 
@@ -163,3 +165,52 @@ def check_patient_ids(ctx: SqlContext) -> CheckResult:
         if not hit.rows:
             findings.append(Finding("unknown_patient", "error", f"No patient with {col.name} = {lit.this}.", ctx.span_of(lit.this)))
     return found(*findings)
+
+
+def check_patterns(ctx: SqlContext) -> CheckResult:
+    """A LIKE pattern no row of its column matches, anywhere in the table, while exactly one other text column of that
+    table has matching rows: the pattern was put on the wrong column (``celllabel LIKE '%flowsheet%'``: the flowsheet's
+    path is ``cellpath``). A pattern nothing matches at all is left alone: a sample database may lack what the full
+    one holds."""
+    if ctx.tree is None:
+        return NOTHING
+    tables, _ = aliases(ctx.tree)
+    findings: list[Finding] = []
+    edits: list[Edit] = []
+    for table, column, lit in literal_comparisons(ctx.tree, tables, (exp.Like,)):
+        node = lit.parent
+        table = table or _only_owner(ctx, column, tables)
+        info = ctx.db.schema.table(table) if table else None
+        if info is None or info.column(column) is None or not re.search(r"[a-z]{3}", lit.this.lower()) \
+                or node is None or node.find_ancestor(exp.Not) is not None:
+            continue
+        if _matches(ctx, info.qualified_name, column, lit.this):
+            continue
+        others = [c.name for c in info.columns if c.name.lower() != column and re.search(r"char|text|string", c.type.lower())
+                  and _matches(ctx, info.qualified_name, c.name, lit.this)]
+        if len(others) != 1:
+            continue  # matching nothing anywhere may be a sample database's gaps ("absent here" is not "does not exist")
+        meant = others[0]
+        findings.append(Finding("pattern_matches_nothing", "error", f"No row of {table} has {column} LIKE '{lit.this}'; it matches "
+                                f"{table}.{meant}.", ctx.span_of(f"'{lit.this}'"), meant))
+        if isinstance(node, exp.Like) and isinstance(node.this, exp.Column):
+            edits.append(TreeEdit(partial(_other_column, meant), target=node))
+    return found(*findings, edits=edits)
+
+
+def _other_column(name: str, node: exp.Expression) -> None:
+    node.set("this", exp.column(name, table=node.this.table or None))
+
+
+def _only_owner(ctx: SqlContext, column: str, tables: dict[str, str]) -> str:
+    owners = {t for t in tables.values() if (info := ctx.db.schema.table(t)) is not None and info.column(column) is not None}
+    return next(iter(owners)) if len(owners) == 1 else ""
+
+
+def _matches(ctx: SqlContext, table: str, column: str, pattern: str) -> bool:
+    source, col = quoted_names(ctx, table, column)
+    query = f"SELECT 1 FROM {source} WHERE {col} LIKE {exp.Literal.string(pattern).sql(dialect=ctx.dialect)} LIMIT 1"
+    try:
+        return bool(ctx.db.db.execute(query, timeout_s=5).rows)
+    except DatabaseError:
+        return True  # not knowable: say nothing

@@ -199,6 +199,10 @@ RECORD_KINDS = (
                ("occupation", "employ", "education", "income")),
     RecordKind("room or bed numbers", cue(r"\b(?:room|bed) (?:numbers?|no\.?)\b|\bwhich (?:room|bed)\b"), ("room", "bed")),
     RecordKind("blood type", cue(r"\bblood (?:type|group)s?\b|\babo (?:type|group)\b"), ("blood_type", "bloodtype", "abo")),
+    # Staffing (FHIR PractitionerRole, Schedule): how many nurses or doctors were on duty, ratios of staff to patients.
+    RecordKind("staffing levels", cue(r"\b(?:nurse|nursing|staff|physician|doctor)[- ]to[- ]patient\b|\bstaffing\b|\bstaff(?:ing)? "
+                                      r"levels?\b|\b(?:nurses|doctors|physicians|staff) (?:on (?:duty|shift|call)|were working|working)\b"),
+               ("staff", "caregiver", "shift", "roster"), feature=False),
     # FHIR Patient.communication: the language a patient speaks, and whether an interpreter is needed.
     RecordKind("language or interpreter needs", cue(r"\b(?:what|which|preferred|primary|native|spoken) languages?\b|\blanguages? "
                                                      r"(?:does|do|did|is|are)\b|\bspeaks?\b|\binterpreters?\b|\btranslators?\b"),

@@ -65,7 +65,8 @@ BLOCKING_WARNINGS = frozenset({"count_without_distinct", "counts_rows_not_patien
                                "missing_death_filter", "missing_value_filter", "not_checked", "missing_stated_number",
                                "missing_group_filter", "missing_age_filter", "missing_route_filter", "unscoped_read", "wrong_column",
                                "missing_time_window", "kind_not_read", "tied_end", "missing_place", "missing_icu_scope", "coarse_join",
-                               "code_for_name", "count_not_distinct", "missing_visit_scope", "missing_exclusion"})
+                               "code_for_name", "count_not_distinct", "missing_visit_scope", "missing_exclusion",
+                               "unstated_visit", "unasked_filter"})
 
 NO_QUERY = "The text-to-SQL model produced no query for this question. "
 

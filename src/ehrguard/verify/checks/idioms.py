@@ -1,0 +1,152 @@
+"""SQL that runs and means something else than its writer meant, whatever the question: read from the SQL alone.
+
+- ``minutes_for_month`` (error): ``strftime('%M', t)`` is the minute, ``'%m'`` the month (SQLite, and every engine
+  that reads strftime formats); grouping or comparing by '%M' where the question speaks of months, never the
+  minute. Repaired to ``'%m'``.
+- ``count_of_nulls`` (error): ``COUNT(col)`` counts the rows where ``col`` is not NULL, so with ``col IS NULL`` among
+  the conditions it is 0 whatever the data. Repaired to ``COUNT(*)``.
+- ``whole_number_quotient`` (error): two whole numbers divided (``9 / 5``) give a whole number in SQLite and
+  PostgreSQL (1, not 1.8): a unit conversion or a fraction written so is cut. Repaired to a decimal dividend.
+- ``having_row_column`` (error): a HAVING condition on a column that is neither grouped nor aggregated tests one
+  arbitrary row of each group (SQLite) and does not keep the rows the aggregates count. Repaired by moving the
+  condition into WHERE, when it is one of the HAVING's AND-ed conditions and compares the column with a constant.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
+from ehrguard.verify.verdict import Finding
+
+_MONTHS = re.compile(r"\b(?:months?|monthly|per calendar month|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|"
+                     r"aug(?:ust)?|sep(?:tember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b", re.IGNORECASE)
+_MINUTES = re.compile(r"\b(?:minutes?|mins?)\b", re.IGNORECASE)
+
+
+def check_idioms(ctx: SqlContext) -> CheckResult:
+    if ctx.tree is None:
+        return NOTHING
+    findings: list[Finding] = []
+    edits: list[Edit] = []
+    for check in (_minutes_for_month, _count_of_nulls, _whole_number_quotient, _having_row_column):
+        result = check(ctx)
+        findings += result.findings
+        edits += result.edits
+    return found(*findings, edits=edits)
+
+
+def _minutes_for_month(ctx: SqlContext) -> CheckResult:
+    assert ctx.tree is not None
+    if not _MONTHS.search(ctx.question) or _MINUTES.search(ctx.question):
+        return NOTHING
+    formats = [lit for lit in ctx.tree.find_all(exp.Literal)
+               if lit.is_string and "%M" in lit.this and isinstance(lit.parent, (exp.TimeToStr, exp.Anonymous, exp.StrToTime))]
+    if not formats:
+        return NOTHING
+    return found(Finding("minutes_for_month", "error", "'%M' is the minute of a time ('%m' is the month); the question asks about "
+                         "months.", ctx.span_of("%M"), "'%m'"),
+                 edits=[TreeEdit(_month_format, target=f) for f in formats])
+
+
+def _month_format(node: exp.Expression) -> None:
+    node.replace(exp.Literal.string(node.this.replace("%M", "%m")))
+
+
+def _count_of_nulls(ctx: SqlContext) -> CheckResult:
+    assert ctx.tree is not None
+    findings, edits = [], []
+    for count in ctx.tree.find_all(exp.Count):
+        col = count.this
+        select = count.find_ancestor(exp.Select)
+        where = select.args.get("where") if select is not None else None
+        if not isinstance(col, exp.Column) or where is None:
+            continue
+        nulls = [i for i in where.find_all(exp.Is) if isinstance(i.this, exp.Column) and i.this.name.lower() == col.name.lower()
+                 and isinstance(i.expression, exp.Null) and i.find_ancestor(exp.Not, exp.Or) is None]
+        if nulls:
+            findings.append(Finding("count_of_nulls", "error", f"COUNT({col.sql()}) counts the rows where {col.name} is not NULL; the "
+                                    f"query keeps only rows where it is NULL, so the count is always 0.",
+                                    ctx.span_of(count.sql()), "COUNT(*)"))
+            edits.append(TreeEdit(_count_rows, target=count))
+    return found(*findings, edits=edits)
+
+
+def _count_rows(count: exp.Expression) -> None:
+    count.set("this", exp.Star())
+
+
+def _whole_number_quotient(ctx: SqlContext) -> CheckResult:
+    assert ctx.tree is not None
+    if ctx.dialect not in ("sqlite", "postgres"):
+        return NOTHING  # DuckDB, BigQuery: '/' divides exactly
+    divisions = [div for div in ctx.tree.find_all(exp.Div)
+                 if _whole(div.this) is not None and _whole(div.expression) not in (None, 0)
+                 and _whole(div.this) % _whole(div.expression) != 0]  # type: ignore[operator]
+    if not divisions:
+        return NOTHING
+    shown = ", ".join(f"{_whole(d.this)} / {_whole(d.expression)}" for d in divisions[:3])
+    return found(Finding("whole_number_quotient", "error", f"{shown}: whole numbers divided give a whole number here (9 / 5 is 1); "
+                         "the fraction is lost.", None, "a decimal (9.0 / 5)"),
+                 edits=[TreeEdit(_decimal_literal, target=d) for d in divisions])
+
+
+def _decimal_literal(div: exp.Expression) -> None:
+    div.set("this", exp.Literal.number(f"{_whole(div.this)}.0"))
+
+
+def _whole(node: exp.Expression) -> int | None:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
+        return int(node.this)
+    return None
+
+
+def _having_row_column(ctx: SqlContext) -> CheckResult:
+    assert ctx.tree is not None
+    findings, edits = [], []
+    for select in ctx.tree.find_all(exp.Select):
+        having, group = select.args.get("having"), select.args.get("group")
+        if having is None or group is None or select.find(exp.Max, exp.Min) is not None:
+            continue  # beside MIN/MAX, SQLite reads a bare column from the row holding the extreme (a documented idiom)
+        grouped = {c.name.lower() for c in group.find_all(exp.Column)}
+        loose = [c for c in having.find_all(exp.Column) if c.find_ancestor(exp.AggFunc) is None and c.name.lower() not in grouped
+                 and c.name.lower() not in {p.alias.lower() for p in select.expressions if isinstance(p, exp.Alias)}]
+        if not loose:
+            continue
+        movable: list[exp.Expression] = [cond for cond in _conjuncts(having.this) if isinstance(cond, _COMPARISONS)
+                   and isinstance(cond.this, exp.Column) and cond.this in loose and isinstance(cond.expression, exp.Literal)]
+        findings.append(Finding("having_row_column", "error", f"HAVING tests {loose[0].sql()}, which is neither grouped nor aggregated: it "
+                                "reads one arbitrary row of each group, and the counts still take every row.",
+                                ctx.span_of(loose[0].sql()), "the condition in WHERE" if movable else None))
+        if movable and len(movable) == len(loose):
+            edits.append(TreeEdit(_move_to_where(movable), target=select))
+    return found(*findings, edits=edits)
+
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like)
+
+
+def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node.this if isinstance(node, exp.Paren) else node]
+
+
+def _move_to_where(conditions: list[exp.Expression]) -> Callable[[exp.Expression], None]:
+    wanted = [c.sql() for c in conditions]
+
+    def apply(select: exp.Expression) -> None:
+        assert isinstance(select, exp.Select)
+        having = select.args["having"]
+        kept = [c for c in _conjuncts(having.this) if c.sql() not in wanted]
+        moved = [c for c in _conjuncts(having.this) if c.sql() in wanted]
+        for cond in moved:
+            select.where(cond.copy(), copy=False)
+        select.set("having", exp.Having(this=exp.and_(*kept)) if kept else None)
+
+    return apply

@@ -1,0 +1,147 @@
+"""Session 22 checks from the third blind set's analysed half, on the real MIMIC-IV and eICU demo databases: SQL that
+means something else than its writer meant (a minute for a month, a count of NULLs, whole numbers divided, a HAVING on
+a row's column), a pattern on the wrong column, visits counted over a join or by the patient's id, groups by another
+column than the question's, a visit's first place read from its last, an unnamed one of several visits, a filter on
+a category the question never mentions, a total of every item where one is named, staffing.
+
+Each check is shown finding its mistake (and repairing it where the fix is certain, checked by running both), and
+staying silent on the right query for the same question.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.verify.checking import checks_of, found_and_repaired, found_not_repaired
+
+# --- SQL that means something else ------------------------------------------------------------------------------------
+
+
+def test_a_minute_read_for_a_month_is_repaired(ctx):
+    year = "FROM icustays WHERE strftime('%Y', intime) = '2100' GROUP BY month"
+    found_and_repaired(ctx, "ICU admissions per calendar month in 2100", f"SELECT strftime('%M', intime) AS month, COUNT(*) {year}",
+                       f"SELECT strftime('%m', intime) AS month, COUNT(*) {year}", "minutes_for_month")
+    assert "minutes_for_month" not in checks_of(ctx, "Charted minutes past the hour of patient 10018081's heart rates",
+                                                "SELECT strftime('%M', charttime) FROM chartevents WHERE subject_id = 10018081 AND "
+                                                "itemid = 220045")
+
+
+def test_a_count_of_a_column_kept_null_is_repaired_to_count_rows(ctx):
+    found_and_repaired(ctx, "Number of completed admissions with no discharge location documented",
+                       "SELECT COUNT(discharge_location) FROM admissions WHERE discharge_location IS NULL AND dischtime IS NOT NULL",
+                       "SELECT COUNT(*) FROM admissions WHERE discharge_location IS NULL AND dischtime IS NOT NULL", "count_of_nulls")
+
+
+def test_whole_numbers_divided_are_repaired_to_a_decimal_division(ctx):
+    found_and_repaired(ctx, "Tmax for ICU stay 38197705 in Fahrenheit please",
+                       "SELECT MAX(valuenum) * (9 / 5) + 32 FROM chartevents WHERE stay_id = 38197705 AND itemid = 223762",
+                       "SELECT MAX(valuenum) * (9.0 / 5) + 32 FROM chartevents WHERE stay_id = 38197705 AND itemid = 223762",
+                       "whole_number_quotient")
+    # 8 / 4 divides exactly
+    assert "whole_number_quotient" not in checks_of(ctx, "half a day in hours", "SELECT 48 / 4")
+
+
+def test_a_having_on_a_rows_column_moves_to_where(ctx):
+    found_and_repaired(ctx, "Which drugs were ordered more than 100 times by the IV route?",
+                       "SELECT drug, COUNT(*) FROM prescriptions GROUP BY drug HAVING COUNT(*) > 100 AND route = 'iv'",
+                       "SELECT drug, COUNT(*) FROM prescriptions WHERE route = 'iv' GROUP BY drug HAVING COUNT(*) > 100",
+                       "having_row_column")
+    # beside MIN/MAX, SQLite takes the bare column from the row holding the extreme: the first diagnosis of each patient
+    assert "having_row_column" not in checks_of(ctx, "first diagnosis time of each patient",
+                                                "SELECT subject_id, charttime FROM diagnoses_icd GROUP BY subject_id "
+                                                "HAVING MIN(charttime) = charttime")
+
+
+def test_a_pattern_on_a_column_where_it_matches_nothing_moves_to_the_one_where_it_does(eicu_ctx):
+    found_and_repaired(eicu_ctx, "How many flowsheet entries for unit stay 603254?",
+                       "SELECT COUNT(*) FROM intakeoutput WHERE patientunitstayid = 603254 AND celllabel LIKE '%flowsheet%'",
+                       "SELECT COUNT(*) FROM intakeoutput WHERE patientunitstayid = 603254 AND cellpath LIKE '%flowsheet%'",
+                       "pattern_matches_nothing")
+    # nothing matches anywhere: a sample database may lack it, and nothing is said
+    assert "pattern_matches_nothing" not in checks_of(eicu_ctx, "total input of unit stay 603254",
+                                                      "SELECT SUM(cellvaluenumeric) FROM intakeoutput WHERE patientunitstayid = 603254 "
+                                                      "AND cellpath LIKE '%input%'")
+
+
+# --- what is counted and grouped --------------------------------------------------------------------------------------
+
+
+def test_stays_counted_over_a_join_that_repeats_them_are_counted_once(eicu_ctx):
+    join = ("FROM patient p JOIN diagnosis d ON d.patientunitstayid = p.patientunitstayid WHERE p.gender = 'female' "
+            "AND d.diagnosisname LIKE '%sepsis%'")
+    found_and_repaired(eicu_ctx, "How many female ICU stays carried a sepsis diagnosis?", f"SELECT COUNT(*) {join}",
+                       f"SELECT COUNT(DISTINCT p.patientunitstayid) {join}", "count_repeated_rows")
+
+
+def test_hospital_stays_counted_by_the_patients_id_are_repaired(eicu_ctx):
+    found_and_repaired(eicu_ctx, "Admin: how many hospitalisations does the database contain?",
+                       "SELECT COUNT(DISTINCT uniquepid) FROM patient", "SELECT COUNT(DISTINCT patienthealthsystemstayid) FROM patient",
+                       "counts_other_visit")
+    assert "counts_other_visit" not in checks_of(eicu_ctx, "How many patients had more than one hospitalisation?",
+                                                 "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE uniquepid IN (SELECT uniquepid "
+                                                 "FROM patient GROUP BY uniquepid HAVING COUNT(DISTINCT patienthealthsystemstayid) > 1)")
+
+
+def test_groups_by_another_column_than_the_questions_are_repaired(eicu_ctx):
+    found_and_repaired(eicu_ctx, "Deaths per hospital (hospital id, number of expired unit stays)",
+                       "SELECT wardid, COUNT(*) FROM patient WHERE hospitaldischargestatus = 'expired' GROUP BY wardid",
+                       "SELECT hospitalid, COUNT(*) FROM patient WHERE hospitaldischargestatus = 'expired' GROUP BY hospitalid",
+                       "grouped_by_other")
+
+
+def test_where_a_stay_began_read_from_where_it_ended_is_repaired(ctx):
+    found_and_repaired(ctx, "How many ICU stays started in the MICU?",
+                       "SELECT COUNT(*) FROM icustays WHERE last_careunit = 'medical intensive care unit (micu)'",
+                       "SELECT COUNT(*) FROM icustays WHERE first_careunit = 'medical intensive care unit (micu)'", "first_or_last")
+    # both ends named: which one the question means is not one word's
+    assert "first_or_last" not in checks_of(ctx, "What was the first care unit of patient 10018081's last ICU stay?",
+                                            "SELECT first_careunit FROM icustays WHERE subject_id = 10018081 ORDER BY intime DESC LIMIT 1")
+
+
+# --- which visit, which items, which categories ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("db", "question", "sql"), [
+    ("mimic_iv", "How long was 10020740 in the ICU",
+     "SELECT julianday(outtime) - julianday(intime) FROM icustays WHERE subject_id = 10020740 ORDER BY intime LIMIT 1"),
+    ("eicu", "How long was patient 006-100497 in the ICU?",
+     "SELECT (julianday(unitdischargetime) - julianday(unitadmittime)) * 24 FROM patient WHERE uniquepid = '006-100497' "
+     "ORDER BY unitadmittime DESC LIMIT 1"),
+])
+def test_one_of_several_visits_answered_where_the_question_says_none_is_reported(ctx, eicu_ctx, db, question, sql):
+    assert "unstated_visit" in checks_of(ctx if db == "mimic_iv" else eicu_ctx, question, sql)
+
+
+def test_a_visit_the_question_names_or_a_patients_only_visit_is_no_guess(ctx):
+    assert "unstated_visit" not in checks_of(ctx, "How long was 10020740's last ICU stay",
+                                             "SELECT julianday(outtime) - julianday(intime) FROM icustays WHERE subject_id = 10020740 "
+                                             "ORDER BY intime DESC LIMIT 1")
+
+
+def test_a_total_of_every_item_where_the_question_names_one_is_reported(ctx):
+    found_not_repaired(ctx, "Total foley catheter urine output over ICU stay 32391858 (mL)",
+                       "SELECT SUM(value) FROM outputevents WHERE stay_id = 32391858",
+                       "SELECT SUM(value) FROM outputevents WHERE stay_id = 32391858 AND itemid = 226559", "missing_item_filter")
+
+
+@pytest.mark.parametrize(("db", "question", "sql", "flagged"), [
+    ("eicu", "How many acetaminophen doses did stay 168726 receive?",
+     "SELECT COUNT(*) FROM medication WHERE patientunitstayid = 168726 AND drugname LIKE '%acetaminophen%' AND routeadmin = 'po'", True),
+    ("eicu", "How many oral acetaminophen doses did stay 168726 receive?",
+     "SELECT COUNT(*) FROM medication WHERE patientunitstayid = 168726 AND drugname LIKE '%acetaminophen%' AND routeadmin = 'po'", False),
+    ("mimic_iv", "how many pts got IV vanc this year?",
+     "SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE drug LIKE '%vancomycin%' AND route = 'iv'", False),
+    ("eicu", "how many patients died in hospital",
+     "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE hospitaldischargestatus = 'expired'", False),
+    ("mimic_iv", "Has patient 10016742 come to the E.R.?",
+     "SELECT COUNT(*) > 0 FROM admissions WHERE subject_id = 10016742 AND admission_location = 'emergency room'", False),
+    ("mimic_iv", "Number of patients with E. coli in a urine culture",
+     "SELECT COUNT(DISTINCT subject_id) FROM microbiologyevents WHERE org_name = 'escherichia coli' AND spec_type_desc = 'urine'", False),
+])
+def test_a_category_the_question_never_mentions(ctx, eicu_ctx, db, question, sql, flagged):
+    assert ("unasked_filter" in checks_of(ctx if db == "mimic_iv" else eicu_ctx, question, sql)) == flagged
+
+
+def test_staffing_is_no_record_here(ctx):
+    assert "not_in_records" in checks_of(ctx, "Nurse-to-patient ratio in the MICU during December 2100?",
+                                         "SELECT COUNT(DISTINCT subject_id) FROM icustays WHERE intime >= '2100-12-01'")
