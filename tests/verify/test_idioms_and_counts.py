@@ -145,3 +145,50 @@ def test_a_category_the_question_never_mentions(ctx, eicu_ctx, db, question, sql
 def test_staffing_is_no_record_here(ctx):
     assert "not_in_records" in checks_of(ctx, "Nurse-to-patient ratio in the MICU during December 2100?",
                                          "SELECT COUNT(DISTINCT subject_id) FROM icustays WHERE intime >= '2100-12-01'")
+
+
+# --- more of what runs and means something else ------------------------------------------------------------------------
+
+
+def test_a_count_of_a_test_counts_only_the_rows_where_it_holds(eicu_ctx):
+    found_and_repaired(eicu_ctx, "Data quality: fraction of medication orders with no stop time",
+                       "SELECT COUNT(drugstoptime IS NULL) * 1.0 / COUNT(*) FROM medication",
+                       "SELECT SUM(CASE WHEN drugstoptime IS NULL THEN 1 ELSE 0 END) * 1.0 / COUNT(*) FROM medication", "count_of_a_test")
+
+
+def test_not_in_a_list_holding_null_is_repaired_to_leave_the_nulls_out(ctx):
+    blood = "SELECT DISTINCT org_name FROM microbiologyevents WHERE spec_type_desc = 'blood culture' AND org_name IS NOT NULL"
+    found_and_repaired(ctx, "Which organisms grew in blood cultures but never in any urine culture?",
+                       f"{blood} AND org_name NOT IN (SELECT org_name FROM microbiologyevents WHERE spec_type_desc = 'urine')",
+                       f"{blood} AND org_name NOT IN (SELECT org_name FROM microbiologyevents WHERE spec_type_desc = 'urine' "
+                       "AND org_name IS NOT NULL)", "not_in_nulls")
+
+
+def test_a_count_of_a_column_with_gaps_where_rows_are_counted_is_repaired(ctx):
+    found_and_repaired(ctx, "Pharmacy: total number of medication orders written for patient 10021487",
+                       "SELECT COUNT(stoptime) FROM prescriptions WHERE subject_id = 10021487",
+                       "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10021487", "count_skips_nulls")
+    # the question names the column: its filled-in rows are what it counts
+    assert "count_skips_nulls" not in checks_of(ctx, "How many of patient 10021487's orders have a stop time?",
+                                                 "SELECT COUNT(stoptime) FROM prescriptions WHERE subject_id = 10021487")
+
+
+def test_the_nth_taken_at_another_offset_is_repaired(ctx):
+    labs = "SELECT valuenum FROM labevents WHERE subject_id = 10018081 AND itemid = 50912 ORDER BY charttime DESC"
+    found_and_repaired(ctx, "2nd most recent creatinne for patient 10018081", f"{labs} LIMIT 1 OFFSET 2", f"{labs} LIMIT 1 OFFSET 1",
+                       "missing_place")
+
+
+def test_the_first_taken_as_the_lowest_is_repaired_to_the_first_in_time(ctx):
+    found_and_repaired(ctx, "First heart rate charted for ICU stay 34100191?",
+                       "SELECT MIN(valuenum) FROM chartevents WHERE stay_id = 34100191 AND itemid = 220045",
+                       "SELECT valuenum FROM chartevents WHERE stay_id = 34100191 AND itemid = 220045 ORDER BY charttime LIMIT 1",
+                       "wrong_order_kind")
+
+
+def test_only_ended_visits_where_the_question_says_nothing_of_an_end_is_reported(eicu_ctx):
+    december = "FROM patient WHERE unitadmittime >= '2100-12-01' AND unitadmittime < '2101-01-01'"
+    found_not_repaired(eicu_ctx, "Number of ICU admissions in December 2100",
+                       f"SELECT COUNT(*) {december} AND unitdischargetime IS NOT NULL", f"SELECT COUNT(*) {december}", "unasked_ended")
+    assert "unasked_ended" not in checks_of(eicu_ctx, "How many patients were discharged from the unit in December 2100?",
+                                            f"SELECT COUNT(*) {december} AND unitdischargetime IS NOT NULL")

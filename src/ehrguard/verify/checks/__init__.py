@@ -70,7 +70,7 @@ from ehrguard.verify.checks.ordinals import check_stated_place
 from ehrguard.verify.checks.repair import repair
 from ehrguard.verify.checks.scalars import check_scalar_subqueries
 from ehrguard.verify.checks.schema_refs import check_schema
-from ehrguard.verify.checks.scope import check_unstated_visit, check_visit_scope, check_widened_scope
+from ehrguard.verify.checks.scope import check_unasked_ended, check_unstated_visit, check_visit_scope, check_widened_scope
 from ehrguard.verify.checks.specimens import check_specimen
 from ehrguard.verify.checks.stated import (
     check_icu_scope,
@@ -117,6 +117,7 @@ CHECKS: tuple[Check, ...] = (
     Check("widened_scope", check_widened_scope),
     Check("visit_scope", check_visit_scope),
     Check("unstated_visit", check_unstated_visit),
+    Check("unasked_ended", check_unasked_ended),
     Check("count_distinct", check_count_distinct),
     Check("count_kinds", check_count_kinds),
     Check("counts_people", check_counts_people),

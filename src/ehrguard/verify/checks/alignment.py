@@ -188,12 +188,17 @@ def check_direction(ctx: SqlContext) -> CheckResult:
     if not findings:
         if asked.time and not asked.size and used["size"] and not used["time"]:
             end = next(iter(used["size"]))
-            time = _only_time_column(ctx, nodes) if len(asked.time) == 1 and not _SIZE_WORDS.search(ctx.question) else None
+            certain = len(asked.time) == 1 and not _SIZE_WORDS.search(ctx.question)
+            time = _only_time_column(ctx, nodes) if certain else None
+            extreme = _extreme_as_order(ctx, nodes) if certain and time is None else None
+            shown = f"ORDER BY {time[1].sql()}" if time else (f"ORDER BY {extreme[1].sql()} LIMIT 1" if extreme else None)
             findings.append(Finding("wrong_order_kind", "error",
                                     f"The query takes {_WORDS[end]} value; the question asks for {_WORDS[min(asked.time)]} in time.",
-                                    None, f"ORDER BY {time[1].sql()}" if time else None))
+                                    None, shown))
             if time is not None:
                 edits.append(TreeEdit(_order_by_time(time[1], late=asked.time == {"late"}), target=time[0]))
+            elif extreme is not None:
+                edits.append(TreeEdit(_first_by_time(extreme[0], extreme[1], late=asked.time == {"late"}), target=ctx.tree))
         elif asked.size and not asked.time and used["time"] and not used["size"]:
             end = next(iter(used["time"]))
             findings.append(Finding("wrong_order_kind", "error",
@@ -220,6 +225,33 @@ def _only_time_column(ctx: SqlContext, nodes: list[tuple[exp.Expression, str, st
         return None
     times = [c.name for c in info.columns if _is_time(ctx, exp.column(c.name, table=owner), {owner: owner})]
     return (nodes[0][0], exp.column(times[0], table=column.table or None)) if len(times) == 1 else None
+
+
+def _extreme_as_order(ctx: SqlContext, nodes: list[tuple[exp.Expression, str, str]]) -> tuple[exp.Column, exp.Column] | None:
+    """``SELECT MIN(valuenum) FROM ...`` (one value, nothing grouped or ordered) where the first in time is asked: the
+    value's column and its table's one time column."""
+    if len(nodes) != 1 or not isinstance(nodes[0][0], exp.Max | exp.Min) or not isinstance(ctx.tree, exp.Select):
+        return None
+    extreme, tree = nodes[0][0], ctx.tree
+    if tree.expressions != [extreme] or any(tree.args.get(k) for k in ("group", "order", "limit", "having", "joins")):
+        return None
+    column = extreme.this
+    if not isinstance(column, exp.Column):
+        return None
+    tables, _ = aliases(tree)
+    owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
+    info = ctx.db.schema.table(owner) if owner else None
+    times = [c.name for c in (info.columns if info is not None else ()) if _is_time(ctx, exp.column(c.name, table=owner), {owner: owner})]
+    return (column, exp.column(times[0], table=column.table or None)) if len(times) == 1 else None
+
+
+def _first_by_time(value: exp.Column, time: exp.Column, *, late: bool) -> Callable[[exp.Expression], None]:
+    def apply(select: exp.Expression) -> None:
+        select.set("expressions", [value.copy()])
+        select.set("order", exp.Order(expressions=[exp.Ordered(this=time.copy(), desc=late)]))
+        select.set("limit", exp.Limit(expression=exp.Literal.number(1)))
+
+    return apply
 
 
 def _order_by_time(time: exp.Column, *, late: bool) -> Callable[[exp.Expression], None]:

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 
 from sqlglot import exp
 
+from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
 from ehrguard.verify.verdict import Finding
 
@@ -32,7 +34,8 @@ def check_idioms(ctx: SqlContext) -> CheckResult:
         return NOTHING
     findings: list[Finding] = []
     edits: list[Edit] = []
-    for check in (_minutes_for_month, _count_of_nulls, _whole_number_quotient, _having_row_column):
+    for check in (_minutes_for_month, _count_of_nulls, _whole_number_quotient, _having_row_column, _count_of_a_test, _not_in_nulls,
+                  _count_skips_nulls):
         result = check(ctx)
         findings += result.findings
         edits += result.edits
@@ -129,6 +132,82 @@ def _having_row_column(ctx: SqlContext) -> CheckResult:
 
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like)
+
+
+def _count_of_a_test(ctx: SqlContext) -> CheckResult:
+    """``COUNT(drugstoptime IS NULL)``: a test is true or false, never NULL, so COUNT counts every row. Repaired to count
+    the rows where it holds."""
+    assert ctx.tree is not None
+    tests = [c for c in ctx.tree.find_all(exp.Count) if isinstance(c.this, (exp.Is, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE))]
+    if not tests:
+        return NOTHING
+    return found(Finding("count_of_a_test", "error", f"COUNT({tests[0].this.sql()}) counts every row: the test is true or false, "
+                         "never NULL. The rows where it holds are counted by COUNT(CASE WHEN ... THEN 1 END).",
+                         ctx.span_of(tests[0].sql()), "COUNT(CASE WHEN ... THEN 1 END)"),
+                 edits=[TreeEdit(_count_when, target=c) for c in tests])
+
+
+def _count_when(count: exp.Expression) -> None:
+    count.set("this", exp.Case(ifs=[exp.If(this=count.this.copy(), true=exp.Literal.number(1))]))
+
+
+def _not_in_nulls(ctx: SqlContext) -> CheckResult:
+    """``x NOT IN (SELECT col ...)`` where the subquery returns a NULL: no x is then ever "not in" it, and the answer is
+    empty whatever the data. Found by asking the subquery for its NULLs; repaired by leaving them out of it."""
+    assert ctx.tree is not None
+    findings, edits = [], []
+    for node in ctx.tree.find_all(exp.Not):
+        inner = node.this
+        query = inner.args.get("query") if isinstance(inner, exp.In) else None
+        sub = query.this if isinstance(query, exp.Subquery) else query
+        if not isinstance(sub, exp.Select) or len(sub.expressions) != 1 or not isinstance(sub.expressions[0], exp.Column):
+            continue
+        column = sub.expressions[0]
+        probe = sub.copy()
+        probe.where(exp.Is(this=column.copy(), expression=exp.Null()), copy=False)
+        probe.set("limit", exp.Limit(expression=exp.Literal.number(1)))
+        try:
+            rows = ctx.db.db.execute(probe.sql(dialect=ctx.dialect), timeout_s=5).rows
+        except DatabaseError:
+            continue  # correlated, or too slow
+        if rows:
+            findings.append(Finding("not_in_nulls", "error", f"The NOT IN list ({column.sql()}) holds NULL, so no value is ever "
+                                    "'not in' it: the condition keeps nothing.", ctx.span_of(column.sql()),
+                                    f"{column.sql()} IS NOT NULL in the subquery"))
+            edits.append(TreeEdit(partial(_without_nulls, column), target=sub))
+    return found(*findings, edits=edits)
+
+
+def _without_nulls(column: exp.Column, select: exp.Expression) -> None:
+    assert isinstance(select, exp.Select)
+    select.where(exp.Not(this=exp.Is(this=column.copy(), expression=exp.Null())), copy=False)
+
+
+def _count_skips_nulls(ctx: SqlContext) -> CheckResult:
+    """``COUNT(stoptime)`` for "how many orders": COUNT of a column counts the rows where it is filled in, and here some
+    are not (asked of the query's own rows), while the question never names that column. Ids are left to the
+    counting checks. Repaired to count the rows."""
+    tree = ctx.tree
+    if not isinstance(tree, exp.Select) or tree.args.get("group") or len(tree.expressions) != 1:
+        return NOTHING
+    count = tree.expressions[0].this if isinstance(tree.expressions[0], exp.Alias) else tree.expressions[0]
+    if not isinstance(count, exp.Count) or not isinstance(count.this, exp.Column) or count.this.name.lower().endswith("id"):
+        return NOTHING
+    column = count.this
+    parts = [p for p in column.name.lower().split("_") if len(p) >= 3] or [column.name.lower()]
+    if any(p[:4] in w or w[:4] in p for p in parts for w in re.findall(r"[a-z]{3,}", ctx.question.lower())):
+        return NOTHING  # the question names the column ("how many have a stop time"): its filled-in rows are asked
+    probe = tree.copy()
+    probe.set("expressions", [exp.Count(this=exp.Star()), exp.Count(this=column.copy())])
+    try:
+        rows = ctx.db.db.execute(probe.sql(dialect=ctx.dialect), timeout_s=5).rows
+    except DatabaseError:
+        return NOTHING
+    if not rows or rows[0][0] == rows[0][1]:
+        return NOTHING
+    return found(Finding("count_skips_nulls", "error", f"COUNT({column.sql()}) counts only the rows where {column.name} is filled in "
+                         f"({rows[0][1]} of {rows[0][0]}); the question counts them all.", ctx.span_of(count.sql()), "COUNT(*)"),
+                 edits=[TreeEdit(_count_rows, target=count)])
 
 
 def _conjuncts(node: exp.Expression) -> list[exp.Expression]:

@@ -104,6 +104,18 @@ def check_stated_place(ctx: SqlContext) -> CheckResult:
             node.set("offset", exp.Offset(expression=exp.Literal.number(skip)))
 
         edits.append(TreeEdit(add_offset, firsts[0]))
+    skipping = [s for s in tree.find_all(exp.Select) if isinstance(s.args.get("limit"), exp.Limit) and s.args.get("order")
+                and _number(s.args["limit"].expression) == 1 and s.args.get("offset") is not None]
+    if not firsts and len(missing) == 1 and len(skipping) == 1 and len(taken) == 1:
+        # "the 2nd most recent" taken with OFFSET 2 (the third): the place is off by the count of rows skipped
+        wanted = missing[0] - 1
+
+        def set_offset(node: exp.Expression) -> None:
+            node.set("offset", exp.Offset(expression=exp.Literal.number(wanted)))
+
+        return found(Finding("missing_place", "error", f"The question asks for the {words} of an order; the query takes place "
+                             f"{next(iter(taken))} (OFFSET {next(iter(taken)) - 1}).", span=ctx.span_of("offset"),
+                             suggestion=f"LIMIT 1 OFFSET {wanted}"), edits=[TreeEdit(set_offset, skipping[0])])
     if firsts:
         return found(Finding("missing_place", "error",
                              f"The question asks for the {words} of an order; the query takes only the first (LIMIT 1 with no OFFSET).",

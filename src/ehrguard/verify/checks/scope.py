@@ -242,3 +242,32 @@ def check_unstated_visit(ctx: SqlContext) -> CheckResult:
             return found(Finding("unstated_visit", "warning", f"The patient has {rows[0][0]} {noun}; the question does not say which "
                                  "one, and the query answers for one of them."))
     return NOTHING
+
+
+# What makes a visit's end part of the question: it ended, how long it was, how it ended, or its place among the
+# patient's visits (EHRSQL's convention reads "the last hospital visit" as the last one that ended).
+_ENDED_ASKED = re.compile(r"\b(?:discharg\w*|left|leav\w*|complet\w*|finish\w*|ended|ending|end|over|past|previous|prior|former|"
+                          r"first|last|latest|recent|earliest|second|third|final|los|length|long|duration|days|hours|stayed|died|"
+                          r"death|dead|deaths|mortality|surviv\w*|expired|outcome|readmi\w*|closed|whole|entire|total|"
+                          r"transferred|moved|returned|let go|released|sent home|went home|gone home)\b", re.IGNORECASE)
+
+
+def check_unasked_ended(ctx: SqlContext) -> CheckResult:
+    """The query keeps only visits that have ended (``unitdischargetime IS NOT NULL``) where the question says nothing
+    of their end: the visits still going on are left out ("ICU admissions in December" without the 14 still in the
+    unit). The visits' end times are the profile's time columns of the visits' tables."""
+    if not isinstance(ctx.tree, exp.Select) or _ENDED_ASKED.search(ctx.question):
+        return NOTHING
+    where = ctx.tree.args.get("where")
+    homes = {e.table.lower() for e in ctx.db.profile.entities if e.name != "patient"}
+    ends = {c.split(".", 1)[1].lower() for c in ctx.db.profile.time_columns if c.split(".", 1)[0].lower() in homes
+            and re.search(r"disch|outtime|end", c, re.IGNORECASE)}
+    for node in where.find_all(exp.Not) if where is not None else ():
+        test = node.this
+        if isinstance(test, exp.Is) and isinstance(test.this, exp.Column) and isinstance(test.expression, exp.Null) \
+                and test.this.name.lower() in ends and node.find_ancestor(exp.Select) is ctx.tree \
+                and len([c for c in node.root().find_all(exp.Column) if c.name.lower() == test.this.name.lower()]) == 1:
+            # (the end compared elsewhere too, "discharged in 2100": the test only says what that comparison needs)
+            return found(Finding("unasked_ended", "warning", f"The query keeps only visits that have ended ({test.this.name} IS NOT "
+                                 "NULL); the question does not say so, and the ones still going on are left out."))
+    return NOTHING
