@@ -181,6 +181,21 @@ def visits_by_id(ctx: SqlContext, tree: exp.Expression) -> list[tuple[exp.Column
     return out
 
 
+def rows_and(ctx: SqlContext, select: exp.Select, count: exp.Expression) -> tuple[int, int] | None:
+    """How many rows the SELECT keeps (its FROM, joins and conditions; no order or limit), and ``count`` of them
+    (``COUNT(DISTINCT key)``, ``COUNT(column)``): the two figures that show rows repeated or left out. None when it
+    cannot run (or runs too long)."""
+    probe = select.copy()
+    probe.set("expressions", [exp.Count(this=exp.Star()), count])
+    probe.set("order", None)
+    probe.set("limit", None)
+    try:
+        rows = ctx.db.db.execute(probe.sql(dialect=ctx.dialect), timeout_s=10).rows
+    except DatabaseError:
+        return None
+    return (rows[0][0], rows[0][1]) if rows and rows[0][0] is not None and rows[0][1] is not None else None
+
+
 def stored_table(ctx: SqlContext, name: str) -> exp.Table:
     """A table of the schema as a query reads it: with its schema (``mimiciv_hosp.d_labitems``) where it has one."""
     info = ctx.db.schema.table(name)

@@ -14,8 +14,7 @@ from functools import partial
 
 from sqlglot import exp
 
-from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, found, rows_and
 from ehrguard.verify.checks.conventions import one_row_per_person
 from ehrguard.verify.checks.schema_refs import aliases
 from ehrguard.verify.verdict import Finding
@@ -38,19 +37,11 @@ def check_fanout(ctx: SqlContext) -> CheckResult:
         key = _joined_key(ctx, alias)
         if table is None or key is None or not one_row_per_person(ctx, table, key):
             continue
-        counted = ctx.tree.copy()
-        distinct = exp.Count(this=exp.Distinct(expressions=[exp.column(key, table=col.table)]))
-        counted.set("expressions", [exp.Count(this=exp.Star()), distinct])
-        counted.set("order", None)
-        counted.set("limit", None)
-        try:
-            rows = ctx.db.db.execute(counted.sql(dialect=ctx.dialect), timeout_s=10).rows
-        except DatabaseError:
-            continue
-        if rows and rows[0][0] is not None and rows[0][1] is not None and rows[0][0] > rows[0][1]:
+        figures = rows_and(ctx, ctx.tree, exp.Count(this=exp.Distinct(expressions=[exp.column(key, table=col.table)])))
+        if figures is not None and figures[0] > figures[1]:
             name = "average" if isinstance(agg, exp.Avg) else "total"
-            return found(Finding("repeated_rows", "error", f"The {name} of {col.sql()} is taken over {rows[0][0]} joined rows of "
-                                 f"{rows[0][1]} {table} rows: the join repeats some of them, and each repeat counts again.",
+            return found(Finding("repeated_rows", "error", f"The {name} of {col.sql()} is taken over {figures[0]} joined rows of "
+                                 f"{figures[1]} {table} rows: the join repeats some of them, and each repeat counts again.",
                                  ctx.span_of(agg.sql(dialect=ctx.dialect))))
     return NOTHING
 
@@ -93,16 +84,11 @@ def check_counted_join(ctx: SqlContext) -> CheckResult:
     if entity is None or info is None or info.column(entity.id_column) is None:
         return NOTHING
     visit = exp.column(entity.id_column, table=source.this.alias_or_name if ctx.tree.args.get("joins") else None)
-    counted = ctx.tree.copy()
-    counted.set("expressions", [exp.Count(this=exp.Star()), exp.Count(this=exp.Distinct(expressions=[visit.copy()]))])
-    try:
-        rows = ctx.db.db.execute(counted.sql(dialect=ctx.dialect), timeout_s=10).rows
-    except DatabaseError:
+    figures = rows_and(ctx, ctx.tree, exp.Count(this=exp.Distinct(expressions=[visit.copy()])))
+    if figures is None or figures[0] == figures[1]:
         return NOTHING
-    if not rows or rows[0][0] == rows[0][1]:
-        return NOTHING
-    return found(Finding("count_repeated_rows", "error", f"The question counts {kind}s; the query counts {rows[0][0]} joined rows of "
-                         f"{rows[0][1]} {kind}s (the join repeats a {kind} once per matching row).", None,
+    return found(Finding("count_repeated_rows", "error", f"The question counts {kind}s; the query counts {figures[0]} joined rows of "
+                         f"{figures[1]} {kind}s (the join repeats a {kind} once per matching row).", None,
                          f"COUNT(DISTINCT {visit.sql()})"),
                  edits=[TreeEdit(partial(_count_distinct, visit), target=counts[0])])
 

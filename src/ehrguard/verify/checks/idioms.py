@@ -21,7 +21,7 @@ from functools import partial
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, rows_and
 from ehrguard.verify.verdict import Finding
 
 _MONTHS = re.compile(r"\b(?:months?|monthly|per calendar month|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|"
@@ -197,16 +197,11 @@ def _count_skips_nulls(ctx: SqlContext) -> CheckResult:
     parts = [p for p in column.name.lower().split("_") if len(p) >= 3] or [column.name.lower()]
     if any(p[:4] in w or w[:4] in p for p in parts for w in re.findall(r"[a-z]{3,}", ctx.question.lower())):
         return NOTHING  # the question names the column ("how many have a stop time"): its filled-in rows are asked
-    probe = tree.copy()
-    probe.set("expressions", [exp.Count(this=exp.Star()), exp.Count(this=column.copy())])
-    try:
-        rows = ctx.db.db.execute(probe.sql(dialect=ctx.dialect), timeout_s=5).rows
-    except DatabaseError:
-        return NOTHING
-    if not rows or rows[0][0] == rows[0][1]:
+    figures = rows_and(ctx, tree, exp.Count(this=column.copy()))
+    if figures is None or figures[0] == figures[1]:
         return NOTHING
     return found(Finding("count_skips_nulls", "error", f"COUNT({column.sql()}) counts only the rows where {column.name} is filled in "
-                         f"({rows[0][1]} of {rows[0][0]}); the question counts them all.", ctx.span_of(count.sql()), "COUNT(*)"),
+                         f"({figures[1]} of {figures[0]}); the question counts them all.", ctx.span_of(count.sql()), "COUNT(*)"),
                  edits=[TreeEdit(_count_rows, target=count)])
 
 
