@@ -52,8 +52,9 @@ def test_a_having_on_a_rows_column_moves_to_where(ctx):
                                                 "HAVING MIN(charttime) = charttime")
 
 
-def test_a_pattern_on_a_column_where_it_matches_nothing_moves_to_the_one_where_it_does(eicu_ctx):
-    found_and_repaired(eicu_ctx, "How many flowsheet entries for unit stay 603254?",
+def test_a_pattern_on_a_column_where_it_matches_nothing_while_another_matches_is_reported(eicu_ctx):
+    # reported, not moved: the other column may hold the word for another reason (a test's name, not its result)
+    found_not_repaired(eicu_ctx, "How many flowsheet entries for unit stay 603254?",
                        "SELECT COUNT(*) FROM intakeoutput WHERE patientunitstayid = 603254 AND celllabel LIKE '%flowsheet%'",
                        "SELECT COUNT(*) FROM intakeoutput WHERE patientunitstayid = 603254 AND cellpath LIKE '%flowsheet%'",
                        "pattern_matches_nothing")
@@ -192,3 +193,40 @@ def test_only_ended_visits_where_the_question_says_nothing_of_an_end_is_reported
                        f"SELECT COUNT(*) {december} AND unitdischargetime IS NOT NULL", f"SELECT COUNT(*) {december}", "unasked_ended")
     assert "unasked_ended" not in checks_of(eicu_ctx, "How many patients were discharged from the unit in December 2100?",
                                             f"SELECT COUNT(*) {december} AND unitdischargetime IS NOT NULL")
+
+
+@pytest.mark.parametrize(("db", "question", "sql", "check"), [
+    # a second review's probes: each once a harmful repair or a blocking false alarm
+    ("mimic_iv", "how many patients have died?", "SELECT COUNT(dod) FROM patients", "count_skips_nulls"),
+    ("mimic_iv", "average number of hospital admissions per patient?",
+     "SELECT COUNT(*) * 1.0 / COUNT(DISTINCT subject_id) FROM admissions", "counts_other_visit"),
+    ("mimic_iv", "what is the discharge care unit of the initial icu stay of patient 10004235?",
+     "SELECT last_careunit FROM icustays WHERE subject_id = 10004235 ORDER BY intime LIMIT 1", "first_or_last"),
+    ("mimic_iv", "how many lab tests during admissions of female patients?",
+     "SELECT COUNT(*) FROM labevents l JOIN patients p ON l.subject_id = p.subject_id WHERE p.gender = 'f'", "count_repeated_rows"),
+    ("eicu", "top 5 drugs by dosage given to patients in hospital 73?",
+     "SELECT drugname FROM medication m JOIN patient p ON m.patientunitstayid = p.patientunitstayid WHERE p.hospitalid = 73 "
+     "GROUP BY drugname ORDER BY COUNT(*) DESC LIMIT 5", "grouped_by_other"),
+    ("mimic_iv", "list the times patient 10007795 had a chart event recorded on may 1 2100",
+     "SELECT DISTINCT strftime('%Y-%m-%d %H:%M', charttime) FROM chartevents WHERE subject_id = 10007795 "
+     "AND date(charttime) = '2100-05-01'", "minutes_for_month"),
+    ("mimic_iv", "how long was patient 10020740 in the icu during hospital admission 25826145?",
+     "SELECT julianday(outtime) - julianday(intime) FROM icustays WHERE subject_id = 10020740 AND hadm_id = 25826145 "
+     "ORDER BY intime LIMIT 1", "unstated_visit"),
+    ("mimic_iv", "how many patients never had an ICU stay",
+     "SELECT COUNT(DISTINCT p.subject_id) FROM patients p LEFT JOIN icustays i ON p.subject_id = i.subject_id "
+     "WHERE i.subject_id IS NULL", "count_of_nulls"),
+    ("eicu", "how many women died in hospital?",
+     "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE gender = 'female' AND hospitaldischargestatus = 'expired'",
+     "unasked_filter"),
+])
+def test_what_the_second_review_found_is_left_alone(ctx, eicu_ctx, db, question, sql, check):
+    assert check not in checks_of(ctx if db == "mimic_iv" else eicu_ctx, question, sql)
+
+
+def test_the_nadir_is_no_first_in_time_to_rewrite(ctx):
+    from ehrguard.verify.checks import repair, run_checks
+
+    checked = run_checks("what was the nadir heart rate of patient 10004720 in icu stay 35009126, their first icu stay?",
+                         "SELECT MIN(valuenum) FROM chartevents WHERE stay_id = 35009126 AND itemid = 220045", ctx)
+    assert repair(checked) is None

@@ -21,7 +21,7 @@ from sqlglot import exp
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, data_fact, found, visits_by_id
 from ehrguard.verify.checks.concepts import name_columns, named_values
-from ehrguard.verify.checks.keys import codes_named, dictionary_of, label_column
+from ehrguard.verify.checks.keys import VISIT_BY_PLACE, codes_named, dictionary_of, label_column
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.offline.forms import stated_time_filter
@@ -190,7 +190,8 @@ def check_direction(ctx: SqlContext) -> CheckResult:
             end = next(iter(used["size"]))
             certain = len(asked.time) == 1 and not _SIZE_WORDS.search(ctx.question)
             time = _only_time_column(ctx, nodes) if certain else None
-            extreme = _extreme_as_order(ctx, nodes) if certain and time is None else None
+            extreme = _extreme_as_order(ctx, nodes) if certain and time is None and not VISIT_BY_PLACE.search(ctx.question) \
+                and not _EXTREME_WORDS.search(ctx.question) else None
             shown = f"ORDER BY {time[1].sql()}" if time else (f"ORDER BY {extreme[1].sql()} LIMIT 1" if extreme else None)
             findings.append(Finding("wrong_order_kind", "error",
                                     f"The query takes {_WORDS[end]} value; the question asks for {_WORDS[min(asked.time)]} in time.",
@@ -206,9 +207,13 @@ def check_direction(ctx: SqlContext) -> CheckResult:
     return found(*findings, edits=edits)
 
 
+# Words for the lowest or highest a value reached: "the nadir heart rate" is a MIN, whatever "first" says elsewhere.
+_EXTREME_WORDS = re.compile(r"\b(?:nadir|trough|peak|worst|best|max(?:imum)?|min(?:imum)?|extreme)\b", re.IGNORECASE)
 # A size the question may ask about in words the order reading does not know ("the heaviest", "the longest"), or an
 # order it states ("sorted by value"): then which order is meant is not certain, and the order is not repaired.
-_SIZE_WORDS = re.compile(r"\b(?!latest\b|earliest\b)[a-z]{3,}est\b|\b(?:sort|sorted|order|ordered|rank|ranked)\b", re.IGNORECASE)
+_SIZE_WORDS = re.compile(r"\b(?!latest\b|earliest\b|arrest\b|interest\b|request\b|suggest\b|protest\b|digest\b|contest\b|"
+                         r"manifest\b|harvest\b|honest\b|modest\b|forest\b|inquest\b|attest\b|invest\b|unrest\b)[a-z]{3,}est\b"
+                         r"|\b(?:sort|sorted|order|ordered|rank|ranked)\b", re.IGNORECASE)
 
 
 def _only_time_column(ctx: SqlContext, nodes: list[tuple[exp.Expression, str, str]]) -> tuple[exp.Expression, exp.Column] | None:
@@ -828,11 +833,18 @@ def check_item_filter(ctx: SqlContext) -> CheckResult:
         if reads_value:
             return found(Finding("missing_item_filter", "error", f"The query reads every kind of {table.name} item together; "
                                  "the question asks about one measurement."))
-        named = _named_items(ctx, table.name)
+        named = _named_items(ctx, table.name) if select.find(exp.Sum) is not None and not _excludes_items(select) else []
         if named:  # a total of every item, where the question names one ("total foley output")
             return found(Finding("missing_item_filter", "error", f"The query adds up every kind of {table.name} item; the question "
                                  f"names '{named[0]}'."))
     return NOTHING
+
+
+def _excludes_items(select: exp.Select) -> bool:
+    """The SELECT leaves some items out (``itemid <> 226559``, ``NOT IN``): it says which items it totals."""
+    where = select.args.get("where")
+    return where is not None and any(isinstance(c, exp.Column) and c.name.lower() == "itemid"
+                                     for node in where.find_all(exp.NEQ, exp.Not) for c in node.find_all(exp.Column))
 
 
 def _named_items(ctx: SqlContext, table: str) -> list[str]:

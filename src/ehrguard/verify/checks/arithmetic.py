@@ -42,7 +42,14 @@ def _divisions(tree: exp.Expression) -> list[exp.Div]:
     """The outermost divisions a result is computed by: not one inside another, an aggregate's argument
     (``COUNT(DISTINCT age / 10)`` groups by decade), a condition, a grouping, an order or a CASE."""
     return [div for div in tree.find_all(exp.Div)
-            if div.find_ancestor(exp.Div, exp.AggFunc, exp.Where, exp.Having, exp.Group, exp.Order, exp.Join, exp.Case) is None]
+            if div.find_ancestor(exp.Div, exp.AggFunc, exp.Where, exp.Having, exp.Group, exp.Order, exp.Join, exp.Case) is None
+            and not (_literal(div.this) and _literal(div.expression))]  # two numbers: idioms.whole_number_quotient
+
+
+def _literal(node: exp.Expression) -> bool:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return isinstance(node, exp.Literal)
 
 
 def _decimal_dividend(div: exp.Expression) -> None:

@@ -162,7 +162,7 @@ def check_name_returned(ctx: SqlContext) -> CheckResult:
 # Where a visit began and where it ended: a pair of columns named first_* / last_* (first_careunit, last_careunit).
 _BEGAN = re.compile(r"\b(?:start(?:s|ed|ing)?|began|begin(?:s|ning)?|begun|admitted (?:to|in|into)|initial(?:ly)?|arriv\w*|"
                     r"came (?:in|into|to)|first)\b", re.IGNORECASE)
-_ENDED = re.compile(r"\b(?:end(?:s|ed|ing)?|finish\w*|discharged|transferred out|left|leaving|last|final(?:ly)?|ultimately)\b",
+_ENDED = re.compile(r"\b(?:end(?:s|ed|ing)?|finish\w*|discharge[ds]?|transferred out|left|leaving|last|final(?:ly)?|ultimately)\b",
                     re.IGNORECASE)
 
 
@@ -171,13 +171,15 @@ def check_first_last(ctx: SqlContext) -> CheckResult:
     ``last_careunit``. Only where the table has both columns of the pair and the question says one end in words."""
     if ctx.tree is None:
         return NOTHING
-    began, ended = bool(_BEGAN.search(ctx.question)), bool(_ENDED.search(ctx.question))
+    question = VISIT_BY_PLACE.sub(" ", ctx.question)  # "the initial ICU stay" says which stay, not where it began
+    began, ended = bool(_BEGAN.search(question)), bool(_ENDED.search(question))
     if began == ended:
         return NOTHING
     tables, _ = aliases(ctx.tree)
     wrong, right = ("last_", "first_") if began else ("first_", "last_")
     columns = [c for c in ctx.tree.find_all(exp.Column) if c.name.lower().startswith(wrong)]
     edits: list[Edit] = []
+    repaired: list[str] = []
     for col in columns:
         owner = owner_table(ctx, tables.get(col.table.lower(), col.table.lower()), col.name, tables)
         info = ctx.db.schema.table(owner) if owner else None
@@ -185,15 +187,16 @@ def check_first_last(ctx: SqlContext) -> CheckResult:
         if info is None or info.column(other) is None:
             continue
         edits.append(rename(col, info.column(other).name))  # type: ignore[union-attr]
+        repaired.append(col.name)
     if not edits:
         return NOTHING
-    name = columns[0].name
+    name = repaired[0]
     return found(Finding("first_or_last", "error", f"The query reads {name}; the question asks where the stay "
                          f"{'began' if began else 'ended'} ({right + name[len(wrong):]}).", ctx.span_of(name), right + name[len(wrong):]),
                  edits=edits)
 
 
-_PER = re.compile(r"\b(?:per|by|for each|for every|each|across)\s+([a-z]+)", re.IGNORECASE)
+_PER = re.compile(r"\b(?:per|for each|for every)\s+([a-z]+)", re.IGNORECASE)
 
 
 def check_grouped_by(ctx: SqlContext) -> CheckResult:
@@ -211,10 +214,13 @@ def check_grouped_by(ctx: SqlContext) -> CheckResult:
     info = ctx.db.schema.table(owner) if owner else None
     if info is None:
         return NOTHING
-    for word in (m.group(1).lower() for m in _PER.finditer(ctx.question)):
+    words = [m.group(1).lower() for m in _PER.finditer(ctx.question)]
+    if any(w.rstrip("s") in col.name.lower() for w in words):
+        return NOTHING  # one of the question's groupings is the query's
+    for word in words:
         singular = word[:-1] if word.endswith("s") and not word.endswith("ss") else word
         named = [c.name for c in info.columns if c.name.lower() in (singular, singular + "id", singular + "_id")]
-        if not named or col.name.lower() in {n.lower() for n in named} or singular in col.name.lower():
+        if not named:
             continue
         edits: list[Edit] = [rename(c, named[0]) for c in ctx.tree.find_all(exp.Column)
                              if c.name.lower() == col.name.lower() and c.table.lower() == col.table.lower()

@@ -391,7 +391,8 @@ def check_counted_visit(ctx: SqlContext) -> CheckResult:
     wanted = visits[asked.pop()]
     other = next(c for c in visits.values() if c != wanted)
     # the person's id counts patients, not visits ("how many hospitalisations" answered with COUNT(DISTINCT uniquepid))
-    person = ctx.db.profile.person_ids[0].lower() if ctx.db.profile.person_ids and not counts_people(ctx.question) else None
+    person = ctx.db.profile.person_ids[0].lower() if ctx.db.profile.person_ids and not counts_people(ctx.question) \
+        and not _PER_OR_SHARE.search(ctx.question) else None
     tables, _ = aliases(ctx.tree)
     findings, edits = [], []
     for count in ctx.tree.find_all(exp.Count):
@@ -401,6 +402,8 @@ def check_counted_visit(ctx: SqlContext) -> CheckResult:
         column = arg.expressions[0] if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1 else arg
         if not isinstance(column, exp.Column) or column.name.lower() not in (other, person):
             continue
+        if column.name.lower() == person and count.find_ancestor(exp.Div, exp.Binary) is not None:
+            continue  # patients as a denominator ("admissions per patient"), not as what is counted
         owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
         info = ctx.db.schema.table(owner) if owner else None
         fixable = info is not None and info.column(wanted) is not None
@@ -414,6 +417,7 @@ def check_counted_visit(ctx: SqlContext) -> CheckResult:
 
 
 _VISIT_WORDS = {True: "ICU stays", False: "hospital stays"}
+_PER_OR_SHARE = re.compile(r"\b(?:per|each|every|average|mean|ratio|rate|share|proportion|percent\w*)\b", re.IGNORECASE)
 _ICU_WORDS = re.compile(r"\b(?:icu|intensive care|critical care|unit)\b", re.IGNORECASE)
 
 

@@ -81,14 +81,14 @@ def check_counted_join(ctx: SqlContext) -> CheckResult:
     kind = next((k for k, pattern in _COUNTED_VISITS if pattern.search(ctx.question)), None)
     entity = next((e for e in ctx.db.profile.entities if e.name == kind), None)
     info = ctx.db.schema.table(source.this.name)
-    if entity is None or info is None or info.column(entity.id_column) is None:
-        return NOTHING
+    if entity is None or info is None or info.column(entity.id_column) is None or info.name.lower() != entity.table.lower():
+        return NOTHING  # the query counts the rows of the visits' own table: events counted "during admissions" are events
     visit = exp.column(entity.id_column, table=source.this.alias_or_name if ctx.tree.args.get("joins") else None)
     figures = rows_and(ctx, ctx.tree, exp.Count(this=exp.Distinct(expressions=[visit.copy()])))
     if figures is None or figures[0] == figures[1]:
         return NOTHING
     return found(Finding("count_repeated_rows", "error", f"The question counts {kind}s; the query counts {figures[0]} joined rows of "
-                         f"{figures[1]} {kind}s (the join repeats a {kind} once per matching row).", None,
+                         f"{figures[1]} {kind}s (the join repeats each one once per matching row).", None,
                          f"COUNT(DISTINCT {visit.sql()})"),
                  edits=[TreeEdit(partial(_count_distinct, visit), target=counts[0])])
 

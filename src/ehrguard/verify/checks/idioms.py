@@ -24,8 +24,7 @@ from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, rows_and
 from ehrguard.verify.verdict import Finding
 
-_MONTHS = re.compile(r"\b(?:months?|monthly|per calendar month|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|"
-                     r"aug(?:ust)?|sep(?:tember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b", re.IGNORECASE)
+_MONTHS = re.compile(r"\b(?:months?|monthly|per calendar month)\b", re.IGNORECASE)
 _MINUTES = re.compile(r"\b(?:minutes?|mins?)\b", re.IGNORECASE)
 
 
@@ -47,7 +46,8 @@ def _minutes_for_month(ctx: SqlContext) -> CheckResult:
     if not _MONTHS.search(ctx.question) or _MINUTES.search(ctx.question):
         return NOTHING
     formats = [lit for lit in ctx.tree.find_all(exp.Literal)
-               if lit.is_string and "%M" in lit.this and isinstance(lit.parent, (exp.TimeToStr, exp.Anonymous, exp.StrToTime))]
+               if lit.is_string and "%M" in lit.this and "%H" not in lit.this
+               and isinstance(lit.parent, (exp.TimeToStr, exp.Anonymous, exp.StrToTime))]
     if not formats:
         return NOTHING
     return found(Finding("minutes_for_month", "error", "'%M' is the minute of a time ('%m' is the month); the question asks about "
@@ -66,9 +66,11 @@ def _count_of_nulls(ctx: SqlContext) -> CheckResult:
         col = count.this
         select = count.find_ancestor(exp.Select)
         where = select.args.get("where") if select is not None else None
-        if not isinstance(col, exp.Column) or where is None:
-            continue
+        if select is None or not isinstance(col, exp.Column) or where is None \
+                or any(j.args.get("side") for j in select.args.get("joins") or ()):
+            continue  # an outer join's unmatched rows are NULL on purpose (an anti-join)
         nulls = [i for i in where.find_all(exp.Is) if isinstance(i.this, exp.Column) and i.this.name.lower() == col.name.lower()
+                 and i.this.table.lower() == col.table.lower()
                  and isinstance(i.expression, exp.Null) and i.find_ancestor(exp.Not, exp.Or) is None]
         if nulls:
             findings.append(Finding("count_of_nulls", "error", f"COUNT({col.sql()}) counts the rows where {col.name} is not NULL; the "
@@ -116,8 +118,11 @@ def _having_row_column(ctx: SqlContext) -> CheckResult:
         having, group = select.args.get("having"), select.args.get("group")
         if having is None or group is None or select.find(exp.Max, exp.Min) is not None:
             continue  # beside MIN/MAX, SQLite reads a bare column from the row holding the extreme (a documented idiom)
+        if any(not isinstance(g, exp.Column) for g in group.expressions):
+            continue  # grouped by position or by an expression: which columns that covers is not read here
         grouped = {c.name.lower() for c in group.find_all(exp.Column)}
         loose = [c for c in having.find_all(exp.Column) if c.find_ancestor(exp.AggFunc) is None and c.name.lower() not in grouped
+                 and c.find_ancestor(exp.Select) is select
                  and c.name.lower() not in {p.alias.lower() for p in select.expressions if isinstance(p, exp.Alias)}]
         if not loose:
             continue
@@ -160,7 +165,8 @@ def _not_in_nulls(ctx: SqlContext) -> CheckResult:
         inner = node.this
         query = inner.args.get("query") if isinstance(inner, exp.In) else None
         sub = query.this if isinstance(query, exp.Subquery) else query
-        if not isinstance(sub, exp.Select) or len(sub.expressions) != 1 or not isinstance(sub.expressions[0], exp.Column):
+        if not isinstance(sub, exp.Select) or len(sub.expressions) != 1 or not isinstance(sub.expressions[0], exp.Column) \
+                or sub.args.get("limit") or sub.args.get("order"):
             continue
         column = sub.expressions[0]
         probe = sub.copy()
@@ -183,6 +189,13 @@ def _without_nulls(column: exp.Column, select: exp.Expression) -> None:
     select.where(exp.Not(this=exp.Is(this=column.copy(), expression=exp.Null())), copy=False)
 
 
+# Records counted ("how many orders"), and words that make a column's being filled in the point ("died", "completed").
+_RECORDS_COUNTED = re.compile(r"\b(?:orders|prescriptions|records|entries|events|rows|results|tests|doses|administrations|"
+                              r"measurements|readings)\b", re.IGNORECASE)
+_FILLED_IN_ASKED = re.compile(r"\b(?:died|dead|deaths?|deceased|expired|passed away|complet\w*|ended|finished|discharged|stopped|"
+                              r"recorded|documented|charted|filled|missing|null|known|with an?|have an?|has an?)\b", re.IGNORECASE)
+
+
 def _count_skips_nulls(ctx: SqlContext) -> CheckResult:
     """``COUNT(stoptime)`` for "how many orders": COUNT of a column counts the rows where it is filled in, and here some
     are not (asked of the query's own rows), while the question never names that column. Ids are left to the
@@ -194,6 +207,8 @@ def _count_skips_nulls(ctx: SqlContext) -> CheckResult:
     if not isinstance(count, exp.Count) or not isinstance(count.this, exp.Column) or count.this.name.lower().endswith("id"):
         return NOTHING
     column = count.this
+    if not _RECORDS_COUNTED.search(ctx.question) or _FILLED_IN_ASKED.search(ctx.question):
+        return NOTHING  # "how many patients died" counts the filled-in dates on purpose; only records counted are read
     parts = [p for p in column.name.lower().split("_") if len(p) >= 3] or [column.name.lower()]
     if any(p[:4] in w or w[:4] in p for p in parts for w in re.findall(r"[a-z]{3,}", ctx.question.lower())):
         return NOTHING  # the question names the column ("how many have a stop time"): its filled-in rows are asked

@@ -106,7 +106,8 @@ def check_stated_place(ctx: SqlContext) -> CheckResult:
         edits.append(TreeEdit(add_offset, firsts[0]))
     skipping = [s for s in tree.find_all(exp.Select) if isinstance(s.args.get("limit"), exp.Limit) and s.args.get("order")
                 and _number(s.args["limit"].expression) == 1 and s.args.get("offset") is not None]
-    if not firsts and len(missing) == 1 and len(skipping) == 1 and len(taken) == 1:
+    dated = re.search(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d|\d{4}-\d{2}", ctx.question, re.IGNORECASE)
+    if not firsts and len(missing) == 1 and len(skipping) == 1 and len(taken) == 1 and not dated:
         # "the 2nd most recent" taken with OFFSET 2 (the third): the place is off by the count of rows skipped
         wanted = missing[0] - 1
 

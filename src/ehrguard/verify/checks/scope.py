@@ -221,8 +221,8 @@ def check_unstated_visit(ctx: SqlContext) -> CheckResult:
         return NOTHING
     kept = [eq.expression for eq in where.find_all(exp.EQ) if isinstance(eq.this, exp.Column) and eq.this.name.lower() == person[0]
             and isinstance(eq.expression, exp.Literal)]
-    if len(kept) != 1:
-        return NOTHING
+    if len(kept) != 1 or visits_by_id(ctx, ctx.tree):
+        return NOTHING  # a visit named by its id says which one
     for entity in ctx.db.profile.entities:
         pattern = _SOME_VISIT.get(entity.name)
         if pattern is None or not pattern.search(ctx.question) or (entity.name == "admission" and _SOME_VISIT["stay"].search(ctx.question)):
@@ -265,7 +265,7 @@ def check_unasked_ended(ctx: SqlContext) -> CheckResult:
     for node in where.find_all(exp.Not) if where is not None else ():
         test = node.this
         if isinstance(test, exp.Is) and isinstance(test.this, exp.Column) and isinstance(test.expression, exp.Null) \
-                and test.this.name.lower() in ends and node.find_ancestor(exp.Select) is ctx.tree \
+                and test.this.name.lower() in ends and node.find_ancestor(exp.Select) is ctx.tree and node.find_ancestor(exp.Or) is None \
                 and len([c for c in node.root().find_all(exp.Column) if c.name.lower() == test.this.name.lower()]) == 1:
             # (the end compared elsewhere too, "discharged in 2100": the test only says what that comparison needs)
             return found(Finding("unasked_ended", "warning", f"The query keeps only visits that have ended ({test.this.name} IS NOT "

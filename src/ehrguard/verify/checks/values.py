@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import partial
 
 from sqlglot import exp
 
@@ -169,9 +168,9 @@ def check_patient_ids(ctx: SqlContext) -> CheckResult:
 
 def check_patterns(ctx: SqlContext) -> CheckResult:
     """A LIKE pattern no row of its column matches, anywhere in the table, while exactly one other text column of that
-    table has matching rows: the pattern was put on the wrong column (``celllabel LIKE '%flowsheet%'``: the flowsheet's
-    path is ``cellpath``). A pattern nothing matches at all is left alone: a sample database may lack what the full
-    one holds."""
+    table has matching rows: the pattern is likely on the wrong column (``celllabel LIKE '%flowsheet%'``: the flowsheet's
+    path is ``cellpath``). Reported, not repaired. A pattern nothing matches at all is left alone: a sample database may
+    lack what the full one holds."""
     if ctx.tree is None:
         return NOTHING
     tables, _ = aliases(ctx.tree)
@@ -191,15 +190,10 @@ def check_patterns(ctx: SqlContext) -> CheckResult:
         if len(others) != 1:
             continue  # matching nothing anywhere may be a sample database's gaps ("absent here" is not "does not exist")
         meant = others[0]
-        findings.append(Finding("pattern_matches_nothing", "error", f"No row of {table} has {column} LIKE '{lit.this}'; it matches "
-                                f"{table}.{meant}.", ctx.span_of(f"'{lit.this}'"), meant))
-        if isinstance(node, exp.Like) and isinstance(node.this, exp.Column):
-            edits.append(TreeEdit(partial(_other_column, meant), target=node))
+        # reported, not moved: the other column may hold the name for another reason (a test's name, not its result)
+        findings.append(Finding("pattern_matches_nothing", "warning", f"No row of {table} has {column} LIKE '{lit.this}'; it matches "
+                                f"{table}.{meant}.", ctx.span_of(f"'{lit.this}'")))
     return found(*findings, edits=edits)
-
-
-def _other_column(name: str, node: exp.Expression) -> None:
-    node.set("this", exp.column(name, table=node.this.table or None))
 
 
 def _only_owner(ctx: SqlContext, column: str, tables: dict[str, str]) -> str:

@@ -66,7 +66,7 @@ BLOCKING_WARNINGS = frozenset({"count_without_distinct", "counts_rows_not_patien
                                "missing_group_filter", "missing_age_filter", "missing_route_filter", "unscoped_read", "wrong_column",
                                "missing_time_window", "kind_not_read", "tied_end", "missing_place", "missing_icu_scope", "coarse_join",
                                "code_for_name", "count_not_distinct", "missing_visit_scope", "missing_exclusion",
-                               "unstated_visit", "unasked_filter", "unasked_ended"})
+                               "unstated_visit", "unasked_ended"})
 
 NO_QUERY = "The text-to-SQL model produced no query for this question. "
 
