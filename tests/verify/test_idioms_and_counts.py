@@ -230,3 +230,17 @@ def test_the_nadir_is_no_first_in_time_to_rewrite(ctx):
     checked = run_checks("what was the nadir heart rate of patient 10004720 in icu stay 35009126, their first icu stay?",
                          "SELECT MIN(valuenum) FROM chartevents WHERE stay_id = 35009126 AND itemid = 220045", ctx)
     assert repair(checked) is None
+
+
+def test_a_nadir_is_the_lowest_and_a_day_of_a_month_is_no_place(ctx):
+    # "nadir" asks for the lowest value: MIN is right, whatever "first" says of the stay
+    assert "wrong_order_kind" not in checks_of(ctx, "what was the nadir heart rate of patient 10004720 in icu stay 35009126, "
+                                               "their first icu stay?",
+                                               "SELECT MIN(valuenum) FROM chartevents WHERE stay_id = 35009126 AND itemid = 220045")
+    # "december 3rd" is a date; the place asked is the second
+    assert "missing_place" not in checks_of(ctx, "second most recent heart rate of patient 10004720 on december 3rd 2100",
+                                            "SELECT valuenum FROM chartevents WHERE subject_id = 10004720 AND itemid = 220045 AND "
+                                            "date(charttime) = '2100-12-03' ORDER BY charttime DESC LIMIT 1 OFFSET 1")
+    assert "missing_place" in checks_of(ctx, "what was the third heart rate of patient 10004720?",
+                                        "SELECT valuenum FROM chartevents WHERE subject_id = 10004720 AND itemid = 220045 "
+                                        "ORDER BY charttime LIMIT 1")

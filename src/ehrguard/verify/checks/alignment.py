@@ -38,7 +38,7 @@ _WINDOW_AFTER = rf"(?!\s+(?:{_NUMBER}\s+)?{_SPAN}\b)"
 _LATE = re.compile(rf"\b(?:(?:last|final){_WINDOW_AFTER}|latest|most recent(?:ly)?|newest)\b", re.IGNORECASE)
 _EARLY = re.compile(rf"\b(?:first{_WINDOW_AFTER}|earliest|initial(?:ly)?)\b", re.IGNORECASE)
 _HIGH = re.compile(r"\b(?:highest|largest|greatest|biggest|maximum|maximal|max|peak|top|most(?!\s+recent)(?=\s+\w))\b", re.IGNORECASE)
-_LOW = re.compile(r"\b(?:lowest|smallest|minimum|minimal|min|fewest|bottom|least(?=\s+\w))\b", re.IGNORECASE)
+_LOW = re.compile(r"\b(?:lowest|smallest|minimum|minimal|min|fewest|bottom|nadir|trough|least(?=\s+\w))\b", re.IGNORECASE)
 _BOUND = re.compile(r"\bat (?:least|most)\b", re.IGNORECASE)  # "at least 3 times" is a threshold, not an order
 
 # Which aggregate the question asks for.
