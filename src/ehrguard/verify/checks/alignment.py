@@ -221,15 +221,8 @@ def _only_time_column(ctx: SqlContext, nodes: list[tuple[exp.Expression, str, st
     latest" of its rows is ordered by when nothing else could be meant."""
     if len(nodes) != 1 or not isinstance(nodes[0][0], exp.Ordered) or not isinstance(nodes[0][0].this, exp.Column):
         return None
-    column = nodes[0][0].this
-    assert ctx.tree is not None
-    tables, _ = aliases(ctx.tree)
-    owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
-    info = ctx.db.schema.table(owner) if owner else None
-    if info is None:
-        return None
-    times = [c.name for c in info.columns if _is_time(ctx, exp.column(c.name, table=owner), {owner: owner})]
-    return (nodes[0][0], exp.column(times[0], table=column.table or None)) if len(times) == 1 else None
+    time = _one_time_column(ctx, nodes[0][0].this)
+    return (nodes[0][0], time) if time is not None else None
 
 
 def _extreme_as_order(ctx: SqlContext, nodes: list[tuple[exp.Expression, str, str]]) -> tuple[exp.Column, exp.Column] | None:
@@ -241,13 +234,19 @@ def _extreme_as_order(ctx: SqlContext, nodes: list[tuple[exp.Expression, str, st
     if tree.expressions != [extreme] or any(tree.args.get(k) for k in ("group", "order", "limit", "having", "joins")):
         return None
     column = extreme.this
-    if not isinstance(column, exp.Column):
-        return None
-    tables, _ = aliases(tree)
+    time = _one_time_column(ctx, column) if isinstance(column, exp.Column) else None
+    return (column, time) if time is not None else None
+
+
+def _one_time_column(ctx: SqlContext, column: exp.Column) -> exp.Column | None:
+    """The one time column of the table a column is read from, qualified as the column is; None when it has several
+    (which one orders its rows is then a guess) or none."""
+    assert ctx.tree is not None
+    tables, _ = aliases(ctx.tree)
     owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
     info = ctx.db.schema.table(owner) if owner else None
     times = [c.name for c in (info.columns if info is not None else ()) if _is_time(ctx, exp.column(c.name, table=owner), {owner: owner})]
-    return (column, exp.column(times[0], table=column.table or None)) if len(times) == 1 else None
+    return exp.column(times[0], table=column.table or None) if len(times) == 1 else None
 
 
 def _first_by_time(value: exp.Column, time: exp.Column, *, late: bool) -> Callable[[exp.Expression], None]:

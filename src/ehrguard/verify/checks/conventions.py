@@ -171,7 +171,7 @@ def check_count_kinds(ctx: SqlContext) -> CheckResult:
                                 "so a kind that occurs several times is counted several times.", ctx.span_of(count.sql(dialect="sqlite")),
                                 f"COUNT(DISTINCT {column.sql(dialect='sqlite')})" if column is not None else None))
         if column is not None:
-            edits.append(TreeEdit(_distinct_person(column), target=count))
+            edits.append(TreeEdit(count_distinct(column), target=count))
     return found(*findings, edits=edits)
 
 
@@ -207,7 +207,7 @@ def check_ranked_by_people(ctx: SqlContext) -> CheckResult:
     column = exp.column(person[0], table=table.alias_or_name if table.alias else None)
     return found(Finding("ranked_by_rows", "error", f"The question ranks by how many patients; the query ranks by how many rows of "
                          f"{table.name}, which holds several per patient.", None, f"COUNT(DISTINCT {person[0]})"),
-                 edits=[TreeEdit(_distinct_person(column), target=c) for c in counts])
+                 edits=[TreeEdit(count_distinct(column), target=c) for c in counts])
 
 
 def one_row_per_person(ctx: SqlContext, table: str, id_column: str) -> bool:
@@ -220,7 +220,7 @@ def one_row_per_person(ctx: SqlContext, table: str, id_column: str) -> bool:
                      lambda rows: bool(rows and rows[0][0]))
 
 
-def _distinct_person(column: exp.Column) -> Callable[[exp.Expression], None]:
+def count_distinct(column: exp.Column) -> Callable[[exp.Expression], None]:
     """COUNT(DISTINCT column): of a person's id, or of whatever else is counted once per value."""
 
     def apply(count: exp.Expression) -> None:
@@ -241,7 +241,7 @@ def _counts_derived_rows(ctx: SqlContext, count: exp.Expression, derived: exp.Su
     column = exp.column(person, table=derived.alias)
     return (Finding("counts_rows_not_patients", "warning", "The question counts patients; the query counts rows, several of which can be "
                     "one patient's.", ctx.span_of("count(*)"), f"COUNT(DISTINCT {column.sql(dialect='sqlite')})"),
-            TreeEdit(_distinct_person(column), target=count))
+            TreeEdit(count_distinct(column), target=count))
 
 
 def check_counts_people(ctx: SqlContext) -> CheckResult:
@@ -286,7 +286,7 @@ def check_counts_people(ctx: SqlContext) -> CheckResult:
         message = f"The question counts patients; the query counts {what} of {several[0]}, which holds several per patient."
         if holders:
             column = exp.column(person, table=holders[0].alias_or_name if holders[0].alias or joined else None)
-            edits.append(TreeEdit(_distinct_person(column), target=count))
+            edits.append(TreeEdit(count_distinct(column), target=count))
         else:  # the events of a stay (eICU): the patient is read through the table of patients the schema links
             link = _person_link(ctx, table, person) if not joined else None
             if link is None:
@@ -294,7 +294,7 @@ def check_counts_people(ctx: SqlContext) -> CheckResult:
                 continue
             column, edit = link
             edits.append(edit)
-            edits.append(TreeEdit(_distinct_person(column), target=count))
+            edits.append(TreeEdit(count_distinct(column), target=count))
         findings.append(Finding("counts_rows_not_patients", "warning", message,
                                 ctx.span_of(count.sql(dialect="sqlite")), f"COUNT(DISTINCT {column.sql(dialect='sqlite')})"))
     return found(*findings, edits=edits)
@@ -355,14 +355,14 @@ def check_counts_visits(ctx: SqlContext) -> CheckResult:
         suggestion = None
         if info is not None and info.column(person) is not None:
             replacement = exp.column(person, table=column.table or None)
-            edits.append(TreeEdit(_distinct_person(replacement), target=count))
+            edits.append(TreeEdit(count_distinct(replacement), target=count))
             suggestion = f"COUNT(DISTINCT {replacement.sql(dialect='sqlite')})"
         elif info is not None and not select.args.get("joins"):
             source = select.args.get("from_") or select.args.get("from")
             table = source.this if source is not None else None
             link = _person_link(ctx, table, person) if isinstance(table, exp.Table) and table.name.lower() == owner else None
             if link is not None:
-                edits.extend([link[1], TreeEdit(_distinct_person(link[0]), target=count)])
+                edits.extend([link[1], TreeEdit(count_distinct(link[0]), target=count)])
                 suggestion = f"COUNT(DISTINCT {link[0].sql(dialect='sqlite')})"
         findings.append(Finding("counts_visits_not_patients", "warning", message, ctx.span_of(count.sql(dialect="sqlite")), suggestion))
     return found(*findings, edits=edits)

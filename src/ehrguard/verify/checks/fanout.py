@@ -10,12 +10,11 @@ subquery, and which of them belong there is not always certain).
 from __future__ import annotations
 
 import re
-from functools import partial
 
 from sqlglot import exp
 
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, found, rows_and
-from ehrguard.verify.checks.conventions import one_row_per_person
+from ehrguard.verify.checks.conventions import count_distinct, one_row_per_person
 from ehrguard.verify.checks.schema_refs import aliases
 from ehrguard.verify.verdict import Finding
 
@@ -90,8 +89,4 @@ def check_counted_join(ctx: SqlContext) -> CheckResult:
     return found(Finding("count_repeated_rows", "error", f"The question counts {kind}s; the query counts {figures[0]} joined rows of "
                          f"{figures[1]} {kind}s (the join repeats each one once per matching row).", None,
                          f"COUNT(DISTINCT {visit.sql()})"),
-                 edits=[TreeEdit(partial(_count_distinct, visit), target=counts[0])])
-
-
-def _count_distinct(column: exp.Column, count: exp.Expression) -> None:
-    count.set("this", exp.Distinct(expressions=[column.copy()]))
+                 edits=[TreeEdit(count_distinct(visit), target=counts[0])])

@@ -22,6 +22,7 @@ else, so they hold for any schema the profile describes:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import partial
 
 from sqlglot import exp
@@ -563,15 +564,8 @@ def check_codes(ctx: SqlContext) -> CheckResult:
     tables = aliases(ctx.tree)[0]
     findings: list[Finding] = []
     edits: list[Edit] = []
-    for node in ctx.tree.find_all(exp.EQ, exp.In):
-        col = node.this
-        literals = node.expressions if isinstance(node, exp.In) else [node.expression]
-        numbers = [lit for lit in literals if isinstance(lit, exp.Literal) and not lit.is_string and lit.this.isdigit()]
-        if not isinstance(col, exp.Column) or not numbers or col.name.lower() in entities:
-            continue
-        table = table_of(ctx, col, tables)
-        reference = dictionary_of(ctx, table, col.name.lower())
-        if reference is None:
+    for col, table, reference, numbers, literals in _coded(ctx, tables):
+        if col.name.lower() in entities:
             continue
         for lit in numbers:
             try:
@@ -593,14 +587,11 @@ def check_codes(ctx: SqlContext) -> CheckResult:
     return found(*findings, edits=edits)
 
 
-def check_code_names(ctx: SqlContext) -> CheckResult:
-    """A code of a dictionary with names (``chartevents.itemid = 220210``, 'respiratory rate') where the question names
-    another of that dictionary's names ("heart rate") and not the code's own: the query reads the wrong item. Repaired
-    to the named item's code when one code of the table has that name; a name several codes share is only reported."""
-    if ctx.tree is None or not referenced_keys(ctx):
-        return NOTHING
-    tables = aliases(ctx.tree)[0]
-    coded: list[tuple[exp.Column, str, tuple[str, str], str, list[exp.Literal], int]] = []
+def _coded(ctx: SqlContext, tables: dict[str, str]) -> Iterator[tuple[exp.Column, str, tuple[str, str], list[exp.Literal],
+                                                                     list[exp.Expression]]]:
+    """Every column compared with numbers (``= N``, ``IN (...)``) whose declared foreign key refers to a dictionary:
+    the column, its table, the (dictionary, code column), the numbers and all the compared values."""
+    assert ctx.tree is not None
     for node in ctx.tree.find_all(exp.EQ, exp.In):
         col = node.this
         literals = node.expressions if isinstance(node, exp.In) else [node.expression]
@@ -609,8 +600,21 @@ def check_code_names(ctx: SqlContext) -> CheckResult:
             continue
         table = table_of(ctx, col, tables)
         reference = dictionary_of(ctx, table, col.name.lower())
-        label = label_column(ctx, reference[0]) if reference is not None else None
-        if reference is not None and label is not None:
+        if reference is not None:
+            yield col, table, reference, numbers, literals
+
+
+def check_code_names(ctx: SqlContext) -> CheckResult:
+    """A code of a dictionary with names (``chartevents.itemid = 220210``, 'respiratory rate') where the question names
+    another of that dictionary's names ("heart rate") and not the code's own: the query reads the wrong item. Repaired
+    to the named item's code when one code of the table has that name; a name several codes share is only reported."""
+    if ctx.tree is None or not referenced_keys(ctx):
+        return NOTHING
+    tables = aliases(ctx.tree)[0]
+    coded: list[tuple[exp.Column, str, tuple[str, str], str, list[exp.Literal], int]] = []
+    for col, table, reference, numbers, literals in _coded(ctx, tables):
+        label = label_column(ctx, reference[0])
+        if label is not None:
             coded.append((col, table, reference, label, numbers, len(literals)))
     if not coded:
         return NOTHING

@@ -121,6 +121,12 @@ def check_visit_scope(ctx: SqlContext) -> CheckResult:
 _FIRST_OR_LAST = re.compile(r"\b(first|earliest|initial|last|latest|final|most recent)\b", re.IGNORECASE)
 
 
+def _patients_kept(where: exp.Expression, person: str) -> list[exp.Literal]:
+    """The patient ids a condition keeps to: ``person = literal``."""
+    return [eq.expression for eq in where.find_all(exp.EQ) if isinstance(eq.this, exp.Column) and eq.this.name.lower() == person
+            and isinstance(eq.expression, exp.Literal)]
+
+
 def _scope_to_visit(ctx: SqlContext, entity: str, visit: str, home: str,
                     tables: dict[str, str]) -> tuple[exp.Expression, exp.Select] | None:
     """The condition that keeps a one-SELECT query to the patient's first or last visit of the kind the question names:
@@ -136,8 +142,7 @@ def _scope_to_visit(ctx: SqlContext, entity: str, visit: str, home: str,
     where = ctx.tree.args.get("where")
     if start is None or not person or where is None:
         return None
-    kept = [eq.expression for eq in where.find_all(exp.EQ) if isinstance(eq.this, exp.Column) and eq.this.name.lower() == person[0]
-            and isinstance(eq.expression, exp.Literal)]
+    kept = _patients_kept(where, person[0])
     holders = [alias for alias, table in tables.items() if (info := ctx.db.schema.table(table)) is not None
                and info.column(visit) is not None and table != home] or \
               [alias for alias, table in tables.items() if table == home]
@@ -219,8 +224,7 @@ def check_unstated_visit(ctx: SqlContext) -> CheckResult:
     where = ctx.tree.args.get("where")
     if not person or where is None:
         return NOTHING
-    kept = [eq.expression for eq in where.find_all(exp.EQ) if isinstance(eq.this, exp.Column) and eq.this.name.lower() == person[0]
-            and isinstance(eq.expression, exp.Literal)]
+    kept = _patients_kept(where, person[0])
     if len(kept) != 1 or visits_by_id(ctx, ctx.tree):
         return NOTHING  # a visit named by its id says which one
     for entity in ctx.db.profile.entities:

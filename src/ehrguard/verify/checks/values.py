@@ -10,7 +10,7 @@ from sqlglot import exp
 from ehrguard.db.values import Match
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, few_values, found, quoted_names
-from ehrguard.verify.checks.schema_refs import aliases, all_columns
+from ehrguard.verify.checks.schema_refs import aliases, all_columns, owner_table
 from ehrguard.verify.verdict import Finding
 
 # A misspelt literal is replaced only by a clear nearest value: similar enough, and clearly closer than the next one.
@@ -178,7 +178,7 @@ def check_patterns(ctx: SqlContext) -> CheckResult:
     edits: list[Edit] = []
     for table, column, lit in literal_comparisons(ctx.tree, tables, (exp.Like,)):
         node = lit.parent
-        table = table or _only_owner(ctx, column, tables)
+        table = owner_table(ctx, table, column, tables)
         info = ctx.db.schema.table(table) if table else None
         if info is None or info.column(column) is None or not re.search(r"[a-z]{3}", lit.this.lower()) \
                 or node is None or node.find_ancestor(exp.Not) is not None:
@@ -194,11 +194,6 @@ def check_patterns(ctx: SqlContext) -> CheckResult:
         findings.append(Finding("pattern_matches_nothing", "warning", f"No row of {table} has {column} LIKE '{lit.this}'; it matches "
                                 f"{table}.{meant}.", ctx.span_of(f"'{lit.this}'")))
     return found(*findings, edits=edits)
-
-
-def _only_owner(ctx: SqlContext, column: str, tables: dict[str, str]) -> str:
-    owners = {t for t in tables.values() if (info := ctx.db.schema.table(t)) is not None and info.column(column) is not None}
-    return next(iter(owners)) if len(owners) == 1 else ""
 
 
 def _matches(ctx: SqlContext, table: str, column: str, pattern: str) -> bool:
