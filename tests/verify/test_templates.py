@@ -55,7 +55,8 @@ def test_the_verifier_replaces_a_wrong_candidate_by_the_known_form(shared_data, 
     right = "SELECT DISTINCT prescriptions.route FROM prescriptions WHERE prescriptions.drug = 'trazodone'"
     assert ehrguard.verify(question, right, db=mimic_iv_db, db_id="mimic_iv").action == "preserve"
     off = ehrguard.verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv", templates="off", forms="off")
-    assert off.action != "correct"  # no bank, no correction of this kind
+    # no bank, no correction by a known form (the checks' own repair of the drug's name may still answer)
+    assert off.action != "correct" or off.details["repair"]["fixed"] not in ("template", "form")
     monkeypatch.setenv("EHRGUARD_TEMPLATE_BANK", "off")
     assert load_bank("mimic_iv") is None
 

@@ -88,3 +88,34 @@ def test_a_visit_named_by_its_number_reads_as_answerable():
     for question in ("What was the last heart rate recorded for ICU stay 30000484?", "Which lab tests were done in unit stay 141765?",
                      "How much insulin was given during unit stay 200310?"):
         assert classifier.assess(question).category["answerable"] > 0.8, question
+
+
+def test_safety_questions_learn_wording_from_the_read_cases_only():
+    from ehrguard.verify.offline.training import SAFETY_TRAINING_FILES, safety_questions, safety_subtype
+
+    names = {p.name for p in SAFETY_TRAINING_FILES}
+    assert {"mimic_iv.jsonl", "eicu.jsonl", "read.jsonl", "second_read.jsonl", "third_read.jsonl"} == names
+    assert not any("unread" in n for n in names)  # the halves that measure what this learns
+    assert safety_subtype("wrong", "order-direction") == "answerable"
+    assert safety_subtype("ambiguous", "vague-threshold") == "vague-word"
+    assert safety_subtype("ambiguous", "which-stay") == "ambiguous-reference"
+    assert safety_subtype("unanswerable", "future-event") == "infeasible-faq"
+    assert safety_subtype("unanswerable", "family-history") == "missing-column"
+    # what one schema lacks and another holds, a patient the records lack, a write: nothing about the wording
+    assert {safety_subtype("unanswerable", c) for c in ("allergy-absent", "unknown-patient", "write-request")} == {None}
+    examples = safety_questions(SAFETY_TRAINING_FILES, repeat=2)
+    assert len(examples) % 2 == 0 and {c for _, c in examples} >= {"answerable", "vague-word", "infeasible-faq", "missing-column"}
+    # the names the SQL compares are masked, as in every other source ("the highest X level")
+    assert any(re.search(r"\bX\b", q) for q, _ in examples)
+
+
+def test_a_model_trained_with_the_safety_cases_records_them_and_never_an_unread_half(shared_data: Path, tmp_path: Path, monkeypatch):
+    from ehrguard.verify.offline.classifier import QuestionModel
+
+    monkeypatch.setenv("EHRGUARD_DATA_DIR", str(shared_data))
+    out = tmp_path / "lexical.npz"
+    r = CliRunner().invoke(cli, ["train", "question-model", "--no-embeddings", "--no-scare", "--with-safety", "--safety-repeat", "1",
+                                 "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    seen = set(QuestionModel.load(out).trained_on["safety"])
+    assert {"read.jsonl", "second_read.jsonl", "third_read.jsonl"} <= seen and not any("unread" in name for name in seen)

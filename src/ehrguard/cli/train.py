@@ -33,10 +33,17 @@ def train_group() -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generated questions.")
 @click.option("--shorthand", type=click.FloatRange(0.0, 1.0), default=0.25, show_default=True,
               help="Share of the training questions also given in a clinician's terse wording (0: none).")
+@click.option("--safety", "safety_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Safety case files to learn question wording from too (not in the shipped models: docs/safety.md).")
+@click.option("--with-safety", is_flag=True,
+              help="Learn from the shipped safety cases and the read halves of the blind sets (never their unread halves).")
+@click.option("--safety-repeat", type=click.IntRange(1, 20), default=None,
+              help="How many times each safety question counts [default: SAFETY_REPEAT of training.py].")
 @click.option("--exclude-fold", default=None, metavar="I/K",
               help="Leave out the SCARE questions of fold I of K (for an honest `bench scare --fold I/K`).")
 def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...], no_scare: bool, mimicsql_files: tuple[str, ...],
-                           embeddings: bool, out: str | None, cv: int, seed: int, shorthand: float, exclude_fold: str | None) -> None:
+                           embeddings: bool, out: str | None, cv: int, seed: int, shorthand: float, safety_files: tuple[str, ...],
+                           with_safety: bool, safety_repeat: int | None, exclude_fold: str | None) -> None:
     """Train the question classifier (answerable / 3 ambiguous / 4 unanswerable classes)."""
     import numpy as np
 
@@ -46,6 +53,8 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
         CATEGORY_OF,
         CLASSES,
         MODEL_FILES,
+        SAFETY_REPEAT,
+        SAFETY_TRAINING_FILES,
         bedside_questions,
         cohort_questions,
         cross_validate,
@@ -55,6 +64,7 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
         load_embedder,
         mask_values,
         mimicsql_questions,
+        safety_questions,
         scare_questions,
         shorthand_questions,
         train_model,
@@ -77,13 +87,17 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
     other = mimicsql_questions(mimicsql, seed=seed) if mimicsql else []
     base += other
     base += shorthand_questions(base, seed=seed, share=shorthand)  # terse wording is a style, not a class (training.py)
+    safety_paths = [str(p) for p in (*safety_files, *(SAFETY_TRAINING_FILES if with_safety else ()))]
+    safety = safety_questions(safety_paths, repeat=safety_repeat or SAFETY_REPEAT) if safety_paths else []
+    base += safety
     scare = scare_questions(files) if files else []
     if exclude_fold:
         from ehrguard.verify.offline import fold_of, parse_fold
 
         fold, k = parse_fold(exclude_fold)
         scare = [(m, c, q) for m, c, q in scare if fold_of(q, k) != fold]
-    console.print(f"Training on {len(ehr)} EHRSQL-2024 questions, {len(other)} MIMICSQL, {len(base) - len(ehr) - len(other)} generated, "
+    console.print(f"Training on {len(ehr)} EHRSQL-2024 questions, {len(other)} MIMICSQL, {len(safety)} safety (with repeats), "
+                  f"{len(base) - len(ehr) - len(other) - len(safety)} generated, "
                   f"{len(scare)} SCARE questions "
                   f"({'MiniLM + lexical' if embedder else 'lexical'} features).")
     cache: dict = {}
@@ -114,6 +128,8 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
     from ehrguard.benchmarks import file_sha256
 
     model.trained_on = {"scare": {Path(f).name: file_sha256(f) for f in files}, "excluded_fold": exclude_fold}
+    if safety_paths:
+        model.trained_on["safety"] = {Path(f).name: file_sha256(f) for f in safety_paths}
     if mimicsql:
         model.trained_on["mimicsql"] = {f"{Path(f).parent.name}/{Path(f).name}": file_sha256(f) for f in mimicsql}
     target = Path(out) if out else MODEL_FILES["minilm" if embedder else "lexical"]

@@ -15,7 +15,8 @@ are in the SQL; a one-patient query reads no one else's records), :mod:`.windows
 states is the one the query keeps, in any wording), :mod:`.keys` (ids are used as the entity they identify),
 :mod:`.contrasts` (the side of a clinical contrast the question asks about), :mod:`.columns` (the field returned is
 the one asked for), :mod:`.ties` (one end of an order taken from records that tie for it), :mod:`.ordinals` (the
-place in an order the question states: "the second most recent"), :mod:`.repair`. These modules and :mod:`.base`
+place in an order the question states: "the second most recent"), :mod:`.superlatives` (the end of a named measure:
+"the longest stay", "the oldest patient"), :mod:`.repair`. These modules and :mod:`.base`
 (what every check shares) are internal; the names below are the API (``from ehrguard.verify.checks import run_checks``).
 """
 
@@ -35,7 +36,7 @@ from ehrguard.verify.checks.alignment import (
     check_time_window,
     check_visit_order,
 )
-from ehrguard.verify.checks.arithmetic import check_integer_division
+from ehrguard.verify.checks.arithmetic import check_integer_division, check_percentage
 from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, summary
 from ehrguard.verify.checks.bounds import check_bounds, check_ranges
 from ehrguard.verify.checks.columns import check_first_last, check_grouped_by, check_name_returned, check_returned_column
@@ -79,6 +80,7 @@ from ehrguard.verify.checks.stated import (
     check_stated_numbers,
     check_unscoped_reads,
 )
+from ehrguard.verify.checks.superlatives import check_superlatives
 from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_read_only
 from ehrguard.verify.checks.ties import check_tied_end
 from ehrguard.verify.checks.units import check_duration_unit, check_measure_unit
@@ -126,10 +128,12 @@ CHECKS: tuple[Check, ...] = (
     Check("counted_visit", check_counted_visit),
     Check("grouped_entity", check_grouped_entity),
     Check("direction", check_direction),
+    Check("superlatives", check_superlatives),
     Check("visit_order", check_visit_order),
     Check("aggregate", check_aggregate),
     Check("text_numbers", check_text_numbers),
     Check("integer_division", check_integer_division),
+    Check("percentage", check_percentage),
     Check("duration_unit", check_duration_unit),
     Check("measure_unit", check_measure_unit),
     Check("still_admitted", check_still_admitted),

@@ -83,7 +83,7 @@ def masked_question(ctx: SqlContext) -> str:
     for lit in sorted((lit.this for lit in ctx.tree.find_all(exp.Literal) if lit.is_string and len(lit.this.strip("%")) >= 3),
                       key=len, reverse=True):
         question = re.sub(rf"(?<!\w){re.escape(lit.strip('%'))}(?!\w)", " ", question, flags=re.IGNORECASE)
-    return question
+    return re.sub(r"\s+", " ", question)  # one space where a name was: "how much [drug] infusion volume" reads as written
 
 
 def question_ends(question: str) -> _Ends:
@@ -150,6 +150,7 @@ _WORDS = {"early": "the earliest", "late": "the latest", "low": "the lowest", "h
 def _flip(node: exp.Expression) -> None:
     if isinstance(node, exp.Ordered):
         node.set("desc", not node.args.get("desc"))
+        node.set("nulls_first", False)  # the end asked for is a value: a missing one (a stay still open) never comes first
     elif isinstance(node, exp.Max | exp.Min):  # the argument moves (not a copy), so edits aimed inside it still apply
         node.replace((exp.Min if isinstance(node, exp.Max) else exp.Max)(this=node.this))
 
@@ -501,6 +502,8 @@ def _survival_reversed(ctx: SqlContext, death: bool) -> CheckResult:
         if start.find_ancestor(exp.Not, exp.Exists) is not None:
             continue  # under NOT IN / NOT EXISTS the kept side is the other one: too easy to read backwards
         if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+            if not _is_time(ctx, column, aliases(ctx.tree)[0] if ctx.tree is not None else {}):
+                continue  # a status or flag that IS NOT NULL is an outcome known, either way; only a date of death is death
             negated = isinstance(node.parent, exp.Not)
             if negated == death:  # "dod IS NOT NULL" for death, "dod IS NULL" for survivors: the right side
                 continue
@@ -542,7 +545,9 @@ def check_death(ctx: SqlContext) -> CheckResult:
     if ctx.tree is None:
         return NOTHING
     question = masked_question(ctx)
-    death, alive = bool(_DEATH.search(question)), bool(_SURVIVED.search(question))
+    # "non-survivors" are the dead: a question naming them beside the survivors asks about both sides
+    death = bool(_DEATH.search(question)) or bool(re.search(r"\bnon-?survivors?\b", question, re.IGNORECASE))
+    alive = bool(_SURVIVED.search(re.sub(r"\bnon-?survivors?\b", " ", question, flags=re.IGNORECASE)))
     # a rate of death or survival is counted from both sides ("1 - survivors / all"): no side to reverse
     if death != alive and not _RATE.search(question):
         reversed_side = _survival_reversed(ctx, death)
@@ -667,6 +672,8 @@ def check_limit(ctx: SqlContext) -> CheckResult:
     if not _limit_cuts(ctx) or _states_limit(ctx):
         return NOTHING
     if ctx.tree.args.get("order") is None:
+        if ctx.tree.args.get("offset") is not None:
+            return NOTHING  # rows skipped in no order: idioms' offset_without_order, with nothing certain to repair
         listed = _names_repeat(ctx) and _asks_all(ctx)
         return found(Finding("limit_cuts_answer", "error", "The query keeps only the first rows the database happens to return; "
                              "nothing orders them and the question does not ask for a sample.", ctx.span_of("limit"),

@@ -181,6 +181,19 @@ def visits_by_id(ctx: SqlContext, tree: exp.Expression) -> list[tuple[exp.Column
     return out
 
 
+def negated(node: Any, *also: type[exp.Expression]) -> bool:
+    """Is the condition ``node`` (or one it sits in) negated: under NOT, or a ``NOT LIKE`` (sqlglot keeps that as a
+    LIKE with ``negate``)? ``also``: other enclosing kinds that count the same (CASE, OR, ...)."""
+    current = node
+    while current is not None:
+        if isinstance(current, exp.Not | exp.Like | exp.ILike) and (isinstance(current, exp.Not) or current.args.get("negate")):
+            return True
+        if also and isinstance(current, also) and current is not node:
+            return True
+        current = current.parent
+    return False
+
+
 def rows_and(ctx: SqlContext, select: exp.Select, count: exp.Expression) -> tuple[int, int] | None:
     """How many rows the SELECT keeps (its FROM, joins and conditions; no order or limit), and ``count`` of them
     (``COUNT(DISTINCT key)``, ``COUNT(column)``): the two figures that show rows repeated or left out. None when it

@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from ehrguard.db.lexicon import normal_form
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, stored_table
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, negated, stored_table
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with, literal_comparisons
 from ehrguard.verify.offline.features import mask_values
@@ -204,7 +204,7 @@ def check_unasked_filter(ctx: SqlContext) -> CheckResult:
     names = {(t.lower(), c.lower()) for t, c in name_columns(ctx)}
     for table, column, lit in literal_comparisons(ctx.tree, tables, (exp.EQ,)):
         select = lit.find_ancestor(exp.Select)
-        if select is not ctx.tree or lit.find_ancestor(exp.Not, exp.Case, exp.If, exp.Or) is not None:
+        if select is not ctx.tree or negated(lit, exp.Case, exp.If, exp.Or):
             continue  # only the outer query's own conditions, each one kept (not an alternative or a CASE)
         table = owner_table(ctx, table, column, tables)
         if not table or len(lit.this) < 2 or "%" in lit.this or column.endswith("id") or (table, column) in names:

@@ -19,7 +19,7 @@ from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, 
 from ehrguard.verify.checks.columns import column_kind
 from ehrguard.verify.checks.keys import rename
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
-from ehrguard.verify.checks.values import _replace_with
+from ehrguard.verify.checks.values import _replace_with, literal_comparisons
 from ehrguard.verify.verdict import Finding
 
 # eICU names the ICU stay "unit" (``unitadmittime``); a care unit is any ward, a dose unit a measure.
@@ -178,7 +178,28 @@ def check_contrasts(ctx: SqlContext) -> CheckResult:
                                         f"The question asks about {_NAMES[said]}; the query reads {_NAMES[took]} instead.",
                                         None, _NAMES[said] if swaps else None))
                 edits += swaps
+            elif took is None and not sides and (table := _both_sides_unchosen(ctx, one, other)) is not None:
+                findings.append(Finding("side_not_chosen", "warning",
+                                        f"The question asks about {_NAMES[said]}; the query reads {table}, which records "
+                                        f"{_NAMES[one[0]]} and {_NAMES[other[0]]} alike, and keeps both.", None))
     return found(*findings, edits=edits)
+
+
+def _both_sides_unchosen(ctx: SqlContext, one: tuple[str, ...], other: tuple[str, ...]) -> str | None:
+    """A table whose name holds both sides of a contrast (eICU's ``intakeoutput``), read with no condition on a value of
+    its own (the rows of one side are then all of them: a drug's name chooses its rows, a patient's id does not)."""
+    assert ctx.tree is not None
+    tables, _ = aliases(ctx.tree)
+    entities = _visit_tables(ctx)
+    for t in ctx.tree.find_all(exp.Table):
+        name = t.name.lower()
+        if name in entities or _says(name, one, inside_words=True) is None or _says(name, other, inside_words=True) is None:
+            continue
+        chosen = [c for table, c, _ in literal_comparisons(ctx.tree, tables, (exp.EQ, exp.In, exp.Like))
+                  if owner_table(ctx, table, c, tables) == name and not c.endswith("id")]
+        if not chosen:
+            return t.name
+    return None
 
 
 # The whole words a side is written with in names and values, for a repair that writes the other side (stems such as

@@ -10,6 +10,19 @@
 - ``having_row_column`` (error): a HAVING condition on a column that is neither grouped nor aggregated tests one
   arbitrary row of each group (SQLite) and does not keep the rows the aggregates count. Repaired by moving the
   condition into WHERE, when it is one of the HAVING's AND-ed conditions and compares the column with a constant.
+- ``offset_without_order`` (error): OFFSET skips rows in an order only ORDER BY gives; without one, which row is
+  returned is whichever the engine meets first (a "median" taken as the middle row of an unsorted table). No repair:
+  the order meant is not written.
+- ``not_a_median`` (error): the question asks for a median and the query takes the mean (AVG) with nothing that
+  computes a median (no MEDIAN or percentile, no row taken from the middle of an order). No repair (SQLite has no
+  MEDIAN).
+- ``time_text_arithmetic`` (error, SQLite): SQLite keeps moments as text, and ``outtime - intime`` subtracts the numbers
+  the texts begin with (the years): 0 for a stay within one year. Repaired to ``julianday(outtime) -
+  julianday(intime)``, the difference in days.
+- ``time_compared_with_number`` (error): a moment compared with a bare number (``dischtime > 48``): SQLite orders any
+  text after any number, so the condition keeps every row (or none); other engines refuse it. No repair: which
+  duration or offset was meant is not written. ``time_compared_with_text`` (error): a moment compared with a word that
+  holds no digit (``dischtime = 'home'``), which no moment equals.
 """
 
 from __future__ import annotations
@@ -21,7 +34,9 @@ from functools import partial
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
+from ehrguard.verify.checks.alignment import _is_stored, _is_time, masked_question
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, rows_and
+from ehrguard.verify.checks.schema_refs import aliases
 from ehrguard.verify.verdict import Finding
 
 _MONTHS = re.compile(r"\b(?:months?|monthly|per calendar month)\b", re.IGNORECASE)
@@ -34,7 +49,8 @@ def check_idioms(ctx: SqlContext) -> CheckResult:
     findings: list[Finding] = []
     edits: list[Edit] = []
     for check in (_minutes_for_month, _count_of_nulls, _whole_number_quotient, _having_row_column, _count_of_a_test, _not_in_nulls,
-                  _count_skips_nulls):
+                  _count_skips_nulls, _offset_without_order, _not_a_median, _time_text_arithmetic,
+                  _time_compared_with_number):
         result = check(ctx)
         findings += result.findings
         edits += result.edits
@@ -218,6 +234,111 @@ def _count_skips_nulls(ctx: SqlContext) -> CheckResult:
     return found(Finding("count_skips_nulls", "error", f"COUNT({column.sql()}) counts only the rows where {column.name} is filled in "
                          f"({figures[1]} of {figures[0]}); the question counts them all.", ctx.span_of(count.sql()), "COUNT(*)"),
                  edits=[TreeEdit(_count_rows, target=count)])
+
+
+def _offset_without_order(ctx: SqlContext) -> CheckResult:
+    assert ctx.tree is not None
+    unordered = [s for s in ctx.tree.find_all(exp.Select) if s.args.get("offset") is not None and not s.args.get("order")
+                 and s.args["offset"].expression.sql() != "0"  # OFFSET 0 skips nothing
+                 and not _ordered_source(s)]
+    if not unordered:
+        return NOTHING
+    return found(Finding("offset_without_order", "error", "The query skips rows with OFFSET but gives no ORDER BY, so which row "
+                         "it returns is whichever the database meets first, not a place in any order.", ctx.span_of("offset")))
+
+
+def _ordered_source(select: exp.Select) -> bool:
+    """The rows come from one subquery that orders them (``FROM (SELECT age ... ORDER BY age) LIMIT 1 OFFSET n``)."""
+    source = select.args.get("from_") or select.args.get("from")
+    inner = source.this if source is not None else None
+    while isinstance(inner, exp.Subquery):
+        inner = inner.this
+    return isinstance(inner, exp.Select) and inner.args.get("order") is not None and not select.args.get("joins")
+
+
+def _stored_times(ctx: SqlContext) -> Callable[[exp.Expression], exp.Column | None]:
+    """A test for a node that is a column of a stored table holding moments (not a name the query computes: a
+    ``wait_time`` of hours, an epoch ``start_time``)."""
+    assert ctx.tree is not None
+    tables, defined = aliases(ctx.tree)
+
+    def test(node: exp.Expression) -> exp.Column | None:
+        column = _bare(node)
+        return column if isinstance(column, exp.Column) and _is_stored(ctx, column, tables, defined) \
+            and _is_time(ctx, column, tables) else None
+
+    return test
+
+
+_BIRTH_OR_DEATH = re.compile(r"dob|dod|birth|death", re.IGNORECASE)
+
+
+def _time_text_arithmetic(ctx: SqlContext) -> CheckResult:
+    assert ctx.tree is not None
+    if ctx.dialect != "sqlite":
+        return NOTHING  # PostgreSQL and DuckDB subtract timestamps to an interval
+    stored = _stored_times(ctx)
+    subs = [sub for sub in ctx.tree.find_all(exp.Sub) if stored(sub.this) and stored(sub.expression)]
+    # a birth date subtracted gives whole years, the crude age people mean by it: not this mistake
+    subs = [sub for sub in subs if not any(_BIRTH_OR_DEATH.search(c.name) for c in sub.find_all(exp.Column))]
+    if not subs:
+        return NOTHING
+    # compared with a number, or where years are asked, what the number means is not known: reported, not repaired
+    certain = not re.search(r"\b(?:years?|age|old)\b", ctx.question, re.IGNORECASE) and not any(
+        isinstance(sub.parent, exp.GT | exp.GTE | exp.LT | exp.LTE | exp.EQ | exp.NEQ) for sub in subs)
+    return found(Finding("time_text_arithmetic", "error", f"SQLite keeps moments as text: {subs[0].sql()} subtracts the years they "
+                         "begin with, not the moments.", ctx.span_of(subs[0].sql()),
+                         "julianday(...) - julianday(...) (days)" if certain else None),
+                 edits=[TreeEdit(_in_days, target=sub) for sub in subs] if certain else [])
+
+
+def _time_compared_with_number(ctx: SqlContext) -> CheckResult:
+    assert ctx.tree is not None
+    stored = _stored_times(ctx)
+    for node in ctx.tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ):
+        for one, other in ((node.this, node.expression), (node.expression, node.this)):
+            value = _bare(other)
+            if not (stored(one) and isinstance(value, exp.Literal)):
+                continue
+            if not value.is_string:
+                return found(Finding("time_compared_with_number", "error", f"{node.sql()} compares a moment with a number, which "
+                                     "keeps every row or none; a duration or a date was meant.", ctx.span_of(node.sql())))
+            # 'home' is no moment: a date or time always has digits (PostgreSQL reads 'today' and 'now' as moments)
+            if ctx.dialect == "sqlite" and not re.search(r"\d", value.this):
+                return found(Finding("time_compared_with_text", "error", f"{node.sql()} compares a moment with a word, which no "
+                                     "moment equals; another column was meant.", ctx.span_of(node.sql())))
+    return NOTHING
+
+
+def _bare(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+def _in_days(sub: exp.Expression) -> None:
+    sub.set("this", exp.Anonymous(this="julianday", expressions=[_bare(sub.this).copy()]))
+    sub.set("expression", exp.Anonymous(this="julianday", expressions=[_bare(sub.expression).copy()]))
+
+
+# The statistic, not the anatomy ("the median nerve", "a median sternotomy").
+_MEDIAN = re.compile(r"\b(?:median(?!\s+(?:nerve|sternotomy|cubital|arcuate|vein|artery|lobe|plane|line|incision))|50th percentile|"
+                     r"middle value)\b", re.IGNORECASE)
+# What computes a median, in the dialects ehrguard reads: a function, a percentile, or rows counted along an order.
+_MEDIAN_SQL = re.compile(r"\b(?:median|percentile_cont|percentile_disc|quantile\w*|approx_percentile|ntile|row_number|"
+                         r"percent_rank|cume_dist|offset)\b", re.IGNORECASE)
+
+
+def _not_a_median(ctx: SqlContext) -> CheckResult:
+    tree = ctx.tree
+    if not isinstance(tree, exp.Select) or not _MEDIAN.search(masked_question(ctx)) or _MEDIAN_SQL.search(tree.sql()):
+        return NOTHING
+    # only a plain mean is certain: one SELECT of AVG over rows (a self-join or a HAVING may pick the middle rows)
+    if any(tree.args.get(k) for k in ("group", "having", "joins")) or sum(1 for _ in tree.find_all(exp.Select)) != 1 \
+            or not any(isinstance(_bare(e.this if isinstance(e, exp.Alias) else e), exp.Avg) for e in tree.expressions):
+        return NOTHING
+    return found(Finding("not_a_median", "error", "The question asks for the median; the query computes the mean (AVG).",
+                         ctx.span_of("avg(")))
 
 
 def _conjuncts(node: exp.Expression) -> list[exp.Expression]:

@@ -17,6 +17,7 @@ from typing import cast
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
+from ehrguard.profiles import Entity
 from ehrguard.verify.checks.alignment import visit_start
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, add_condition, found, quoted_names, visits_by_id
 from ehrguard.verify.checks.conventions import visit_ids
@@ -217,8 +218,10 @@ def check_unstated_visit(ctx: SqlContext) -> CheckResult:
     """The question asks something of one visit of a patient ("how long was 10020740 in the ICU") without saying
     which, the patient has several visits of that kind, and the query answers for one of them (LIMIT 1): which one
     was meant is a guess. The patient and the count of their visits come from the profile and the data."""
-    if not isinstance(ctx.tree, exp.Select) or ctx.tree.args.get("limit") is None or not _OF_ONE_VISIT.search(ctx.question) \
-            or _WHICH_VISIT.search(ctx.question):
+    if not isinstance(ctx.tree, exp.Select) or ctx.tree.args.get("limit") is None or _WHICH_VISIT.search(ctx.question):
+        return NOTHING
+    ordered = _visits_ordered(ctx, ctx.tree)
+    if not _OF_ONE_VISIT.search(ctx.question) and not ordered:
         return NOTHING
     person = ctx.db.profile.person_ids[:1]
     where = ctx.tree.args.get("where")
@@ -227,10 +230,14 @@ def check_unstated_visit(ctx: SqlContext) -> CheckResult:
     kept = _patients_kept(where, person[0])
     if len(kept) != 1 or visits_by_id(ctx, ctx.tree):
         return NOTHING  # a visit named by its id says which one
-    for entity in ctx.db.profile.entities:
-        pattern = _SOME_VISIT.get(entity.name)
-        if pattern is None or not pattern.search(ctx.question) or (entity.name == "admission" and _SOME_VISIT["stay"].search(ctx.question)):
-            continue
+    named = [e for e in ctx.db.profile.entities if (pattern := _SOME_VISIT.get(e.name)) is not None and pattern.search(ctx.question)
+             and not (e.name == "admission" and _SOME_VISIT["stay"].search(ctx.question))]
+    if ordered:  # the query chose the visit by its own times ("ORDER BY admittime DESC LIMIT 1"): those visits
+        named = ordered
+    elif not named:  # "the length of stay" names no kind of visit: the one whose table the query reads
+        read = {t.name.lower() for t in ctx.tree.find_all(exp.Table)}
+        named = [e for e in ctx.db.profile.entities if e.name in _SOME_VISIT and e.table.lower() in read]
+    for entity in named:
         info = ctx.db.schema.table(entity.table)
         if info is None or info.column(person[0]) is None:
             continue
@@ -241,11 +248,48 @@ def check_unstated_visit(ctx: SqlContext) -> CheckResult:
                                      timeout_s=5).rows
         except DatabaseError:
             continue
-        if rows and rows[0][0] and rows[0][0] > 1:
+        if rows and rows[0][0] and rows[0][0] > 1 and _answers_differ(ctx, ctx.tree):
             noun = "ICU stays" if entity.name == "stay" else "hospital admissions"
             return found(Finding("unstated_visit", "warning", f"The patient has {rows[0][0]} {noun}; the question does not say which "
                                  "one, and the query answers for one of them."))
     return NOTHING
+
+
+def _answers_differ(ctx: SqlContext, tree: exp.Select) -> bool:
+    """Without its ORDER BY and LIMIT, the query gives more than one answer: the visit it keeps decides what it says
+    (a sex or a date of birth is the same on every visit; a diagnosis may name one visit)."""
+    every = tree.copy()
+    every.set("order", None)
+    every.set("limit", None)
+    every.set("offset", None)
+    every.set("distinct", exp.Distinct())
+    try:
+        rows = ctx.db.db.execute(f"SELECT COUNT(*) FROM ({every.sql(dialect=ctx.dialect)}) AS every_answer", timeout_s=5).rows
+    except DatabaseError:
+        return True  # not knowable: the choice of visit stands as the question's to make
+    return bool(rows and rows[0][0] and rows[0][0] > 1)
+
+
+def _visits_ordered(ctx: SqlContext, tree: exp.Select) -> list[Entity]:
+    """The visits (admissions, stays) whose own time columns the query's outer ORDER BY sorts by: the query picks one
+    of a patient's visits by when it happened, whatever the question asks of it (a weight, a diagnosis)."""
+    order = tree.args.get("order")
+    if order is None:
+        return []
+    tables, _ = aliases(tree)
+    out = []
+    for key in order.expressions:
+        column = key.this
+        if not isinstance(column, exp.Column):
+            continue
+        owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
+        if owner is None or f"{owner}.{column.name}".lower() not in {c.lower() for c in ctx.db.profile.time_columns}:
+            continue
+        held = [e for e in ctx.db.profile.entities if e.name in _SOME_VISIT and e.table.lower() == owner.lower()]
+        if len(held) > 1:  # one table holds several kinds of visit (eICU's ``patient``): the column's name says which
+            held = [e for e in held if e.name == ("stay" if re.search(r"unit|icu", column.name, re.IGNORECASE) else "admission")]
+        out += [e for e in held if e not in out]
+    return out
 
 
 # What makes a visit's end part of the question: it ended, how long it was, how it ended, or its place among the

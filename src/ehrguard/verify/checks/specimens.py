@@ -22,11 +22,11 @@ import re
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, negated
 from ehrguard.verify.checks.keys import code_literal, holds_id, name_of, table_of
 from ehrguard.verify.checks.lab_items import lab_items
-from ehrguard.verify.checks.schema_refs import aliases
-from ehrguard.verify.checks.values import _replace_with
+from ehrguard.verify.checks.schema_refs import aliases, owner_table
+from ehrguard.verify.checks.values import _replace_with, literal_comparisons
 from ehrguard.verify.verdict import Finding
 
 
@@ -120,7 +120,71 @@ def check_specimen(ctx: SqlContext) -> CheckResult:
                                     "the question names no specimen, and it is measured in blood too.", ctx.span_of(lit.sql()), meant))
         if meant is not None:
             edits.append(TreeEdit(_replace_with(meant, string=False), target=lit))
+    findings += _items_by_label(ctx, tables)
     return found(*findings, edits=edits)
+
+
+def _items_by_label(ctx: SqlContext, tables: dict[str, str]) -> list[Finding]:
+    """Lab items chosen by a pattern on their label (``itemid IN (SELECT itemid FROM d_labitems WHERE label LIKE
+    '%sodium%')``) whose values the query reads from ``labevents`` without showing which item each is, when the items
+    its conditions keep are measured in several fluids with rows in the records and the question names none of them
+    (or another one): blood and urine values are read as one."""
+    assert ctx.tree is not None
+    read = {t.name.lower() for t in ctx.tree.find_all(exp.Table)}
+    returned = {c.name.lower() for e in ctx.tree.expressions for c in e.find_all(exp.Column)} if isinstance(ctx.tree, exp.Select) else set()
+    if "labevents" not in read or "label" in returned:
+        return []  # no values read, or each shown with its item's name
+    findings = []
+    for table, column, lit in literal_comparisons(ctx.tree, tables, (exp.Like,)):
+        if owner_table(ctx, table, column, tables) != "d_labitems" or column != "label" or negated(lit):
+            continue  # a label named whole (``label = 'glucose'``) is the EHRSQL builds' own way of naming a test
+        kept = _items_kept(ctx, lit)
+        if kept is None:
+            continue
+        try:
+            fluids = sorted({fluid for code, label in kept if (fluid := _fluid_of(str(code), str(label))) is not None
+                             and holds_id(ctx, "labevents", "itemid", code_literal(str(code)))})
+        except DatabaseError:
+            continue
+        if len(fluids) < 2:
+            continue
+        stated = named_specimens(ctx.question, lit.this.strip("%_ ").lower()) or []
+        if stated and all(any(f in s.fluids for s in stated) for f in fluids):
+            continue
+        where = ", ".join(fluids[:-1]) + " and " + fluids[-1]
+        asked = f"the question asks about {stated[0].name}" if stated else "the question names no specimen"
+        findings.append(Finding("mixed_specimens", "warning", f"The query reads every lab item whose label is like '{lit.this}', "
+                                f"measured in {where}, as one test; {asked}.", ctx.span_of(f"'{lit.this}'")))
+    return findings
+
+
+def _items_kept(ctx: SqlContext, lit: exp.Literal) -> list[tuple[object, object]] | None:
+    """(itemid, label) of the lab items the conditions of the SELECT holding the pattern keep (its NOT LIKEs too)."""
+    select = lit.find_ancestor(exp.Select)
+    if select is None:
+        return None
+    items = next((t for t in select.find_all(exp.Table) if t.name.lower() == "d_labitems" and t.find_ancestor(exp.Select) is select), None)
+    if items is None:
+        return None
+    name = items.alias_or_name
+    probe = select.copy()
+    for key in ("group", "having", "order", "limit", "offset", "distinct"):
+        probe.set(key, None)
+    probe.set("expressions", [exp.column("itemid", table=name), exp.column("label", table=name)])
+    try:
+        return list(ctx.db.db.execute(f"SELECT DISTINCT * FROM ({probe.sql(dialect=ctx.dialect)}) AS kept", timeout_s=5).rows)
+    except DatabaseError:
+        return None
+
+
+def _fluid_of(code: str, label: str) -> str | None:
+    """What an item is measured in: the shipped dictionary's fluid where the database labels it the same, else the
+    specimen its own label names ("sodium, urine"); None when neither says."""
+    label = label.lower().strip()
+    known = lab_items().get(code)
+    if known is not None and known[0] == label:
+        return known[1]
+    return next((s.fluids[0] for s in SPECIMENS if s.pattern.search(label)), None)
 
 
 def _same_label(ctx: SqlContext, code: str, label: str) -> bool:

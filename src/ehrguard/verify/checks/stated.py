@@ -357,10 +357,15 @@ _GROUPED = r"(?:patients?|people|persons?|admissions?|visits?|stays?|encounters?
 _ONE = re.compile(r"\b(?:a|one|any|every|each) single\b")
 
 
-def _names_group(value: str, text: str) -> bool:
+def _names_group(value: str, text: str, column: str = "") -> bool:
+    """The question names the value as a group: "married patients", "patients who were married", or after a word
+    its column is named for ("discharged home": ``discharge_location``; "discharged to home")."""
     text = _ONE.sub(" one ", text)
     v = re.escape(value)
-    return bool(re.search(rf" {v} (?:\w+ )?{_GROUPED} ", text) or re.search(rf" {_GROUPED} (?:who|that) (?:are|were|is|was) {v} ", text))
+    if re.search(rf" {v} (?:\w+ )?{_GROUPED} ", text) or re.search(rf" {_GROUPED} (?:who|that) (?:are|were|is|was) {v} ", text):
+        return True
+    name = column.replace("_", "")
+    return any(w[:5] in name for w in re.findall(rf" ([a-z]{{6,}}) (?:to |at |in |from )?(?:the |a )?{v} ", text))
 
 
 def check_stated_groups(ctx: SqlContext) -> CheckResult:
@@ -386,7 +391,7 @@ def check_stated_groups(ctx: SqlContext) -> CheckResult:
             continue
         values = _values(ctx, table, column)
         sex = [w for w in words if w in _SEX_WORDS and any(v in values for v in _SEX_WORDS[w]) and w not in looked_for]
-        named = [v for v in values if len(v) >= 4 and not v.isdigit() and _words(v) and _names_group(" ".join(_words(v)), text)
+        named = [v for v in values if len(v) >= 4 and not v.isdigit() and _words(v) and _names_group(" ".join(_words(v)), text, column)
                  and " ".join(_words(v)) not in looked_for and not holders.get(v, set()) & referenced]
         said = sex or named
         if said:

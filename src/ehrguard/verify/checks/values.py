@@ -9,7 +9,7 @@ from sqlglot import exp
 
 from ehrguard.db.values import Match
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, few_values, found, quoted_names
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, few_values, found, negated, quoted_names
 from ehrguard.verify.checks.schema_refs import aliases, all_columns, owner_table
 from ehrguard.verify.verdict import Finding
 
@@ -169,8 +169,9 @@ def check_patient_ids(ctx: SqlContext) -> CheckResult:
 def check_patterns(ctx: SqlContext) -> CheckResult:
     """A LIKE pattern no row of its column matches, anywhere in the table, while exactly one other text column of that
     table has matching rows: the pattern is likely on the wrong column (``celllabel LIKE '%flowsheet%'``: the flowsheet's
-    path is ``cellpath``). Reported, not repaired. A pattern nothing matches at all is left alone: a sample database may
-    lack what the full one holds."""
+    path is ``cellpath``). Reported, not repaired. A pattern nothing matches at all is reported as such
+    (``matches_no_record``), not as an error: a sample database may lack what the full one holds, and a name may be
+    recorded in another table (an x-ray among treatments, not labs)."""
     if ctx.tree is None:
         return NOTHING
     tables, _ = aliases(ctx.tree)
@@ -181,14 +182,21 @@ def check_patterns(ctx: SqlContext) -> CheckResult:
         table = owner_table(ctx, table, column, tables)
         info = ctx.db.schema.table(table) if table else None
         if info is None or info.column(column) is None or not re.search(r"[a-z]{3}", lit.this.lower()) \
-                or node is None or node.find_ancestor(exp.Not) is not None:
+                or node is None or negated(node):
             continue
         if _matches(ctx, info.qualified_name, column, lit.this):
             continue
         others = [c.name for c in info.columns if c.name.lower() != column and re.search(r"char|text|string", c.type.lower())
                   and _matches(ctx, info.qualified_name, c.name, lit.this)]
         if len(others) != 1:
-            continue  # matching nothing anywhere may be a sample database's gaps ("absent here" is not "does not exist")
+            # Nothing anywhere: a sample database's gap, or a name recorded elsewhere ("absent here" is not "does not
+            # exist"). Not moved, not called wrong; but an answer resting on it is no answer to vouch for. Alternatives
+            # joined by OR (spellings of one drug) are left alone: the others may match.
+            if node.find_ancestor(exp.Or, exp.Case, exp.If) is None:  # a CASE counts what matches, 0 included
+                findings.append(Finding("matches_no_record", "warning", f"No record of {table} has {column} LIKE '{lit.this}': the "
+                                        "answer rests on a condition nothing in these records meets (absent from this database, "
+                                        "or recorded under another name or table).", ctx.span_of(f"'{lit.this}'")))
+            continue
         meant = others[0]
         # reported, not moved: the other column may hold the name for another reason (a test's name, not its result)
         findings.append(Finding("pattern_matches_nothing", "warning", f"No row of {table} has {column} LIKE '{lit.this}'; it matches "

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         generated_questions,
         mimicsql_questions,
         parse_fold,
+        safety_questions,
         scare_questions,
         train_model,
     )
@@ -56,7 +57,8 @@ _LAZY = by_module({
     ".templates": ("BANK_SOURCES", "load_bank"),
     ".training": ("bedside_questions", "cohort_questions",
                   "cross_validate", "ehrsql_questions", "embed_cached", "fold_of", "generated_questions",
-                  "mimicsql_questions", "parse_fold", "scare_questions", "shorthand_questions", "train_model"),
+                  "mimicsql_questions", "parse_fold", "SAFETY_REPEAT", "SAFETY_TRAINING_FILES", "safety_questions",
+                  "scare_questions", "shorthand_questions", "train_model"),
     ".verifier": ("OfflineVerifier",),
 })
 
@@ -83,6 +85,8 @@ __all__ = [
     "Policy",
     "QuestionAssessment",
     "Repair",
+    "SAFETY_REPEAT",
+    "SAFETY_TRAINING_FILES",
     "SHIPPED_CALIBRATION",
     "bank_status",
     "build_banks",
@@ -102,6 +106,7 @@ __all__ = [
     "load_forms",
     "mask_values",
     "parse_fold",
+    "safety_questions",
     "save_calibration",
     "scare_questions",
     "shorthand_questions",

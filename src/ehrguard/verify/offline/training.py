@@ -10,7 +10,12 @@ Sources, all ones we may train on:
 * questions we generate from our own templates (:func:`generated_questions`): vague words (from the
   lexicon's word classes) and unresolved references injected into EHRSQL answerable questions, keyword-only
   questions, small talk, out-of-scope requests, attributes EHR schemas often lack (HL7 FHIR's);
-* optionally the SCARE dev split (question + subtype only).
+* optionally the SCARE dev split (question + subtype only);
+* on request (``--with-safety``, ``--safety FILE``), our safety cases (ours and the read halves of the blind sets,
+  never their unread halves): questions in clinicians' own words, terse or role-prefixed ("Pharmacy: ...", "foley
+  output today?"), labelled by what their case says of the question (:func:`safety_subtype`). Not in the shipped
+  models: it lowers over-caution on the blind sets' unread halves a lot and costs unanswerable recall on SCARE
+  (docs/safety.md, session 23).
 
 Evaluation on SCARE dev is by grouped cross-validation: each fold's questions are never
 in its training set (a question recurs with several candidates; all copies stay together).
@@ -513,6 +518,56 @@ def scare_questions(paths: Iterable[str | Path]) -> list[tuple[str, str, str]]:
             masked = mask_values(it["question"], it["pred_sql"])
             seen.setdefault(masked, (masked, cls, it["question"]))
     return list(seen.values())
+
+
+# The safety cases a question model may learn from (``--with-safety``): ours, and the halves of the blind sets that were
+# read to write rules (``benchmarks/safety_heldout/README.md``). Never the unread halves: they measure what this learns.
+_BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+SAFETY_TRAINING_FILES = (*sorted((_BENCHMARKS / "safety_data").glob("*.jsonl")),
+                         *(_BENCHMARKS / "safety_heldout" / f"{name}.jsonl" for name in ("read", "second_read", "third_read")))
+# How many times each of them counts: a few hundred questions in clinicians' own words beside thousands of templated
+# ones, weighed up so that their wording is heard. Set once before measuring, not tuned (tuning it on the unread halves
+# would make them no longer held out).
+SAFETY_REPEAT = 3
+
+
+def safety_subtype(kind: str, category: str) -> str | None:
+    """The question classifier's class for a safety case, or None when the case says nothing about the question's
+    wording: an answer that is wrong for its SQL's sake, a patient or a write the records refuse, or a field only one
+    database lacks (an allergy is in eICU, not in MIMIC-IV: the question model reads no schema). Read from the case's
+    kind and category (its own words: "vague-threshold", "future-event", "family-history")."""
+    if kind in ("correct", "wrong"):
+        return "answerable"
+    c = category.lower()
+    if kind == "ambiguous":
+        if re.search(r"underspecified", c):
+            return "vague-question"
+        if re.search(r"reference|which-", c):
+            return "ambiguous-reference"
+        return "vague-word"
+    if kind != "unanswerable" or c.endswith("-absent") or re.search(r"patient|write", c):
+        return None
+    if re.search(r"future|advice|opinion", c):
+        return "infeasible-faq"
+    if re.search(r"non-database|translat|small-talk", c):
+        return "out-of-scope"
+    return "missing-column"
+
+
+def safety_questions(paths: Iterable[str | Path], repeat: int = SAFETY_REPEAT) -> list[tuple[str, str]]:
+    """Training examples from safety case files (``benchmarks/safety_data/README.md``'s format), masked with the case's
+    SQL (the gold where there is one), each ``repeat`` times; cases whose class says nothing of the wording are left
+    out (:func:`safety_subtype`)."""
+    out: list[tuple[str, str]] = []
+    for p in paths:
+        for line in Path(p).read_text().splitlines():
+            if not line.strip():
+                continue
+            case = json.loads(line)
+            cls = safety_subtype(case["kind"], case.get("category", ""))
+            if cls is not None:
+                out += [(mask_values(case["question"], case.get("gold_sql") or case.get("candidate_sql") or ""), cls)] * repeat
+    return out
 
 
 def _class_weights(y: np.ndarray) -> np.ndarray:

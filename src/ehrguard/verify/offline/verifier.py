@@ -25,7 +25,7 @@ from ehrguard.verify.methods import Case, DatabaseContext, register_method
 from ehrguard.verify.offline.calibration import load_calibration
 from ehrguard.verify.offline.evidence import Evidence, KnownQuestion, Outcome, Repair
 from ehrguard.verify.offline.forms import YES_NO_SQL, load_forms
-from ehrguard.verify.offline.policy import OPERATING_POINTS, Policy, blocking, clarifying_message, decide, refusal_message
+from ehrguard.verify.offline.policy import DOUBTS, OPERATING_POINTS, Policy, blocking, clarifying_message, decide, refusal_message
 from ehrguard.verify.offline.question import shared_classifier
 from ehrguard.verify.offline.templates import load_bank
 from ehrguard.verify.verdict import Verdict
@@ -245,7 +245,7 @@ class OfflineVerifier:
         # year" for "... had a head CT this year") is a second reading that disagrees, not a correction.
         # A looser one overrules a faulted candidate only when its own SQL clears the candidate's faults (the same missing
         # route filter in both is no correction), and a certain local repair of the candidate comes first (Evidence).
-        faults = {f.check for f in blocking(checked.findings)}
+        faults = {f.check for f in blocking(checked.findings)} - DOUBTS
         exact = best.similarity >= 1.0
         overrules = agrees or exact or (bool(faults) and not faults & {f.check for f in blocking(clean.findings)})
         return KnownQuestion("form", agrees, best.sql, tuple(clean.findings), f"{best.form.readable} (similarity {best.similarity:.2f})",
