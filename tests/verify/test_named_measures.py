@@ -261,3 +261,53 @@ def test_an_age_in_whole_years_from_text_moments_is_not_made_days(ctx):
     checked = run_checks("How many ICU stays lasted over 2?", "SELECT COUNT(*) FROM icustays WHERE outtime - intime > 2", ctx)
     assert any(f.check == "time_text_arithmetic" and not f.suggestion for f in checked.findings)
     assert repair(checked) is None
+
+
+@pytest.mark.parametrize(("db", "question", "sql", "check"), [
+    # a gap between two events (a discharge, then the next admission) is no event's length read backwards
+    ("mimic_iv", "What was the longest time between a hospital discharge and a later readmission for patient 10007795?",
+     "SELECT MAX(julianday(a2.admittime) - julianday(a1.dischtime)) FROM admissions a1 JOIN admissions a2 ON a1.subject_id = "
+     "a2.subject_id AND a2.admittime > a1.dischtime WHERE a1.subject_id = 10007795", "wrong_direction"),
+    ("mimic_iv", "Which patient had the longest gap between admissions?",
+     "SELECT subject_id FROM (SELECT subject_id, julianday(LEAD(admittime) OVER (PARTITION BY subject_id ORDER BY admittime)) - "
+     "julianday(dischtime) AS gap FROM admissions) WHERE gap IS NOT NULL ORDER BY gap DESC LIMIT 1", "wrong_direction"),
+    # "the oldest admission" is the earliest, no age; "the shortest ICU stay" is no height
+    ("mimic_iv", "Which of patient 10020740's admissions was the oldest?",
+     "SELECT hadm_id, age FROM admissions WHERE subject_id = 10020740 ORDER BY age ASC LIMIT 1", "wrong_direction"),
+    ("eicu", "What was the height of the patient with the shortest ICU stay?",
+     "SELECT MAX(admissionheight) FROM patient WHERE uniquepid = (SELECT uniquepid FROM patient WHERE unitdischargetime IS NOT NULL "
+     "ORDER BY julianday(unitdischargetime) - julianday(unitadmittime) ASC LIMIT 1)", "wrong_direction"),
+    # a pattern that only takes rows away removes none when it matches nothing
+    ("mimic_iv", "How many patients received vancomycin but never remdesivir?",
+     "SELECT COUNT(*) FROM (SELECT subject_id FROM prescriptions WHERE drug LIKE '%vancomycin%' EXCEPT "
+     "SELECT subject_id FROM prescriptions WHERE drug LIKE '%remdesivir%')", "matches_no_record"),
+    ("mimic_iv", "How many patients were given vancomycin and not remdesivir?",
+     "SELECT COUNT(DISTINCT p.subject_id) FROM prescriptions p LEFT JOIN prescriptions r ON r.subject_id = p.subject_id AND "
+     "r.drug LIKE '%remdesivir%' WHERE p.drug LIKE '%vancomycin%' AND r.subject_id IS NULL", "matches_no_record"),
+    # '' is how many loads write "missing"
+    ("mimic_iv", "How many patients have been discharged from the hospital?",
+     "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE dischtime != ''", "time_compared_with_text"),
+    # a median from an ordered CTE
+    ("mimic_iv", "What is the median age of admitted patients?",
+     "WITH s AS (SELECT age FROM admissions ORDER BY age) SELECT age FROM s LIMIT 1 OFFSET (SELECT COUNT(*) / 2 FROM admissions)",
+     "offset_without_order"),
+    # the present can only be the latest visit
+    ("eicu", "Has patient 016-10131 left the ICU?",
+     "SELECT unitdischargetime IS NOT NULL FROM patient WHERE uniquepid = '016-10131' ORDER BY unitadmittime DESC LIMIT 1",
+     "unstated_visit"),
+    # each value shown with its item
+    ("mimic_iv", "For each lab item measuring potassium, what is the average value?",
+     "SELECT l.itemid, AVG(l.valuenum) FROM labevents l WHERE l.itemid IN (SELECT itemid FROM d_labitems WHERE label LIKE "
+     "'%potassium%') GROUP BY l.itemid", "mixed_specimens"),
+    # a GLOB on the path chooses the side
+    ("eicu", "How much fluid did unit stay 603254 take in?",
+     "SELECT SUM(cellvaluenumeric) FROM intakeoutput WHERE patientunitstayid = 603254 AND cellpath GLOB '*ntake*'", "side_not_chosen"),
+])
+def test_what_the_second_review_of_these_checks_found_is_left_alone(ctx, eicu_ctx, db, question, sql, check):
+    assert check not in checks_of(ctx if db == "mimic_iv" else eicu_ctx, question, sql)
+
+
+def test_a_share_cut_to_zero_where_a_percentage_is_asked_is_repaired_to_the_percentage(ctx):
+    emergency = "SUM(CASE WHEN admission_type LIKE '%emer%' THEN 1 ELSE 0 END)"
+    found_and_repaired(ctx, "What percentage of admissions were emergencies?", f"SELECT {emergency} / COUNT(*) FROM admissions",
+                       f"SELECT 100.0 * {emergency} / COUNT(*) FROM admissions", "fraction_for_percentage")

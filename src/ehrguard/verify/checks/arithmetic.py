@@ -79,8 +79,11 @@ def check_percentage(ctx: SqlContext) -> CheckResult:
     divisions = [d for d in _divisions(ctx.tree) if d.find_ancestor(exp.Select) is ctx.tree]
     if not divisions or any(_hundred(lit) for lit in ctx.tree.find_all(exp.Literal) if not lit.is_string):
         return NOTHING  # a factor of 100 somewhere (100, 100.0, 0.01): the writer meant a percentage
+    decimal = ctx.tree.copy()  # read with decimal dividends: a share cut to 0 by whole-number division is a share too
+    for div in [d for d in _divisions(decimal) if d.find_ancestor(exp.Select) is decimal]:
+        _decimal_dividend(div)
     try:
-        rows = ctx.db.db.execute(ctx.tree.sql(dialect=ctx.dialect), timeout_s=5, max_rows=50).rows
+        rows = ctx.db.db.execute(decimal.sql(dialect=ctx.dialect), timeout_s=5, max_rows=50).rows
     except DatabaseError:
         return NOTHING
     positions = [i for i, e in enumerate(ctx.tree.expressions) if e.find(exp.Div) in divisions]

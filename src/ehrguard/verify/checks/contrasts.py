@@ -195,8 +195,11 @@ def _both_sides_unchosen(ctx: SqlContext, one: tuple[str, ...], other: tuple[str
         name = t.name.lower()
         if name in entities or _says(name, one, inside_words=True) is None or _says(name, other, inside_words=True) is None:
             continue
-        chosen = [c for table, c, _ in literal_comparisons(ctx.tree, tables, (exp.EQ, exp.In, exp.Like))
+        chosen = [c for table, c, _ in literal_comparisons(ctx.tree, tables, (exp.EQ, exp.In, exp.Like, exp.ILike, exp.Glob))
                   if owner_table(ctx, table, c, tables) == name and not c.endswith("id")]
+        chosen += [c.name for c in ctx.tree.find_all(exp.Column) if not c.name.lower().endswith("id")
+                   and owner_table(ctx, tables.get(c.table.lower(), c.table.lower()), c.name.lower(), tables) == name
+                   and (f := c.find_ancestor(exp.Func)) is not None and any(lit.is_string for lit in f.find_all(exp.Literal))]
         if not chosen:
             return t.name
     return None

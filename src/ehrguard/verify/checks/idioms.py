@@ -248,9 +248,13 @@ def _offset_without_order(ctx: SqlContext) -> CheckResult:
 
 
 def _ordered_source(select: exp.Select) -> bool:
-    """The rows come from one subquery that orders them (``FROM (SELECT age ... ORDER BY age) LIMIT 1 OFFSET n``)."""
+    """The rows come from one subquery or CTE that orders them (``FROM (SELECT age ... ORDER BY age) LIMIT 1 OFFSET n``)."""
     source = select.args.get("from_") or select.args.get("from")
     inner = source.this if source is not None else None
+    if isinstance(inner, exp.Table) and not inner.db:  # a CTE of the statement, by its name
+        root = select.root()
+        ctes = {c.alias_or_name.lower(): c.this for w in root.find_all(exp.With) for c in w.expressions}
+        inner = ctes.get(inner.name.lower(), inner)
     while isinstance(inner, exp.Subquery):
         inner = inner.this
     return isinstance(inner, exp.Select) and inner.args.get("order") is not None and not select.args.get("joins")
@@ -304,7 +308,7 @@ def _time_compared_with_number(ctx: SqlContext) -> CheckResult:
                 return found(Finding("time_compared_with_number", "error", f"{node.sql()} compares a moment with a number, which "
                                      "keeps every row or none; a duration or a date was meant.", ctx.span_of(node.sql())))
             # 'home' is no moment: a date or time always has digits (PostgreSQL reads 'today' and 'now' as moments)
-            if ctx.dialect == "sqlite" and not re.search(r"\d", value.this):
+            if ctx.dialect == "sqlite" and value.this.strip() and not re.search(r"\d", value.this):  # '' is "missing" to many
                 return found(Finding("time_compared_with_text", "error", f"{node.sql()} compares a moment with a word, which no "
                                      "moment equals; another column was meant.", ctx.span_of(node.sql())))
     return NOTHING

@@ -208,7 +208,8 @@ _SOME_VISIT = {"stay": re.compile(r"\b(?:in|on) the (?:icu|unit|intensive care u
 _OF_ONE_VISIT = re.compile(r"\bhow long\b|\blength of (?:the )?stay\b|\blos\b|\bwhen (?:was|did|were)\b.*\b(?:admitted|discharged|"
                            r"transferred|arrive|leave|come)\b|\bwhich (?:unit|ward|care ?unit)\b", re.IGNORECASE)
 # Words that say which visit, or that every visit is meant.
-_WHICH_VISIT = re.compile(r"\b(?:first|last|latest|earliest|most recent|current(?:ly)?|ongoing|present|previous|prior|second|third|"
+_WHICH_VISIT = re.compile(r"\b(?:first|last|latest|earliest|most recent|current(?:ly)?|ongoing|present|still|now|yet|left|"
+                          r"previous|prior|second|third|"
                           r"final|initial|this|that|recent|each|every|all|total|ever|per|average|mean|times|overall|combined|"
                           r"altogether|since|before|after|during \w+ (?:20|21)\d\d|in (?:20|21)\d\d)\b|\d{4}-\d{2}|"
                           r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.IGNORECASE)

@@ -131,9 +131,11 @@ def _items_by_label(ctx: SqlContext, tables: dict[str, str]) -> list[Finding]:
     (or another one): blood and urine values are read as one."""
     assert ctx.tree is not None
     read = {t.name.lower() for t in ctx.tree.find_all(exp.Table)}
-    returned = {c.name.lower() for e in ctx.tree.expressions for c in e.find_all(exp.Column)} if isinstance(ctx.tree, exp.Select) else set()
-    if "labevents" not in read or "label" in returned:
-        return []  # no values read, or each shown with its item's name
+    shown = [e for e in ctx.tree.expressions] + list((ctx.tree.args.get("group") or exp.Group()).expressions) \
+        if isinstance(ctx.tree, exp.Select) else []
+    returned = {c.name.lower() for e in shown for c in e.find_all(exp.Column)}
+    if "labevents" not in read or returned & {"label", "itemid"}:
+        return []  # no values read, or each shown (or grouped) with its item
     findings = []
     for table, column, lit in literal_comparisons(ctx.tree, tables, (exp.Like,)):
         if owner_table(ctx, table, column, tables) != "d_labitems" or column != "label" or negated(lit):

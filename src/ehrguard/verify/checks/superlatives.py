@@ -5,9 +5,11 @@ measure it is taken on: a duration is longest at its high end; a patient is olde
 the early end of a birth date. When the query orders (or takes MAX / MIN of) such a measure only at the other end,
 the answer is its opposite: ``wrong_direction`` (error), repaired by flipping those ORDER BY keys and MAX / MIN.
 
-A measure is read from the SQL alone: a difference of two moments (``julianday(outtime) - julianday(intime)``,
-``outtime - intime``, a date difference function), a column named for a length of stay, an age, a birth date, a
-weight or a height; an alias the query defines is read through its definition. The words are general English.
+A measure is read from the SQL alone: a difference of two moments of one row (``julianday(outtime) - julianday(intime)``,
+``outtime - intime``; its sign from the columns' names: out, discharge, stop minus in, admit, start), a date difference
+function, a column named for a length of stay, an age, a birth date, a weight or a height; an alias the query defines
+is read through its definition. Which measure a word names is read from the noun after it ("the oldest patient" is an
+age, "the oldest admission" is no measure of these, "the shortest stay" is a duration). The words are general English.
 """
 
 from __future__ import annotations
@@ -46,9 +48,11 @@ def check_superlatives(ctx: SqlContext) -> CheckResult:
     if question_ends(question).size:
         return NOTHING  # "highest" / "lowest" as well: check_direction reads the order, and two flips would cancel
     asked: dict[str, set[str]] = {}
-    for word in {w.lower() for w in _WORDS.findall(question)}:
+    for match in _WORDS.finditer(question):
+        word = match.group(1).lower()
         for measure, end in _ENDS[word].items():
-            asked.setdefault(measure, set()).add(end)
+            if measure in _measures_of(question[match.end():], question[:match.start()]):
+                asked.setdefault(measure, set()).add(end)
     if not asked:
         return NOTHING
     nodes = []
@@ -72,6 +76,30 @@ def check_superlatives(ctx: SqlContext) -> CheckResult:
     return found(*findings, edits=edits)
 
 
+# What the word describes, from the nouns after it: a person has an age, a birth date, a weight and a height; a stay, a
+# time or a gap has a length ("the oldest admission" is the earliest, which these words do not read; "the shortest
+# stay" is no height).
+_PERSON = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:patients?|persons?|people|m[ae]n|wom[ae]n|adults?|child(?:ren)?|infants?|males?|"
+                     r"females?|individuals?|one)\b", re.IGNORECASE)
+_THING = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:stays?|admissions?|visits?|encounters?|times?|intervals?|gaps?|waits?|durations?|"
+                    r"los|length|records?|cultures?|orders?|prescriptions?|tests?|events?|days?|hours?|period|course|episodes?|"
+                    r"hospitali[sz]ations?|readmissions?)\b", re.IGNORECASE)
+
+
+def _measures_of(after: str, before: str) -> set[str]:
+    """The measures a word can name, from the noun after it, else the nearest noun before it ("which of the admissions
+    was the oldest"); every one when neither says."""
+    person, thing = _PERSON.search(after), _THING.search(after)
+    if not person and not thing:
+        words = " ".join(reversed(re.findall(r"\w+", before)[-6:]))  # nearest first
+        person, thing = _PERSON.search(words), _THING.search(words)
+    if person and (not thing or person.end() <= thing.end()):
+        return {"age", "birth", "weight", "height"}
+    if thing:
+        return {"duration"}
+    return set(_MEASURES)
+
+
 def _end(node: exp.Expression) -> str:
     if isinstance(node, exp.Ordered):
         return "high" if node.args.get("desc") else "low"
@@ -92,10 +120,14 @@ def _measure(ctx: SqlContext, node: exp.Expression) -> tuple[str, int] | None:
         arg = _unwrapped(_definition(node, arg.name) or arg)
     if not isinstance(arg, exp.Sub):
         return ("duration", 1)
-    first, second = ([c.name for c in side.find_all(exp.Column)] for side in (arg.this, arg.expression))
-    if any(_LATER.search(n) for n in first) and any(_EARLIER.search(n) for n in second):
+    if arg.find(exp.Window) is not None:
+        return None  # a moment of another row (LEAD, LAG): a gap between events, whose sign the names do not tell
+    first, second = (list(side.find_all(exp.Column)) for side in (arg.this, arg.expression))
+    if len({c.table.lower() for c in first + second}) != 1:
+        return None  # moments of two rows (a discharge, then the next admission): a gap, not one event's length
+    if any(_LATER.search(c.name) for c in first) and any(_EARLIER.search(c.name) for c in second):
         return ("duration", 1)
-    if any(_EARLIER.search(n) for n in first) and any(_LATER.search(n) for n in second):
+    if any(_EARLIER.search(c.name) for c in first) and any(_LATER.search(c.name) for c in second):
         return ("duration", -1)
     return None  # which moment is later is not written in the names: the sign of the difference is unknown
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from sqlglot import exp
 
@@ -192,7 +193,9 @@ def check_patterns(ctx: SqlContext) -> CheckResult:
             # Nothing anywhere: a sample database's gap, or a name recorded elsewhere ("absent here" is not "does not
             # exist"). Not moved, not called wrong; but an answer resting on it is no answer to vouch for. Alternatives
             # joined by OR (spellings of one drug) are left alone: the others may match.
-            if node.find_ancestor(exp.Or, exp.Case, exp.If) is None:  # a CASE counts what matches, 0 included
+            # a CASE counts what matches, 0 included; a pattern that only removes rows (EXCEPT's right side, a LEFT JOIN
+            # kept where nothing joined) removes none, and the answer stands
+            if node.find_ancestor(exp.Or, exp.Case, exp.If) is None and not _only_removes(node):
                 findings.append(Finding("matches_no_record", "warning", f"No record of {table} has {column} LIKE '{lit.this}': the "
                                         "answer rests on a condition nothing in these records meets (absent from this database, "
                                         "or recorded under another name or table).", ctx.span_of(f"'{lit.this}'")))
@@ -202,6 +205,19 @@ def check_patterns(ctx: SqlContext) -> CheckResult:
         findings.append(Finding("pattern_matches_nothing", "warning", f"No row of {table} has {column} LIKE '{lit.this}'; it matches "
                                 f"{table}.{meant}.", ctx.span_of(f"'{lit.this}'")))
     return found(*findings, edits=edits)
+
+
+def _only_removes(node: Any) -> bool:
+    """The condition decides only which rows are taken away: inside the right side of EXCEPT, or the ON of a LEFT JOIN."""
+    child: Any = node
+    parent: Any = node.parent
+    while parent is not None:
+        if isinstance(parent, exp.Except) and child is parent.expression:
+            return True
+        if isinstance(parent, exp.Join) and child is parent.args.get("on") and (parent.side or "").upper() == "LEFT":
+            return True
+        child, parent = parent, parent.parent
+    return False
 
 
 def _matches(ctx: SqlContext, table: str, column: str, pattern: str) -> bool:
