@@ -311,3 +311,9 @@ def test_a_share_cut_to_zero_where_a_percentage_is_asked_is_repaired_to_the_perc
     emergency = "SUM(CASE WHEN admission_type LIKE '%emer%' THEN 1 ELSE 0 END)"
     found_and_repaired(ctx, "What percentage of admissions were emergencies?", f"SELECT {emergency} / COUNT(*) FROM admissions",
                        f"SELECT 100.0 * {emergency} / COUNT(*) FROM admissions", "fraction_for_percentage")
+
+
+def test_a_median_by_approx_quantiles_is_a_median(ctx):
+    # BigQuery's APPROX_QUANTILES(x, 2)[OFFSET(1)] and DuckDB's approx_quantile compute it
+    assert "not_a_median" not in checks_of(ctx, "median and mean age at admission",
+                                           "SELECT AVG(age), approx_quantiles(age, 2) FROM admissions")

@@ -329,7 +329,7 @@ def _in_days(sub: exp.Expression) -> None:
 _MEDIAN = re.compile(r"\b(?:median(?!\s+(?:nerve|sternotomy|cubital|arcuate|vein|artery|lobe|plane|line|incision))|50th percentile|"
                      r"middle value)\b", re.IGNORECASE)
 # What computes a median, in the dialects ehrguard reads: a function, a percentile, or rows counted along an order.
-_MEDIAN_SQL = re.compile(r"\b(?:median|percentile_cont|percentile_disc|quantile\w*|approx_percentile|ntile|row_number|"
+_MEDIAN_SQL = re.compile(r"\b(?:median|percentile_cont|percentile_disc|quantile\w*|approx_quantiles?|approx_percentile|ntile|row_number|"
                          r"percent_rank|cume_dist|offset)\b", re.IGNORECASE)
 
 
