@@ -52,9 +52,7 @@ def _divisions(tree: exp.Expression) -> list[exp.Div]:
 
 
 def _literal(node: exp.Expression) -> bool:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    return isinstance(node, exp.Literal)
+    return isinstance(node.unnest(), exp.Literal)
 
 
 def _decimal_dividend(div: exp.Expression) -> None:

@@ -120,10 +120,9 @@ def _decimal_literal(div: exp.Expression) -> None:
 
 
 def _whole(node: exp.Expression) -> int | None:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
-        return int(node.this)
+    inner = node.unnest()
+    if isinstance(inner, exp.Literal) and not inner.is_string and inner.this.isdigit():
+        return int(inner.this)
     return None
 
 
@@ -267,7 +266,7 @@ def _stored_times(ctx: SqlContext) -> Callable[[exp.Expression], exp.Column | No
     tables, defined = aliases(ctx.tree)
 
     def test(node: exp.Expression) -> exp.Column | None:
-        column = _bare(node)
+        column = node.unnest()
         return column if isinstance(column, exp.Column) and _is_stored(ctx, column, tables, defined) \
             and _is_time(ctx, column, tables) else None
 
@@ -301,7 +300,7 @@ def _time_compared_with_number(ctx: SqlContext) -> CheckResult:
     stored = _stored_times(ctx)
     for node in ctx.tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ):
         for one, other in ((node.this, node.expression), (node.expression, node.this)):
-            value = _bare(other)
+            value = other.unnest()
             if not (stored(one) and isinstance(value, exp.Literal)):
                 continue
             if not value.is_string:
@@ -314,15 +313,9 @@ def _time_compared_with_number(ctx: SqlContext) -> CheckResult:
     return NOTHING
 
 
-def _bare(node: exp.Expression) -> exp.Expression:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    return node
-
-
 def _in_days(sub: exp.Expression) -> None:
-    sub.set("this", exp.Anonymous(this="julianday", expressions=[_bare(sub.this).copy()]))
-    sub.set("expression", exp.Anonymous(this="julianday", expressions=[_bare(sub.expression).copy()]))
+    sub.set("this", exp.Anonymous(this="julianday", expressions=[sub.this.unnest().copy()]))
+    sub.set("expression", exp.Anonymous(this="julianday", expressions=[sub.expression.unnest().copy()]))
 
 
 # The statistic, not the anatomy ("the median nerve", "a median sternotomy").
@@ -339,7 +332,7 @@ def _not_a_median(ctx: SqlContext) -> CheckResult:
         return NOTHING
     # only a plain mean is certain: one SELECT of AVG over rows (a self-join or a HAVING may pick the middle rows)
     if any(tree.args.get(k) for k in ("group", "having", "joins")) or sum(1 for _ in tree.find_all(exp.Select)) != 1 \
-            or not any(isinstance(_bare(e.this if isinstance(e, exp.Alias) else e), exp.Avg) for e in tree.expressions):
+            or not any(isinstance((e.this if isinstance(e, exp.Alias) else e).unnest(), exp.Avg) for e in tree.expressions):
         return NOTHING
     return found(Finding("not_a_median", "error", "The question asks for the median; the query computes the mean (AVG).",
                          ctx.span_of("avg(")))

@@ -278,13 +278,14 @@ def _visits_ordered(ctx: SqlContext, tree: exp.Select) -> list[Entity]:
     if order is None:
         return []
     tables, _ = aliases(tree)
+    times = {c.lower() for c in ctx.db.profile.time_columns}
     out = []
     for key in order.expressions:
         column = key.this
         if not isinstance(column, exp.Column):
             continue
         owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
-        if owner is None or f"{owner}.{column.name}".lower() not in {c.lower() for c in ctx.db.profile.time_columns}:
+        if owner is None or f"{owner}.{column.name}".lower() not in times:
             continue
         held = [e for e in ctx.db.profile.entities if e.name in _SOME_VISIT and e.table.lower() == owner.lower()]
         if len(held) > 1:  # one table holds several kinds of visit (eICU's ``patient``): the column's name says which

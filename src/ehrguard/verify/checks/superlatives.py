@@ -55,9 +55,10 @@ def check_superlatives(ctx: SqlContext) -> CheckResult:
                 asked.setdefault(measure, set()).add(end)
     if not asked:
         return NOTHING
+    tables, _ = aliases(ctx.tree)
     nodes = []
     for node in ctx.tree.find_all(exp.Ordered, exp.Max, exp.Min):
-        read = _measure(ctx, node)
+        read = _measure(ctx, node, tables)
         if read is not None:  # a duration written start minus end is negative: its high end is the shortest
             nodes.append((node, read[0], _end(node) if read[1] > 0 else {"high": "low", "low": "high"}[_end(node)]))
     findings, edits = [], []
@@ -111,18 +112,25 @@ _LATER = re.compile(r"out|disch|stop|end|dod|death|expir|finish|leave", re.IGNOR
 _EARLIER = re.compile(r"^in|intime|admit|start|begin|dob|birth", re.IGNORECASE)
 
 
-def _measure(ctx: SqlContext, node: exp.Expression) -> tuple[str, int] | None:
-    read = _what_is_measured(ctx, node)
-    if read != "duration?":
-        return (read, 1) if read is not None else None
+def _measure(ctx: SqlContext, node: exp.Expression, tables: dict[str, str]) -> tuple[str, int] | None:
+    """What an ORDER BY key or a MAX / MIN argument measures, of those the words name, and its sign (-1 for a duration
+    written start minus end); None for anything else."""
     arg = _unwrapped(node.this)
     if isinstance(arg, exp.Column) and not arg.table:
         arg = _unwrapped(_definition(node, arg.name) or arg)
-    if not isinstance(arg, exp.Sub):
-        return ("duration", 1)
+    if isinstance(arg, exp.Sub):
+        return _duration_sign(ctx, arg, tables)
+    measure = _what_is_measured(ctx, arg, tables)
+    return (measure, 1) if measure is not None else None
+
+
+def _duration_sign(ctx: SqlContext, arg: exp.Sub, tables: dict[str, str]) -> tuple[str, int] | None:
+    """A difference of two moments of one row as a duration, with its sign read from the columns' names."""
+    first, second = (list(side.find_all(exp.Column)) for side in (arg.this, arg.expression))
+    if not any(_is_time(ctx, c, tables) for c in first) or not any(_is_time(ctx, c, tables) for c in second):
+        return None
     if arg.find(exp.Window) is not None:
         return None  # a moment of another row (LEAD, LAG): a gap between events, whose sign the names do not tell
-    first, second = (list(side.find_all(exp.Column)) for side in (arg.this, arg.expression))
     if len({c.table.lower() for c in first + second}) != 1:
         return None  # moments of two rows (a discharge, then the next admission): a gap, not one event's length
     if any(_LATER.search(c.name) for c in first) and any(_EARLIER.search(c.name) for c in second):
@@ -132,19 +140,11 @@ def _measure(ctx: SqlContext, node: exp.Expression) -> tuple[str, int] | None:
     return None  # which moment is later is not written in the names: the sign of the difference is unknown
 
 
-def _what_is_measured(ctx: SqlContext, node: exp.Expression) -> str | None:
-    """What an ORDER BY key or a MAX / MIN argument measures, of those the words name ("duration?" for a difference of
-    moments, whose sign is read by :func:`_measure`); None for anything else."""
-    assert ctx.tree is not None
-    arg = _unwrapped(node.this)
-    if isinstance(arg, exp.Column) and not arg.table:
-        arg = _unwrapped(_definition(node, arg.name) or arg)
-    tables, _ = aliases(ctx.tree)
+def _what_is_measured(ctx: SqlContext, arg: exp.Expression, tables: dict[str, str]) -> str | None:
+    """What a value other than a difference of moments measures: a date difference function, or a column named for a
+    length of stay, an age, a birth date, a weight or a height."""
     if isinstance(arg, _DATE_DIFFERENCES):
         return "duration"
-    if isinstance(arg, exp.Sub):
-        sides = [[c for c in side.find_all(exp.Column) if _is_time(ctx, c, tables)] for side in (arg.this, arg.expression)]
-        return "duration?" if all(sides) else None
     if not isinstance(arg, exp.Column):
         return None
     name = arg.name.lower()
