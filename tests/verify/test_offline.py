@@ -170,6 +170,21 @@ def test_warm_up_loads_each_database_once_and_reports_one_that_cannot_be_read(mi
     ("How many patients had low potassium below 3.5 in 2100?", ()),
     ("Did patient 10004235 have a high heart rate (> 100) today?", ()),
     ("How many patients had a high fever over 2 days?", ("high",)),
+    ("How many patients had a high fever over 20 days?", ("high",)),  # the whole number, not its first digit
+    ("How many patients had low potassium below 3.5.", ()),
+    # ... and so does a definition the question gives: a definitional phrase with a number, or a parenthesis that
+    # states a bound or a range; a number elsewhere, a year or an age is no definition
+    ("Among patients with critical hypotension, defined as a mean arterial pressure below 65 mmHg, what is the mortality?", ()),
+    ("For patients with high creatinine (defined as creatinine above 2 mg/dL), what is the mean stay?", ()),
+    ("How many patients had abnormal potassium, i.e. potassium outside 3.5 to 5.0?", ()),
+    ("Which patients had a critical lactate level, meaning a value of at least 4?", ()),
+    ("How many patients had low hemoglobin, using a cutoff of 7 g/dL?", ()),
+    ("How many patients had severe hypoxemia where the PaO2/FiO2 ratio was under 100?", ()),
+    ("How many patients had low sodium (125-130)?", ()),
+    ("How many patients with high lactate where age is over 60 years?", ("high",)),
+    ("How many patients had a high heart rate (since 2100)?", ("high",)),
+    ("What is the number of patients with a high heart rate, i.e. the tachycardic ones, in 2100?", ("high",)),
+    ("How many patients had an elevated creatinine, and what is the threshold for that?", ("elevated",)),
     # the name of a condition (the ICD dictionaries' titles) names, it does not grade; a grade of a measured quantity
     # stays a grade
     ("How many patients were diagnosed with severe sepsis?", ()),

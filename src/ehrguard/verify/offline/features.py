@@ -100,7 +100,23 @@ _MEASURED = re.compile(
 # (> 100)", "elevated creatinine of more than 2".
 _COMPARATOR = r"(?:below|above|over|under|exceeding|(?:less|greater|more|lower|higher|fewer) than|[<>≤≥]=?)"
 _BOUNDED = re.compile(rf"(?<![a-z])[a-z]+(?=(?:[\s-]+[a-z]+){{0,3}}[\s(,:]*(?:of\s+)?{_COMPARATOR}\s*(?:or equal to\s+)?"
-                      rf"{_NUMBER_WORD}(?![a-z])(?!\s*-?\s*(?:years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?)\b))")
+                      rf"{_NUMBER_WORD}(?![a-z0-9])(?!\.\d)(?!\s*-?\s*(?:years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?)\b))")
+# A word of degree the question defines in so many words: "critical hypotension, defined as a mean arterial pressure
+# below 65", "high creatinine (above 2 mg/dL)", "abnormal potassium, i.e. outside 3.5 to 5.0", "low hemoglobin, using a
+# cutoff of 7", "severe hypoxemia where the P/F ratio was under 100": a definitional phrase with a number in it, or a
+# parenthesis that states a bound or a range, right after the phrase. A number elsewhere in the question does not
+# define the word ("high lactate in patients over 60" leaves "high" open).
+_DEFINITION = (r"(?:defined (?:as|by)|definition(?: of)?|i\.\s?e\.?|ie|that is|meaning|which means|namely|"
+               r"(?:using|with|at|by|per) (?:an? |the )?(?:cut-?off|threshold|criterion|criteria|definition|limit)(?: of)?|"
+               r"(?:cut-?off|threshold|criterion|criteria)(?: of| being| is| was)?)")
+_RANGE = rf"(?:{_COMPARATOR}|outside(?: of)?(?: the range(?: of)?)?|between|{_NUMBER_WORD}\s*(?:-|to)\s*(?={_NUMBER_WORD}))"
+_AMOUNT = rf"(?<![a-z0-9.]){_NUMBER_WORD}(?![a-z0-9])(?!\.\d)(?<!(?:19|20|21)\d\d)"  # a whole number, not a year
+_DEFINED = re.compile(
+    rf"(?<![a-z])[a-z]+(?=(?:[\s-]+[a-z/]+){{0,3}}\s*(?:,\s*|\(\s*|\s+)"
+    rf"(?:(?:{_DEFINITION})[^.,;?()]{{0,60}}?{_AMOUNT}"
+    rf"|where (?:the |a |an |their |his |her )?[a-z0-9/:-]+(?:\s+[a-z0-9/:-]+){{0,3}}?\s+{_COMPARATOR}\s*{_AMOUNT}"
+    rf"(?!\s*-?\s*(?:years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?)\b)"
+    rf"|(?<=\()[^()]{{0,40}}?{_RANGE}\s*{_AMOUNT}[^()]*\)))")
 # Names of conditions and procedures with a word of degree in them ("severe sepsis", "low back pain"), derived from the
 # ICD dictionaries by scripts/derive_condition_names.py: the word names, it does not grade.
 # Read and compiled on first use, not at import (a pattern of several hundred names costs ~25 ms to build).
@@ -119,7 +135,7 @@ def _vague_hits(text: str) -> list[str]:
     def blank(m: re.Match[str]) -> str:
         return "#" * len(m.group(0))
 
-    masked = _BOUNDED.sub(blank, _condition_names().sub(blank, text))
+    masked = _BOUNDED.sub(blank, _DEFINED.sub(blank, _condition_names().sub(blank, text)))
     masked = _SUPERLATIVE.sub(blank, _MEASURED.sub(blank, _NOT_VAGUE.sub(blank, masked)))
     return _phrase_hits(masked, "vague")
 
