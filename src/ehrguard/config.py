@@ -274,8 +274,9 @@ SETTINGS: dict[str, Setting] = {
                 kind="choice", choices=("on", "off", "replay-only")),
         Setting("llm_cache_path", "{cache}/llm_cache.sqlite", "the response cache (SQLite)", kind="path"),
         Setting("llm_prices", "", "JSON price table for cost estimates: `{model: {input: $, output: $}}` per million tokens", kind="path"),
-        Setting("calibration", "auto", "the offline verifier's calibrated confidence: `auto` (the shipped fit), `off` (the uncalibrated "
-                "bar on the answerable probability) or the path of a fit from `ehrguard train calibration`"),
+        Setting("calibration", "auto", "the offline verifier's calibrated confidence: `auto` (the shipped fit; the one a database's "
+                "profile names, for the mimic-code layout), `default` (the SCARE-fitted one for every database), `off` (the "
+                "uncalibrated bar on the answerable probability) or the path of a fit from `ehrguard train calibration`"),
         Setting("template_bank", "on", "`off`: the offline verifier ignores the known-question banks (compiled from EHRSQL, shipped)",
                 kind="switch"),
         Setting("tokenizer", "", "another MiniLM tokenizer file; empty: the copy shipped with ehrguard (without any tokenizer the "

@@ -3,9 +3,10 @@
 A profile names a database's conventions: its SQL dialect, its "now" (a fixed instant, or the
 real clock), the entities questions count (patients, admissions, ICU stays) with their tables
 and id columns, its time columns, which text columns hold values worth indexing, the file a
-build writes and the folder it reads, the question bank its known forms come from, and the rule
-the benchmarks compare answers with. Every module that needs such a fact asks the profile of
-the database at hand (``DatabaseContext.profile``) instead of testing a database's name.
+build writes and the folder it reads, the question bank its known forms come from, the rule
+the benchmarks compare answers with, and the calibrated confidence fitted for its layout. Every
+module that needs such a fact asks the profile of the database at hand
+(``DatabaseContext.profile``) instead of testing a database's name.
 
 Adding a database means adding one profile: to :data:`PROFILES` here, or in a TOML file
 (:func:`load_profile`) for a schema ehrguard has never seen::
@@ -16,6 +17,7 @@ Adding a database means adding one profile: to :data:`PROFILES` here, or in a TO
     file_name = "st_marys.sqlite"
     time_columns = ["encounters.start_time", "labs.taken_at"]
     value_columns = ["labs.test_name", "meds.drug"]
+    calibration = "st_marys_calibration.json"   # optional: a fit from `ehrguard train calibration` on graded runs here
 
     [[entities]]
     name = "patient"
@@ -68,6 +70,9 @@ class DatabaseProfile:
     builder: str = ""  # the builder that makes it (`ehrguard db build NAME`)
     bank: str = ""  # the question bank its known forms come from (see verify.offline.templates.BANK_LOADERS)
     answer_rule: AnswerRule = "ehrsql"
+    # The calibrated confidence fitted for this layout: a shipped one by name ("mimic_code": fitted on real models'
+    # graded SQL over the mimic-code layout) or a file from `ehrguard train calibration`; empty: the default one.
+    calibration: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def value_columns_by_table(self) -> dict[str, tuple[str, ...]]:
@@ -136,21 +141,21 @@ PROFILES: dict[str, DatabaseProfile] = {
             _entities(("patient", "mimiciv_hosp.patients", "subject_id"), ("admission", "mimiciv_hosp.admissions", "hadm_id"),
                       ("stay", "mimiciv_icu.icustays", "stay_id")),
             person_ids=("subject_id",),
-            file_name="mimic_iv_raw.duckdb", source_folder="mimic-iv-demo-2.2", builder="mimic_iv_raw",
+            file_name="mimic_iv_raw.duckdb", source_folder="mimic-iv-demo-2.2", builder="mimic_iv_raw", calibration="mimic_code",
         ),
         DatabaseProfile(
             "mimic_iv_postgres", "MIMIC-IV in PostgreSQL, the MIT-LCP mimic-code layout (mimiciv_hosp, mimiciv_icu, mimiciv_derived)",
             "postgres", None,
             _entities(("patient", "mimiciv_hosp.patients", "subject_id"), ("admission", "mimiciv_hosp.admissions", "hadm_id"),
                       ("stay", "mimiciv_icu.icustays", "stay_id")),
-            person_ids=("subject_id",), source_folder="mimic-iv-demo-2.2", builder="mimic_iv_raw",
+            person_ids=("subject_id",), source_folder="mimic-iv-demo-2.2", builder="mimic_iv_raw", calibration="mimic_code",
         ),
         DatabaseProfile(
             "mimic_iv_bigquery", "MIMIC-IV 3.1 on BigQuery (physionet-data.mimiciv_3_1_hosp, mimiciv_3_1_icu)", "bigquery", None,
             _entities(("patient", "physionet-data.mimiciv_3_1_hosp.patients", "subject_id"),
                       ("admission", "physionet-data.mimiciv_3_1_hosp.admissions", "hadm_id"),
                       ("stay", "physionet-data.mimiciv_3_1_icu.icustays", "stay_id")),
-            person_ids=("subject_id",),
+            person_ids=("subject_id",), calibration="mimic_code",
         ),
     )
 }
@@ -241,7 +246,7 @@ def profile_from_dict(data: dict[str, Any], *, where: str = "profile") -> Databa
         values["person_ids"] = tuple(dict.fromkeys(e.id_column for e in values["entities"] if e.name == "patient"))
     if values.get("answer_rule", "ehrsql") not in ("ehrsql", "mimicsql"):
         raise ConfigError(f"{where}: answer_rule is ehrsql or mimicsql.")
-    for name in ("description", "dialect", "file_name", "source_folder", "builder", "bank"):
+    for name in ("description", "dialect", "file_name", "source_folder", "builder", "bank", "calibration"):
         if name in values and not isinstance(values[name], str):
             raise ConfigError(f"{where}: {name} is a string.")
     return DatabaseProfile(**values)
@@ -279,7 +284,7 @@ def profile_to_toml(profile: DatabaseProfile, *, header: str = "") -> str:
     for name in ("description", "dialect"):
         lines.append(f"{name} = {_toml_value(getattr(profile, name))}")
     lines.append(f"now = {_toml_value(profile.now or 'clock')}")
-    for name in ("file_name", "source_folder", "builder", "bank"):
+    for name in ("file_name", "source_folder", "builder", "bank", "calibration"):
         if getattr(profile, name):
             lines.append(f"{name} = {_toml_value(getattr(profile, name))}")
     if profile.answer_rule != "ehrsql":

@@ -56,6 +56,17 @@ def test_the_cli_measures_the_published_models_sql_on_the_demo(shared_data: Path
     assert metrics["graded"]["auroc"] is not None and 0.0 <= metrics["graded"]["auroc"] <= 1.0
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert len(records) == 36 and all("results_score" in rec and "action" in rec for rec in records)
-    assert "| graded (all models) | 24 |" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "| graded (all models) | 24 |" in report
+    # the mimic-code layout's calibration was fitted on these gradings: the report says its figures are in sample
+    config = json.loads((out / "report.json").read_text())["config"]
+    assert config["calibration_in_sample"] == "calibration_mimic_code.json" and "**In sample**" in report
+    assert all(r["details"]["sql"]["checks"] == sorted(r["checks"]) for r in records if r["action"] in ("preserve", "correct"))
+    from ehrguard.benchmarks.clinsql_verify import calibration_in_sample
+    from ehrguard.verify import database_context
+
+    context = database_context(mimic_iv_raw_db)
+    assert calibration_in_sample(context, "default", config["gradings"]) is None
+    assert calibration_in_sample(context, "auto", {"gpt-5-mini": "0" * 64}) is None  # other gradings: not in sample
     r = CliRunner().invoke(cli, ["bench", "clinsql-verify", "--db", str(mimic_iv_raw_db), "--data", str(tmp_path)])
     assert isinstance(r.exception, ConfigError) and "No ClinSQL validation split" in str(r.exception)

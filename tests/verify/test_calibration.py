@@ -186,3 +186,98 @@ def test_a_repair_by_the_checks_is_weighed_apart_from_a_known_questions_correcti
     assert repaired.corrected and repaired.repaired and known.corrected and not known.repaired
     shipped = load_calibration()
     assert shipped is not None and shipped.probability(repaired) < shipped.probability(known)
+
+
+def _graded(task: int, score: float, checks: tuple[str, ...], answerable: float = 0.9) -> dict:
+    """A `bench clinsql-verify` record of one model's query for one task."""
+    record = _record(answerable, False, checks=checks)
+    record.pop("type"), record.pop("final_exec_acc")
+    record.update(model="m", task=f"t{task}", results_score=score, runs=True, suspicion=0.5, confidence=0.5)
+    return record
+
+
+def test_a_layout_calibration_weighs_each_check_and_is_measured_out_of_fold_by_whole_tasks(tmp_path):
+    """Fitted per check (ClinSQL's graded queries over the mimic-code layout): a check that fires on bad queries gets a
+    weight of its own that lowers the probability; a check seen too seldom gets none; the weights round-trip; and
+    the out-of-fold probabilities come, task by task, from fits that never saw the task."""
+    from ehrguard.verify.offline.calibration import MIN_CHECK_ANSWERS, out_of_fold
+
+    assert MIN_CHECK_ANSWERS > 3  # 'rare' below fires on 3 answers
+
+    rng = random.Random(5)
+    records = []
+    for task in range(200):
+        bad = rng.random() < 0.4
+        checks = ("missing_filter",) if bad and rng.random() < 0.8 or not bad and rng.random() < 0.05 else ()
+        records += [_graded(task, 0.0 if bad else 1.0, checks + (("rare",) if task < 3 and copy == 0 else ())) for copy in range(3)]
+    cal = fit_calibration(records, frozenset(), fitted_on="test", by_check=True)
+    assert set(cal.check_weights) == {"missing_filter"} and cal.check_weights["missing_filter"] < -1
+    flagged = AnswerFeatures(0.9, False, False, False, 1, False, checks=frozenset({"missing_filter"}))
+    clean = AnswerFeatures(0.9, False, False, False, 0, False)
+    assert cal.probability(flagged) < 0.3 < 0.7 < cal.probability(clean)
+    path = tmp_path / "layout.json"
+    save_calibration(cal, path)
+    again = load_calibration(path)
+    assert again is not None and again.check_weights == cal.check_weights and again.probability(flagged) == cal.probability(flagged)
+    assert not fit_calibration(records, frozenset(), fitted_on="test").check_weights  # by default, no check weighs alone
+
+    seen: dict[str, set[float]] = {}
+    for record, p in out_of_fold(records, frozenset(), lambda r: r["task"], by_check=True):
+        assert 0 < p < 1
+        seen.setdefault(record["task"], set()).add(round(p, 9))
+    assert len(seen) == 200 and all(len(ps) <= 2 for ps in seen.values())  # a task's copies share a fold (and so a fit)
+    # a probability computed for a task does not change when the task's own grades are flipped: it was not fitted on them
+    flipped = [dict(r, results_score=1.0 - r["results_score"]) if r["task"] == "t7" else r for r in records]
+    again7 = {round(p, 9) for r, p in out_of_fold(flipped, frozenset(), lambda r: r["task"], by_check=True) if r["task"] == "t7"}
+    assert again7 == seen["t7"]
+
+
+def test_train_calibration_from_clinsql_runs_fits_the_layouts_calibration(tmp_path):
+    """`train calibration` on a `bench clinsql-verify` folder: the graded model queries only (gold left out), a weight
+    per check, the out-of-fold AUROC printed; mixing it with SCARE runs is refused in one line."""
+    run = tmp_path / "clinsql"
+    run.mkdir()
+    rng = random.Random(6)
+    rows = [dict(_graded(t, 0.0, ("missing_filter",)) if rng.random() < 0.4 else _graded(t, 1.0, ())) for t in range(120)]
+    rows += [dict(_graded(500, 1.0, ()), model="gold")]
+    (run / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "layout.json"
+    result = CliRunner().invoke(cli, ["train", "calibration", str(run), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "Out of fold (5 folds of whole tasks), AUROC for bad queries: all 1.000" in " ".join(result.output.split())
+    cal = load_calibration(out)
+    assert cal is not None and cal.n == 120 and cal.fitted_on.startswith("1 bench clinsql-verify run")
+    assert cal.check_weights["missing_filter"] < 0
+    scare = tmp_path / "fold0"
+    scare.mkdir()
+    (scare / "predictions.jsonl").write_text(json.dumps(_record(0.9, True)) + "\n")
+    result = CliRunner().invoke(cli, ["train", "calibration", str(run), str(scare), "--out", str(out)])
+    assert isinstance(result.exception, ConfigError) and "their layout's own calibration" in str(result.exception)
+
+
+def test_the_mimic_code_layout_uses_the_calibration_its_profile_names(mimic_iv_raw_db, tmp_path):
+    """The mimic-code profiles name the shipped `mimic_code` calibration (fitted on ClinSQL's graded queries); `auto`
+    uses it there, `default` the SCARE-fitted one; the SQLite EHRSQL profiles keep the default; a profile naming a
+    calibration that is not there is one clear error."""
+    from dataclasses import replace
+
+    from ehrguard.profiles import PROFILES
+    from ehrguard.verify import database_context
+    from ehrguard.verify.offline.calibration import calibration_path
+    from ehrguard.verify.offline.verifier import OfflineVerifier
+
+    assert {PROFILES[p].calibration for p in ("mimic_iv_raw", "mimic_iv_postgres", "mimic_iv_bigquery")} == {"mimic_code"}
+    assert not PROFILES["mimic_iv"].calibration and not PROFILES["eicu"].calibration
+    layout = load_calibration(calibration_path("mimic_code"))
+    assert layout is not None and layout.check_weights and "clinsql-verify" in layout.trained_on
+    question = "How many patients are in the database?"
+    sql = "SELECT COUNT(DISTINCT subject_id) FROM mimiciv_hosp.patients"
+    auto = verify(question, sql, db=str(mimic_iv_raw_db))
+    default = verify(question, sql, db=str(mimic_iv_raw_db), calibration="default")
+    assert auto.action == default.action == "preserve" and auto.confidence != default.confidence
+    context = database_context(mimic_iv_raw_db)
+    assert OfflineVerifier().policy_for(context.profile).calibration == layout
+    assert OfflineVerifier(calibration="default").policy_for(context.profile).calibration == load_calibration()
+    missing = replace(context.profile, calibration=str(tmp_path / "none.json"))
+    with pytest.raises(ConfigError, match="names the calibration .* no file at"):
+        OfflineVerifier().policy_for(missing)

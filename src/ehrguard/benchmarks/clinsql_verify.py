@@ -25,8 +25,9 @@ from ehrguard.clinsql.data import load_gradings, load_split, task_key
 from ehrguard.clinsql.execcheck import queries
 from ehrguard.clinsql.transpile import transpiler_for
 from ehrguard.errors import DatabaseError, DatasetError, EhrguardError
+from ehrguard.verify.offline.calibration import GOOD_SCORE
 
-BAD_BELOW = 0.5
+BAD_BELOW = GOOD_SCORE  # the calibration fitted on these runs calls the same queries good
 HIGH_FROM = 0.8
 
 
@@ -128,6 +129,8 @@ def run_clinsql_verify(data_dir: str | Path, db: Any, verify: Callable[..., Any]
         record.update(outcome="verified", action=verdict.action, status=verdict.status, confidence=verdict.confidence,
                       suspicion=suspicion(verdict.action, verdict.confidence), reason=verdict.reason,
                       checks=sorted({f.check for f in verdict.findings}), seconds=round(time.perf_counter() - start, 3))
+        if verdict.details:  # what the verdict rested on: `ehrguard train calibration` fits a layout's calibration on these
+            record["details"] = verdict.details
     return records
 
 
@@ -173,12 +176,29 @@ def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
+def calibration_in_sample(context: Any, calibration: str, gradings: dict[str, str]) -> str | None:
+    """The calibration file the offline method used on this database, when it was fitted on these gradings (by checksum)."""
+    from ehrguard.verify.offline.calibration import calibration_path, load_calibration
+
+    if calibration in ("off", "default"):
+        return None
+    named = context.profile.calibration
+    path = Path(calibration) if calibration != "auto" else calibration_path(named) if named else None
+    fitted = load_calibration(path) if path is not None else None
+    seen = (fitted.trained_on.get("clinsql-verify") or {}) if fitted is not None else {}
+    return path.name if path is not None and any(seen.get(m) == sha for m, sha in gradings.items()) else None
+
+
 def render_clinsql_verify(metrics: dict[str, Any], config: dict[str, Any]) -> str:
     g, h = metrics["gold"], metrics["high_scored"]
     lines = [f"# ClinSQL: the verifier on real models' SQL ({config['database']})", "",
              f"Method `{config['method']}`, operating point `{config['operating_point']}`; reference: the published judge "
-             f"`results_score` (bad: < {BAD_BELOW}). Suspicion = the verifier's probability that the answer is wrong.", "",
-             "| queries | n | bad | AUROC | precision at 90% recall |", "|---|---|---|---|---|"]
+             f"`results_score` (bad: < {BAD_BELOW}). Suspicion = the verifier's probability that the answer is wrong.", ""]
+    if config.get("calibration_in_sample"):
+        lines += [f"**In sample**: the calibration ({config['calibration_in_sample']}) was fitted on these very gradings, so the "
+                  "confidences below have seen the answers; the out-of-fold figures `ehrguard train calibration` prints for "
+                  "these runs (5 folds of whole tasks) are the measure of unseen tasks.", ""]
+    lines += ["| queries | n | bad | AUROC | precision at 90% recall |", "|---|---|---|---|---|"]
     for label, key in (("graded (all models)", "graded"), ("graded, that run", "graded_that_run")):
         s = metrics[key]
         lines.append(f"| {label} | {s['n']} | {s['bad']} | {_num(s['auroc'])} | {_num(s['precision_at_90_recall'])} |")

@@ -40,7 +40,7 @@ def knowledge(method: str, options: dict[str, Any]) -> dict[str, dict[str, Any]]
             out[label] = {"file": path.name, "sha256": None, "trained_on": {}}
     chosen = str(options.get("calibration") or setting("calibration") or "auto")
     if chosen != "off":
-        path = SHIPPED_CALIBRATION if chosen == "auto" else Path(chosen)
+        path = SHIPPED_CALIBRATION if chosen in ("auto", "default") else Path(chosen)
         try:
             fitted = load_calibration(path)
         except EhrguardError:

@@ -414,11 +414,14 @@ CLINSQL_MODELS = ("DeepSeek-R1-0528", "Llama-4-Scout-17B-16E-Instruct", "Qwen3-C
 @click.option("--method", default="offline", show_default=True, help="The verification method.")
 @click.option("--operating-point", default="balanced", show_default=True)
 @click.option("--limit", type=int, default=None, help="Only the first N tasks of each model (and of the gold).")
+@click.option("--calibration", default="auto", show_default=True,
+              help="The offline method's calibration: auto (the one the database's profile names: for the mimic-code layout, "
+                   "fitted on these very runs, so in-sample), default (the SCARE-fitted one), off, or a file.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write records.jsonl, report.json and report.md here.")
 @json_option
 def clinsql_verify_command(db_path: str, data_dir: Path | None, models: tuple[str, ...], method: str, operating_point: str,
-                           limit: int | None, out: Path | None, as_json: bool) -> None:
+                           limit: int | None, calibration: str, out: Path | None, as_json: bool) -> None:
     """How well the verifier's confidence separates good ClinSQL queries from bad ones (the six published models' SQL,
     with the published judge scores as the reference): AUROC, precision at 90% recall, gold and high-scored kept."""
     from ehrguard import verify
@@ -431,7 +434,9 @@ def clinsql_verify_command(db_path: str, data_dir: Path | None, models: tuple[st
         raise ConfigError(f"No ClinSQL validation split at {folder / 'validation'}; pass --data FOLDER (holding validation/, "
                           "model_outputs/ and gradings/).")
     context = database_context(db_path)
-    extra = {"operating_point": operating_point} if method in ("offline", "hybrid") else {}
+    extra: dict[str, Any] = {"operating_point": operating_point} if method in ("offline", "hybrid") else {}
+    if method == "offline":
+        extra["calibration"] = calibration
 
     def check(question: str, sql: str) -> Any:
         return verify(question, sql, db=context, method=method, **extra)
@@ -440,8 +445,15 @@ def clinsql_verify_command(db_path: str, data_dir: Path | None, models: tuple[st
         bar.add_task("verifying", total=None)
         records = run_clinsql_verify(folder, context.db, check, models=models or CLINSQL_MODELS, limit=limit)
     metrics = clinsql_verify_metrics(records)
+    from ehrguard.benchmarks import file_sha256
+    from ehrguard.benchmarks.clinsql_verify import calibration_in_sample
+
+    chosen = list(models or CLINSQL_MODELS)
+    gradings = {m: file_sha256(folder / "gradings" / m / "validation_detailed_grading.json") for m in chosen}
     config = {"database": redact_url(str(db_path)), "dialect": context.db.dialect, "method": method,
-              "operating_point": operating_point, "models": list(models or CLINSQL_MODELS), "limit": limit}
+              "operating_point": operating_point, "calibration": calibration if method == "offline" else None, "models": chosen,
+              "limit": limit, "gradings": gradings,
+              "calibration_in_sample": calibration_in_sample(context, calibration, gradings) if method == "offline" else None}
     if out is not None:
         write_clinsql_verify_report(out, records, metrics, config)
     if as_json:

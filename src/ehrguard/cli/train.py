@@ -10,7 +10,7 @@ import click
 
 from ehrguard.cli.options import console, db_option
 from ehrguard.config import path_setting
-from ehrguard.errors import DatasetError
+from ehrguard.errors import ConfigError, DatasetError
 
 
 @click.group("train")
@@ -141,43 +141,90 @@ def question_model_command(ehrsql_dir: str | None, scare_files: tuple[str, ...],
 @train_group.command("calibration")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", default=None, type=click.Path(dir_okay=False, path_type=Path),
-              help="Where to write the calibration [default: the shipped file].")
+              help="Where to write the calibration [default: the shipped file; for ClinSQL runs the shipped mimic_code one].")
 def calibration_command(run_dirs: tuple[Path, ...], out: Path | None) -> None:
     """Fit the calibrated confidence on runs of the offline method whose answers it did not shape: out-of-fold `bench
     scare` runs (one folder per fold of a grouped cross-validation, each verified with question models that had not
-    seen its questions) and `bench safety` runs (their records.jsonl); docs/safety.md says which the shipped fit uses."""
+    seen its questions) and `bench safety` runs (their records.jsonl); docs/safety.md says which the shipped fit uses.
+
+    `bench clinsql-verify` runs (real models' SQL over the mimic-code layout, graded by the published judge) fit the
+    calibration of that layout, with a weight per check; it prints its out-of-fold figures (5 folds of whole tasks),
+    the honest measure of a calibration fitted and measured on one benchmark."""
     from ehrguard.verify.offline import BLOCKING_WARNINGS, SHIPPED_CALIBRATION, fit_calibration, save_calibration
+    from ehrguard.verify.offline.calibration import calibration_path
 
     records: list[dict] = []
-    scare: dict[str, str] = {}
-    safety: dict[str, str] = {}
+    trained_on: dict[str, dict[str, str]] = {}
     kinds = []
     for folder in run_dirs:
-        if (folder / "predictions.jsonl").is_file():
-            path, kind = folder / "predictions.jsonl", "bench scare"
-        elif (folder / "records.jsonl").is_file():
-            path, kind = folder / "records.jsonl", "bench safety"
-        else:
-            raise DatasetError(f"No predictions.jsonl or records.jsonl in {folder}: pass the folders of `ehrguard bench scare "
-                               "--out` or `ehrguard bench safety --out`.")
-        records += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        kind, rows, files = _calibration_run(folder)
+        records += rows
         kinds.append(kind)
-        try:  # the data files each run scored, by checksum: the reports' in-sample check reads them
-            if kind == "bench scare":
-                scare.update(json.loads((folder / "run.json").read_text())["identity"]["data"])
-            else:
-                safety.update(json.loads((folder / "metrics.json").read_text())["config"]["cases"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+        trained_on.setdefault(kind.split()[-1], {}).update(files)
+    if "bench clinsql-verify" in kinds and len(set(kinds)) > 1:
+        raise ConfigError("ClinSQL runs fit their layout's own calibration: pass them without `bench scare` or `bench safety` runs.")
+    clinsql = "bench clinsql-verify" in kinds
     runs = ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds))
     fitted_on = f"{runs} run{'s' if len(kinds) > 1 else ''}, {len(records)} items"
-    calibration = fit_calibration(records, BLOCKING_WARNINGS, fitted_on=fitted_on,
-                                  trained_on={"scare": scare, **({"safety": safety} if safety else {})})
-    target = out or SHIPPED_CALIBRATION
+    calibration = fit_calibration(records, BLOCKING_WARNINGS, fitted_on=fitted_on, trained_on=trained_on, by_check=clinsql)
+    if clinsql:
+        _print_out_of_fold(records)
+    target = out or (calibration_path("mimic_code") if clinsql else SHIPPED_CALIBRATION)
     save_calibration(calibration, target)
     console.print(f"Fitted on {calibration.n} answers (in-sample ECE {calibration.ece:.3f}); bars by target risk: "
                   + ", ".join(f"{risk}: {bar:.2f}" for risk, bar in calibration.bars.items()))
     console.print(f"Wrote {target}")
+
+
+def _calibration_run(folder: Path) -> tuple[str, list[dict], dict[str, str]]:
+    """What one run folder holds for a calibration: its kind, its records (ClinSQL's graded model queries only) and the
+    data files it scored, by checksum (the reports' in-sample check reads them)."""
+    if (folder / "predictions.jsonl").is_file():
+        path, kind = folder / "predictions.jsonl", "bench scare"
+    elif (folder / "records.jsonl").is_file():
+        path, kind = folder / "records.jsonl", "bench safety"
+    else:
+        raise DatasetError(f"No predictions.jsonl or records.jsonl in {folder}: pass the folders of `ehrguard bench scare "
+                           "--out`, `ehrguard bench safety --out` or `ehrguard bench clinsql-verify --out`.")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if rows and "results_score" in rows[0]:
+        kind = "bench clinsql-verify"
+        rows = [r for r in rows if r.get("model") != "gold" and r.get("results_score") is not None]
+    files: dict[str, str] = {}
+    try:
+        if kind == "bench scare":
+            files = json.loads((folder / "run.json").read_text())["identity"]["data"]
+        elif kind == "bench safety":
+            files = json.loads((folder / "metrics.json").read_text())["config"]["cases"]
+        else:
+            files = json.loads((folder / "report.json").read_text())["config"].get("gradings", {})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    return kind, rows, files
+
+
+def _print_out_of_fold(records: list[dict]) -> None:
+    """AUROC of the out-of-fold suspicion for bad queries, as `bench clinsql-verify` reports it, abstentions as they were."""
+    from ehrguard.benchmarks.clinsql_verify import BAD_BELOW, auroc
+    from ehrguard.verify.offline import BLOCKING_WARNINGS
+    from ehrguard.verify.offline.calibration import out_of_fold
+
+    fitted = {id(r): p for r, p in out_of_fold(records, BLOCKING_WARNINGS, lambda r: str(r.get("task")), by_check=True)}
+    scored = [r for r in records if r.get("suspicion") is not None]
+    new = [1.0 - fitted[id(r)] if id(r) in fitted else r["suspicion"] for r in scored]
+    bad = [r["results_score"] < BAD_BELOW for r in scored]
+    runs = [bool(r.get("runs")) for r in scored]
+    before = [r["suspicion"] for r in scored]
+
+    def pick(values: list, mask: list[bool]) -> list:
+        return [v for v, m in zip(values, mask, strict=True) if m]
+
+    def fmt(x: float | None) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
+    console.print(f"Out of fold (5 folds of whole tasks), AUROC for bad queries: all {fmt(auroc(new, bad))} (with the run's "
+                  f"calibration {fmt(auroc(before, bad))}), among queries that run {fmt(auroc(pick(new, runs), pick(bad, runs)))} "
+                  f"({fmt(auroc(pick(before, runs), pick(bad, runs)))})")
 
 
 @train_group.command("banks")

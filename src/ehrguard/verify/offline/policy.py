@@ -165,7 +165,8 @@ def answer_features(evidence: Evidence, fix: Replacement | None) -> AnswerFeatur
     """What the calibrated probability of an answer rests on (the candidate's findings, as the run records keep them)."""
     return AnswerFeatures(evidence.question.category["answerable"], evidence.final_outcome() == "empty", corrects(fix),
                           evidence.known_label is not None, sum(f.severity == "warning" for f in evidence.findings),
-                          bool(blocking(evidence.findings)), corrects(fix) and fix is not None and fix.kind == "repair")
+                          bool(blocking(evidence.findings)), corrects(fix) and fix is not None and fix.kind == "repair",
+                          frozenset(f.check for f in evidence.findings))
 
 
 def answer_probability(evidence: Evidence, policy: Policy, fix: Replacement | None) -> float:

@@ -17,12 +17,13 @@ from ehrguard.config import setting, switch_setting
 from ehrguard.db.engine import Result
 from ehrguard.errors import ConfigError, DatabaseError
 from ehrguard.evaluation.execution_match import answers_match, canonical_answer
+from ehrguard.profiles import DatabaseProfile
 from ehrguard.verify.checks import Checked, repair, run_checks
 from ehrguard.verify.checks.base import EXECUTION_MAX_ROWS, EXECUTION_TIMEOUT_S
 from ehrguard.verify.checks.grounding import held_kinds
 from ehrguard.verify.checks.values import literal_comparisons
 from ehrguard.verify.methods import Case, DatabaseContext, register_method
-from ehrguard.verify.offline.calibration import load_calibration
+from ehrguard.verify.offline.calibration import calibration_path, load_calibration
 from ehrguard.verify.offline.evidence import Evidence, KnownQuestion, Outcome, Repair
 from ehrguard.verify.offline.forms import YES_NO_SQL, load_forms
 from ehrguard.verify.offline.policy import DOUBTS, OPERATING_POINTS, Policy, blocking, clarifying_message, decide, refusal_message
@@ -148,12 +149,14 @@ class OfflineVerifier:
         self.use_forms = forms == "on"
         self.operating_point = operating_point
         calibration = calibration or setting("calibration") or "auto"
-        self.calibration = None if calibration == "off" else load_calibration(None if calibration == "auto" else calibration)
-        if calibration not in ("auto", "off") and self.calibration is None:
+        # "default": the SCARE-fitted calibration whatever the database's profile names (auto: the profile's, if any)
+        self.calibration = None if calibration == "off" else load_calibration(None if calibration in ("auto", "default") else calibration)
+        if calibration not in ("auto", "off", "default") and self.calibration is None:
             raise ConfigError(f"No calibration file at {calibration}; fit one with: "
                               f"ehrguard train calibration RUN_DIR ... --out {calibration}")
         self.calibration_source = "off" if calibration == "off" else (calibration if calibration != "auto" else "shipped")
         self.policy = replace(OPERATING_POINTS[operating_point], calibration=self.calibration)
+        self._layout_policies: dict[str, Policy] = {}  # a profile's calibration name -> the policy with it
         try:
             cascade = float(cascade)
         except ValueError:
@@ -179,7 +182,22 @@ class OfflineVerifier:
         return {name: entry["sha256"] if entry["state"] == "ok" else entry["state"] for name, entry in bank_status().items()}
 
     def verify(self, case: Case) -> Verdict:
-        return decide(self.gather(case), self.policy)
+        return decide(self.gather(case), self.policy_for(case.context.profile))
+
+    def policy_for(self, profile: DatabaseProfile) -> Policy:
+        """The policy for a database: with the calibration its profile names (fitted for its layout), unless this
+        verifier was given one (a file, or off)."""
+        name = profile.calibration
+        if not name or self.calibration_source != "shipped":
+            return self.policy
+        if name not in self._layout_policies:
+            path = calibration_path(name)
+            fitted = load_calibration(path)
+            if fitted is None:
+                raise ConfigError(f"The profile {profile.db_id!r} names the calibration {name!r}, but there is no file at {path}; "
+                                  f"fit one with: ehrguard train calibration RUN_DIR ... --out {path}")
+            self._layout_policies[name] = replace(self.policy, calibration=fitted)
+        return self._layout_policies[name]
 
     def gather(self, case: Case) -> Evidence:
         """The evidence about one case: the question's assessment, the candidate's checks, the known question it
