@@ -108,6 +108,12 @@ class AuditLog:
             row = self._conn.execute("SELECT receipt FROM decisions WHERE id = ?", (entry_id,)).fetchone()
         return json.loads(row[0]) if row and row[0] else None
 
+    def caller_of(self, entry_id: int) -> str | None:
+        """Who made an entry (None: no such entry)."""
+        with self._lock:
+            row = self._conn.execute("SELECT caller FROM decisions WHERE id = ?", (entry_id,)).fetchone()
+        return row[0] if row else None
+
     def entries(self, since: float | None = None, limit: int | None = None, *, caller: str | None = None) -> list[dict[str, Any]]:
         """The newest entries first: all, or those since a time, or one caller's."""
         where: list[str] = []

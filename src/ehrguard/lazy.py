@@ -10,8 +10,9 @@ Examples:
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar, cast, overload
 
 
 def lazy_exports(package: str, namespace: dict[str, Any], lazy: dict[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
@@ -37,3 +38,40 @@ def by_module(modules: dict[str, tuple[str, ...]]) -> dict[str, str]:
 
 
 __all__ = ["by_module", "lazy_exports"]
+
+
+T = TypeVar("T")
+
+
+class cached_property(Generic[T]):  # noqa: N801 - named as the functools descriptor it replaces
+    """``functools.cached_property`` without its class-wide lock: on Python 3.11 that one lock is held while any
+    instance computes the value, so one verification running a slow query (``SqlContext.execution``) made every other
+    request's verification wait for it. Here each instance has its own lock: a value is still computed once per
+    instance (a database's schema or value index is not built twice by two first requests), and instances never wait
+    for each other."""
+
+    def __init__(self, func: Callable[[Any], T]) -> None:
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> cached_property[T]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> T | cached_property[T]:
+        if instance is None:
+            return self
+        cache = instance.__dict__
+        if self.name in cache:
+            return cast("T", cache[self.name])
+        lock = cache.setdefault(f"_{self.name}_lock", threading.Lock())  # setdefault is atomic: one lock per instance
+        with lock:
+            if self.name not in cache:
+                cache[self.name] = self.func(instance)
+            return cast("T", cache[self.name])

@@ -227,3 +227,61 @@ def test_raw_queries_beyond_the_slots_are_told_to_retry(mimic_iv_db, tmp_path, m
     timed_out = slow["r"]
     assert timed_out.status_code == 422 and timed_out.json()["error"]["code"] == "query_timeout"  # type: ignore[attr-defined]
     assert client.post("/v1/sql", json={"db": "mimic_iv", "sql": "SELECT 1"}, headers=AUTH).json()["rows"] == [[1]]
+
+
+def test_a_caller_sees_only_their_own_audit_entries_and_receipts(env, tmp_path):
+    """`GET /v1/audit` lists the caller's own decisions, 1 to 200 of them whatever `limit` says; a receipt is served only
+    to the caller who made the decision, and an id past SQLite's integers is a 404, not a 500."""
+    client, audit = env
+    other = TestClient(create_app(tokens=["test-token", "other"], audit=audit, rate_limit=1000))
+    mine = verify(client, "What is the gender of patient 10004235?", "SELECT gender FROM patients WHERE subject_id = 10004235").json()
+    theirs = other.post("/v1/verify", json={"db": "mimic_iv", "question": "What is the gender of patient 10004235?",
+                                             "sql": "SELECT gender FROM patients WHERE subject_id = 10004235"},
+                        headers={"Authorization": "Bearer other"}).json()
+    for limit in (0, -1, 20, 10**6):
+        entries = client.get(f"/v1/audit?limit={limit}", headers=AUTH).json()["entries"]
+        assert [e["id"] for e in entries] == [mine["audit_id"]]  # 0 and -1 are not "no limit"; the other caller's is not shown
+    assert client.get(f"/v1/audit/{mine['audit_id']}/receipt", headers=AUTH).status_code == 200
+    for entry in (theirs["audit_id"], 99999999999999999999999, -3):
+        r = client.get(f"/v1/audit/{entry}/receipt", headers=AUTH)
+        assert r.status_code == 404 and r.json()["error"]["code"] == "no_receipt"
+
+
+def test_a_model_inside_the_server_cannot_be_chosen_over_the_api(env):
+    client, audit = env
+    for path, body in (("/v1/verify", {"question": "Gender of patient 10004235?", "sql": "SELECT 1", "method": "single_turn",
+                                       "model": "local//etc/passwd"}),
+                       ("/v1/ask", {"question": "Gender of patient 10004235?", "model": "LOCAL/smollm2"})):
+        r = client.post(path, json={"db": "mimic_iv", **body}, headers=AUTH)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "local_model", r.text
+        assert "/etc/passwd" not in r.json()["error"]["message"] or "names a model loaded inside this server" in r.json()["error"]["message"]
+
+
+def test_verifying_holds_a_query_slot_so_runaway_sql_to_verify_stalls_no_one_else(mimic_iv_db, tmp_path, monkeypatch):
+    import threading
+    import time
+
+    dbs = tmp_path / "dbs"
+    dbs.mkdir()
+    (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
+    monkeypatch.setenv("EHRGUARD_DB_DIR", str(dbs))
+    monkeypatch.setenv("EHRGUARD_MAX_CONCURRENT_QUERIES", "2")  # one for each caller at most
+    monkeypatch.setenv("EHRGUARD_CALIBRATION", "off")
+    client = TestClient(create_app(tokens=["test-token", "other"], audit=AuditLog(tmp_path / "a.sqlite"), rate_limit=1000))
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    plain = {"db": "mimic_iv", "question": "What is the gender of patient 10004235?",
+             "sql": "SELECT gender FROM patients WHERE subject_id = 10004235"}
+    client.post("/v1/verify", json=plain, headers=AUTH)  # the database's context is built before the race
+    slow: dict[str, object] = {}
+    runner = threading.Thread(target=lambda: slow.update(r=client.post(
+        "/v1/verify", json={**plain, "question": "How many numbers are there?", "sql": endless}, headers=AUTH)))
+    runner.start()
+    time.sleep(1.0)
+    busy = client.post("/v1/verify", json=plain, headers=AUTH)
+    start = time.perf_counter()
+    served = client.post("/v1/verify", json=plain, headers={"Authorization": "Bearer other"})
+    waited = time.perf_counter() - start
+    runner.join()
+    assert busy.status_code == 503 and busy.json()["error"]["code"] == "busy"
+    assert served.status_code == 200 and served.json()["action"] == "preserve" and waited < 5
+    assert slow["r"].status_code == 200  # type: ignore[attr-defined]  # the runaway candidate is judged, not run forever

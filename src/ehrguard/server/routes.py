@@ -118,11 +118,23 @@ def schema(db: str, who: Caller) -> dict[str, Any]:
     return database_context(named_database(db)).schema.to_dict()
 
 
+def _no_local_model(model: str | None) -> None:
+    """A model in this server's process (``local/...``: a GGUF file read and loaded here) is the operator's to choose,
+    never a caller's: a path would read any file the server can, and loading one stalls every other request."""
+    if model is not None and model.strip().lower().startswith("local/"):
+        raise ApiError(400, "local_model", f"{model!r} names a model loaded inside this server; over the API choose a served "
+                       "model (an endpoint the operator configured), or run `ehrguard verify --model local/...` on your machine.")
+
+
 @router.post("/v1/verify")
-def verify(body: VerifyRequest, who: Caller, log: Audit) -> dict[str, Any]:
-    reply = answer(body.question, db=body.db, sql=body.sql, method=body.method, verifier_model=body.model,
-                   operating_point=body.operating_point, names_only=True, execute=body.execute, max_rows=body.max_rows, audit=log,
-                   caller=who, interface="api")
+def verify(body: VerifyRequest, request: Request, who: Caller, log: Audit) -> dict[str, Any]:
+    _no_local_model(body.model)
+    # Verifying runs the candidate (and with execute, the verdict's SQL): it holds a query slot like a raw query, so a
+    # caller sending runaway SQL to verify holds at most their share, and the others are served.
+    with request.app.state.query_slots.hold(who):
+        reply = answer(body.question, db=body.db, sql=body.sql, method=body.method, verifier_model=body.model,
+                       operating_point=body.operating_point, names_only=True, execute=body.execute, max_rows=body.max_rows,
+                       audit=log, caller=who, interface="api")
     out = reply.raise_for_error().verdict_dict()
     if body.execute:
         out["result"] = reply.result_dict()
@@ -143,9 +155,11 @@ def run_sql(body: SqlRequest, request: Request, who: Caller, log: Audit, enabled
 
 
 @router.post("/v1/ask")
-def ask(body: AskRequest, who: Caller, log: Audit) -> dict[str, Any]:
-    reply = answer(body.question, db=body.db, model=body.model or None, names_only=True, max_rows=1000, audit=log, caller=who,
-                   interface="api-ask", penalty=body.penalty)
+def ask(body: AskRequest, request: Request, who: Caller, log: Audit) -> dict[str, Any]:
+    _no_local_model(body.model)
+    with request.app.state.query_slots.hold(who):
+        reply = answer(body.question, db=body.db, model=body.model or None, names_only=True, max_rows=1000, audit=log, caller=who,
+                       interface="api-ask", penalty=body.penalty)
     if reply.error is not None and reply.verdict is None:
         raise reply.error
     return reply.to_dict()
@@ -199,15 +213,18 @@ def table_values(db: str, table: str, who: Caller) -> dict[str, Any]:
 
 @router.get("/v1/audit")
 def audit_entries(who: Caller, log: Audit, limit: int = 20) -> dict[str, Any]:
-    return {"entries": log.entries(limit=min(limit, 200))}
+    """The caller's own audit entries, newest first (at most 200); the whole log is the operator's: `ehrguard audit export`."""
+    return {"entries": log.entries(limit=min(max(limit, 1), 200), caller=who)}
 
 
 @router.get("/v1/audit/{entry_id}/receipt")
 def audit_receipt(entry_id: int, who: Caller, log: Audit) -> dict[str, Any]:
-    receipt = log.receipt(entry_id)
+    mine = 0 < entry_id < 2**63 and log.caller_of(entry_id) == who
+    receipt = log.receipt(entry_id) if mine else None
     if receipt is None:
         raise ApiError(404, "no_receipt",
-                       f"Audit entry {entry_id} has no receipt (no such entry, or it records an error or a raw SQL run).")
+                       f"Audit entry {entry_id} has no receipt of yours (no such entry, another caller's, or it records an error "
+                       "or a raw SQL run).")
     return receipt
 
 

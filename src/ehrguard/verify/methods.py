@@ -10,11 +10,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ehrguard.errors import ConfigError
+from ehrguard.lazy import cached_property
 from ehrguard.registry import Registry
 from ehrguard.verify.verdict import Verdict
 

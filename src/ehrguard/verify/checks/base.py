@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast
 
 import sqlglot
@@ -17,6 +16,7 @@ from sqlglot import exp
 
 from ehrguard.db.engine import Result
 from ehrguard.errors import DatabaseError
+from ehrguard.lazy import cached_property
 from ehrguard.verify.verdict import Finding
 
 if TYPE_CHECKING:

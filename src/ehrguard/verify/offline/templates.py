@@ -22,13 +22,13 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from ehrguard.benchmarks.ehrsql import ehrsql_pairs
 from ehrguard.config import setting, switch_setting
 from ehrguard.evaluation.execution_match import normalize_gold
+from ehrguard.lazy import cached_property
 from ehrguard.profiles import PROFILES, get_profile
 from ehrguard.runtime import runtime
 from ehrguard.verify.offline.features import SQL_STRING_LITERAL
