@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ehrguard.config import float_setting, path_setting, switch_setting
+from ehrguard.errors import ConfigError
 
 MIGRATIONS = [
     """CREATE TABLE decisions (
@@ -56,11 +57,15 @@ class AuditLog:
         self.path = Path(path) if path else path_setting("audit_path")
         self.retention_days = float_setting("audit_retention_days", retention_days, source="retention_days")
         self.store_values = store_values if store_values is not None else switch_setting("audit_store_values")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._migrate()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._migrate()
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(f"Cannot open the audit log at {self.path} ({exc}); set EHRGUARD_AUDIT_PATH to a file in a folder "
+                              "you may write.") from None
 
     def _migrate(self) -> None:
         with self._lock:

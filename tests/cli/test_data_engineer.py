@@ -76,3 +76,34 @@ def test_unknown_tables_columns_and_profiles_exit_non_zero(mimic_iv_db: Path):
     assert isinstance(r.exception, SchemaLookupError) and "Did you mean 'patients'" in str(r.exception)
     r = CliRunner().invoke(cli, ["db", "schema", "--db", str(mimic_iv_db), "--table", "patients"])
     assert r.exit_code == 0 and r.output.startswith("patients(") and r.output.count("\n") == 1
+
+
+def test_what_a_careless_user_types_is_one_line_and_the_data_stay_as_they_are(mimic_iv_db: Path, tmp_path: Path):
+    """Found by an independent new-user review: a missing output folder, an audit path that is a folder, a data value
+    that looks like rich markup, a JSON number JSON cannot hold, an unknown table and a penalty past any bar."""
+    def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        import os
+
+        return subprocess.run([sys.executable, "-m", "ehrguard", *args], capture_output=True, text=True, timeout=180, check=False,
+                              env={**os.environ, **env})
+
+    missing = tmp_path / "no" / "such" / "folder"
+    for args in (("sql", "run", "--db", str(mimic_iv_db), "SELECT 1", "--format", "csv", "--out", str(missing / "x.csv")),
+                 ("db", "profile", "--db", str(mimic_iv_db), "--out", str(missing / "p.toml"))):
+        r = run(*args)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert f"cannot read or write {missing}" in r.stderr and "Check that the folder exists" in r.stderr
+    r = run("verify", "--db", str(mimic_iv_db), "-q", "What is the gender of patient 10004235?",
+            "-s", "SELECT gender FROM patients WHERE subject_id = 10004235", EHRGUARD_AUDIT_PATH=str(tmp_path))
+    assert r.returncode == 1 and "Cannot open the audit log" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    r = run("ask", "--db", str(tmp_path / "absent.sqlite"), "-q", "x")  # no abort from a model thread still loading
+    assert r.returncode == 1 and "No database" in r.stderr and "db build NAME builds one of" in r.stderr
+    r = run("ask", "--db", str(mimic_iv_db), "-q", "What is the gender of patient 10004235?", "--penalty", "inf")
+    assert r.returncode == 2 and "not in the range" in r.stderr
+    # the table goes to standard output, its cells as they are
+    r = run("sql", "run", "--db", str(mimic_iv_db), "SELECT '[/bold]' AS x, 'dose [red] 5mg' AS \"[b]c\"")
+    assert r.returncode == 0 and "[/bold]" in r.stdout and "dose [red] 5mg" in r.stdout and "[b]c" in r.stdout, r.stderr
+    r = CliRunner().invoke(cli, ["sql", "run", "--db", str(mimic_iv_db), "SELECT 1e999 AS x, 1 AS y", "--format", "json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["rows"] == [[None, 1]]
+    r = CliRunner().invoke(cli, ["sql", "run", "--db", str(mimic_iv_db), "SELECT * FROM nope"])
+    assert r.exception is not None and "ehrguard db schema --db" in str(r.exception)

@@ -254,7 +254,7 @@ def test_a_model_inside_the_server_cannot_be_chosen_over_the_api(env):
                        ("/v1/ask", {"question": "Gender of patient 10004235?", "model": "LOCAL/smollm2"})):
         r = client.post(path, json={"db": "mimic_iv", **body}, headers=AUTH)
         assert r.status_code == 400 and r.json()["error"]["code"] == "local_model", r.text
-        assert "/etc/passwd" not in r.json()["error"]["message"] or "names a model loaded inside this server" in r.json()["error"]["message"]
+        assert "names a model loaded inside this server" in r.json()["error"]["message"]
 
 
 def test_verifying_holds_a_query_slot_so_runaway_sql_to_verify_stalls_no_one_else(mimic_iv_db, tmp_path, monkeypatch):

@@ -265,6 +265,14 @@ def test_allergies_are_answerable_where_the_schema_holds_them(eicu_ctx, eicu_db,
     refused = verify("Which allergies were recorded for patient 10000032?", "SELECT drug FROM prescriptions WHERE subject_id = 10000032",
                      db=mimic_iv_db, db_id="mimic_iv")
     assert refused.action == "unanswerable" and refused.reason.startswith("These records hold no allergy records")
+    # ... in any wording: the words naming a kind of record this schema holds are masked before the model reads them
+    sql = ("SELECT COUNT(*) > 0 FROM allergy WHERE patientunitstayid IN (SELECT patientunitstayid FROM patient "
+           "WHERE uniquepid = '003-11756') AND allergyname = 'penicillins'")
+    for question in ("Does patient 003-11756 have a penicillin allergy?", "Is patient 003-11756 allergic to penicillin?"):
+        assert verify(question, sql, db=eicu_db, db_id="eicu").action == "preserve", question
+    refused = verify("Does patient 10000032 have a penicillin allergy?", "SELECT drug FROM prescriptions WHERE subject_id = 10000032",
+                     db=mimic_iv_db, db_id="mimic_iv")
+    assert refused.action == "unanswerable"
 
 
 @pytest.mark.parametrize(("question", "check"), [

@@ -71,12 +71,16 @@ TABLE = [
     (evidence(0.5, "failed", repair=A_REPAIR), ("correct", FIXED, "Corrected.", None, 0.85, "verified")),
     (evidence(known=TEMPLATE_AGREES, repair=A_REPAIR),
      ("correct", FIXED, "Corrected.", "agrees", 0.97, "verified")),
-    # no query: refused, with the reason
-    (evidence(0.9, "failed", no_query=True, leaning="infeasible-faq"),
+    # no query: refused, with the reason when the question reads as one the records cannot answer ...
+    (evidence(0.1, "failed", no_query=True, leaning="infeasible-faq"),
      ("unanswerable", None, "The text-to-SQL model produced no query for this question. This asks for information", None, 0.3,
       "abstained")),
     (evidence(0.4, "failed", no_query=True, leaning="out-of-scope", out_of_scope=("predict",)),
      ("unanswerable", None, "The text-to-SQL model produced no query for this question. This asks for an analysis ('predict')", None, 0.3,
+      "abstained")),
+    # ... and a question that reads as answerable is not said to be one the records cannot answer: there is just no query
+    (evidence(0.9, "failed", no_query=True, leaning="missing-column"),
+     ("unanswerable", None, "The text-to-SQL model produced no query for this question. There is no answer to check", None, 0.3,
       "abstained")),
     # the verifier's own errors never make a verified answer; a write is never kept; a value the records lack is asked about
     (evidence(findings=[UNKNOWN_PATIENT, EMPTY], outcome="empty"),

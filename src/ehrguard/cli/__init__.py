@@ -67,27 +67,37 @@ def cli() -> None:
 
 def main() -> None:
     """Entry point: every EhrguardError becomes one clear message and exit code 1."""
+    code = 0
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
-        sys.exit(130)
+        code = 130
     except click.ClickException as exc:
         exc.show()
-        sys.exit(exc.exit_code)
+        code = exc.exit_code
     except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+        code = exc.exit_code
     except EhrguardError as exc:
         click.secho(f"Error: {exc}", fg="red", err=True)
-        sys.exit(1)
-    if FAST_EXIT:
+        code = 1
+    except OSError as exc:  # a file the command reads or writes (--out in a folder that does not exist, a full disk)
+        if isinstance(exc, BrokenPipeError):
+            code = 0
+        else:
+            where = f" {exc.filename}" if exc.filename else ""
+            click.secho(f"Error: cannot read or write{where}: {exc.strerror or exc}. Check that the folder exists and "
+                        "that you may write there.", fg="red", err=True)
+            code = 1
+    if FAST_EXIT:  # also after an error: a model's threads still loading must not be torn down under the interpreter
         atexit._run_exitfuncs()
         try:
             sys.stdout.flush()
             sys.stderr.flush()
         except BrokenPipeError:  # the reader went away (`| head`): nothing left to say to it
             pass
-        os._exit(0)
+        os._exit(code)
+    sys.exit(code)
 
 
 __all__ = ["cli", "main"]

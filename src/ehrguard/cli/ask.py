@@ -20,7 +20,7 @@ _ROWS_SHOWN = 20
 @click.option("--model", default=None,
               help="provider/model to write the SQL; without one, the offline reader writes it from the known question "
                    "it paraphrases (and with one, its reading is a second opinion).")
-@click.option("--penalty", type=click.FloatRange(min=0), default=None,
+@click.option("--penalty", type=click.FloatRange(min=0, max=1000), default=None,
               help="How much worse a wrong answer is than none (EHRSQL-2024's c): the offline reader answers only above "
                    "the bar chosen for it [default: 10].")
 @click.option("--db-id", default=None, callback=known_db_id,

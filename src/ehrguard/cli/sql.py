@@ -5,17 +5,21 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
+import re
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from ehrguard.cli.options import console, db_option, json_option, setting_option
+from ehrguard.cli.options import db_option, json_option, setting_option
 from ehrguard.db import Result, connect_database
-from ehrguard.errors import ConfigError
+from ehrguard.errors import ConfigError, QueryExecutionError
 
 FORMATS = ("table", "json", "csv", "parquet")
 
@@ -47,14 +51,19 @@ def run_command(db_path: str, sql: str | None, sql_file: Path | None, fmt: str |
     fmt = "json" if as_json else fmt or "table"
     if fmt == "parquet" and out is None:
         raise ConfigError("Parquet is binary: pass --out FILE.parquet (or choose --format csv or json for standard output).")
-    result = connect_database(db_path).execute(text, timeout_s=timeout, max_rows=max_rows)
+    try:
+        result = connect_database(db_path).execute(text, timeout_s=timeout, max_rows=max_rows)
+    except QueryExecutionError as exc:
+        if re.search(r"no such (?:table|column)|does not exist|not found|unknown (?:table|column)", str(exc), re.IGNORECASE):
+            raise QueryExecutionError(f"{exc} (ehrguard db schema --db {db_path} lists its tables and columns)") from None
+        raise
     if fmt == "parquet":
         assert out is not None
         write_parquet(result, out)
     elif fmt == "table" and out is None:
         _print_table(result)
     else:
-        rendered = json.dumps(result.to_dict(), indent=2, default=str, ensure_ascii=False) + "\n" if fmt == "json" else (
+        rendered = json.dumps(_finite(result.to_dict()), indent=2, default=str, ensure_ascii=False) + "\n" if fmt == "json" else (
             render_csv(result) if fmt == "csv" else _table_text(result))
         if out is None:
             sys.stdout.write(rendered)
@@ -82,15 +91,27 @@ def _read_sql(sql: str | None, sql_file: Path | None) -> str:
     return sql
 
 
+def _finite(value: Any) -> Any:
+    """JSON has no Infinity or NaN: such a number is written as null (as the REST API does)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def _cell(value: Any) -> str:
     return "NULL" if value is None else f"<blob of {len(value):,} bytes>" if isinstance(value, bytes) else str(value)
 
 
 def _print_table(result: Result) -> None:
-    t = Table(*result.columns)
+    """The rows as a table on standard output (values and names printed as they are: '[b]' is text, not a style)."""
+    t = Table(*(escape(c) for c in result.columns))
     for row in result.rows[:200]:
-        t.add_row(*(_cell(v) for v in row))
-    console.print(t)
+        t.add_row(*(escape(_cell(v)) for v in row))
+    Console(width=None if sys.stdout.isatty() else 200).print(t)
     if len(result.rows) > 200:
         click.echo(f"showing the first 200 of {len(result.rows)} rows (--format csv or --out for all)", err=True)
 

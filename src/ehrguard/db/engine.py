@@ -554,10 +554,25 @@ def locate_database(name_or_path: str | Path) -> Path:
     built = _built(str(name_or_path))
     if built is not None:
         return built
-    raise DatabaseNotFoundError(
-        f"No database {str(name_or_path)!r}: not a file, and not built in {db_dir()}. "
-        f"Build it with: ehrguard db build {p.stem} --out {db_dir() / (p.stem + '.sqlite')}"
-    )
+    raise DatabaseNotFoundError(f"No database {str(name_or_path)!r}: {_missing_why(p)}, and not built in {db_dir()}. {_build_hint(p)}")
+
+
+def _missing_why(p: Path) -> str:
+    return "a folder, not a database file" if p.is_dir() and str(p) not in ("", ".") else "not a file"
+
+
+def _build_hint(p: Path) -> str:
+    """How to get the database: its build command when the name is one a builder makes, else where databases come from."""
+    from ehrguard.config import db_dir
+    from ehrguard.db.builders import BUILDERS
+    from ehrguard.profiles import PROFILES
+
+    known = sorted(BUILDERS.names())
+    if p.stem in known:
+        built = PROFILES[p.stem].file_name if p.stem in PROFILES and PROFILES[p.stem].file_name else p.stem + ".sqlite"
+        return f"Build it with: ehrguard db build {p.stem} --out {db_dir() / built}"
+    return (f"Give the path of a SQLite or DuckDB file, a postgresql:// URL, or the name of a built database "
+            f"(ehrguard db list; ehrguard db build NAME builds one of: {', '.join(known)}).")
 
 
 LINK_SUFFIX = ".postgres"

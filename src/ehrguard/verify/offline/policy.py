@@ -248,9 +248,9 @@ def decide(evidence: Evidence, policy: Policy) -> Verdict:
             message = NO_QUERY + message
         return Verdict(category, subtype=subtype, message=message, status="abstained", reason=message, findings=findings,
                        confidence=round(amb + una, 4), details=details, evidence=evidence)
-    if evidence.no_query:
+    if evidence.no_query:  # the question reads as answerable: say only that there is nothing to check, not why it could not be
         subtype = a.best_subtype("unanswerable")
-        message = NO_QUERY + refusal_message(subtype, a)
+        message = NO_QUERY + "There is no answer to check: ask again, or write the query."
         return Verdict("unanswerable", subtype=subtype, findings=findings, confidence=round(una, 4), details=details,
                        message=message, status="abstained", reason=message, evidence=evidence)
     confidence = round(a.category["answerable"], 4)  # of a refusal: 1 - this

@@ -10,6 +10,7 @@ from typing import Any
 from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES, WEIGHTS_DIR, QuestionModel, featurize
 from ehrguard.verify.offline.embedding import Embedder, load_embedder
 from ehrguard.verify.offline.features import QuestionCues, mask_values, question_cues
+from ehrguard.verify.offline.lexicon import RECORD_KINDS
 
 MODEL_FILES = {"minilm": WEIGHTS_DIR / "question_model_minilm.npz", "lexical": WEIGHTS_DIR / "question_model_lexical.npz"}
 
@@ -72,6 +73,9 @@ class QuestionClassifier:
         cues = question_cues(question)
         if held and set(cues.missing) & held:
             cues = replace(cues, missing=tuple(k for k in cues.missing if k not in held))
+            # ... nor are the words that name it: the models learnt them where schemas lack the kind ("penicillin
+            # allergy" on MIMIC-IV), so they are masked as the names the query looks for are
+            question = _mask_held(question, held)
         if cues.unresolved:
             return _unresolved(cues)
         if self.lexical is not None:
@@ -80,6 +84,14 @@ class QuestionClassifier:
                 return quick
         emb = self.embedder.embed([question]) if self.embedder is not None else None
         return _assessment(self.model.probabilities(featurize([question], emb, [cues]))[0], cues, self.name)
+
+
+def _mask_held(question: str, held: frozenset[str]) -> str:
+    """The question with the words naming each kind of record this database holds replaced by the mask of a value."""
+    for kind in RECORD_KINDS:
+        if kind.name in held:
+            question = kind.cue.sub("X", question)
+    return question
 
 
 def _assessment(p: Any, cues: QuestionCues, model: str) -> QuestionAssessment:
