@@ -230,3 +230,21 @@ def test_the_shipped_condition_names_are_what_the_icd_dictionaries_give(shared_d
     assert "severe sepsis" in names and "low back pain" in names
     # headings with qualifiers and grades of measured quantities are not names
     assert "abnormal findings" not in names and "elevated white blood cell count" not in names
+
+
+def test_a_correction_by_a_known_question_says_how_it_reads_last_year(mimic_iv_db, monkeypatch):
+    """EHRSQL's known questions read "last year" as the calendar year before the database's "now"; many people mean the
+    past twelve months. A correction that brings that reading says so, in the message the user reads."""
+    from ehrguard.verify import verify
+    from ehrguard.verify.offline.verifier import time_reading
+
+    monkeypatch.setenv("EHRGUARD_TEMPLATE_BANK", "on")  # the shipped, compiled known questions
+    question = "How many patients were prescribed furosemide in the last year?"
+    rolling = ("SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE drug = 'furosemide' "
+               "AND starttime >= datetime('now', '-1 year')")
+    verdict = verify(question, rolling, db=mimic_iv_db, db_id="mimic_iv")
+    assert verdict.action == "correct" and "'last year' as the calendar year before this database's 'now'" in verdict.message
+    month = time_reading("How many patients were prescribed furosemide last month?")
+    assert month.startswith("It reads 'last month' as the calendar month")
+    assert time_reading("How many patients were prescribed furosemide this year?") == ""  # no other reading to warn of
+    assert time_reading("How many patients were prescribed furosemide?") == ""

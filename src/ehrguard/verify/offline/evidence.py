@@ -43,6 +43,7 @@ class KnownQuestion:
     readable: str = ""
     overrules: bool = True
     loose: bool = False  # a paraphrase, not the known question word for word: a certain local repair comes first
+    note: str = ""  # how it reads a phrase people read otherwise ("last year": the calendar year), said with a correction
 
     @property
     def disputes(self) -> bool:
@@ -68,6 +69,7 @@ class Replacement:
     findings: tuple[Finding, ...]
     readable: str = ""  # "form": the known question it paraphrases
     answers: tuple[str, ...] = ()  # "repair": the checks it answers
+    note: str = ""  # a known question's reading of the question, in words (KnownQuestion.note)
 
     @property
     def label(self) -> str:
@@ -100,7 +102,8 @@ class Evidence:
         """The SQL to return instead of the candidate: a known question's that answers differently and overrules it (a
         paraphrase only when no certain local repair of the candidate exists), else a repair."""
         if self.known is not None and not self.known.agrees and self.known.overrules and not (self.known.loose and self.repair):
-            return Replacement(self.known.source, self.known.sql, self.known.findings, readable=self.known.readable)
+            return Replacement(self.known.source, self.known.sql, self.known.findings, readable=self.known.readable,
+                               note=self.known.note)
         if self.repair is not None:
             return Replacement("repair", self.repair.sql, self.repair.findings, answers=self.repair.answers)
         return None

@@ -273,6 +273,8 @@ def decide(evidence: Evidence, policy: Policy) -> Verdict:
         if fix.readable:
             details["repair"]["known_question"] = fix.readable
         message = _REPLACED.get(fix.kind) or _repaired(fix, findings)
+        if fix.note:
+            message += " " + fix.note
         return Verdict("correct", sql=fix.sql, message=message, status=status, reason=reason, findings=findings,
                        confidence=round(answer_probability(evidence, policy, fix), 4), details=details, evidence=evidence)
     if status == "verified":

@@ -25,7 +25,7 @@ from ehrguard.verify.checks.values import literal_comparisons
 from ehrguard.verify.methods import Case, DatabaseContext, register_method
 from ehrguard.verify.offline.calibration import calibration_path, load_calibration
 from ehrguard.verify.offline.evidence import Evidence, KnownQuestion, Outcome, Repair
-from ehrguard.verify.offline.forms import YES_NO_SQL, load_forms
+from ehrguard.verify.offline.forms import YES_NO_SQL, load_forms, stated_time_phrase
 from ehrguard.verify.offline.policy import DOUBTS, OPERATING_POINTS, Policy, blocking, clarifying_message, decide, refusal_message
 from ehrguard.verify.offline.question import shared_classifier
 from ehrguard.verify.offline.templates import load_bank
@@ -267,7 +267,7 @@ class OfflineVerifier:
         exact = best.similarity >= 1.0
         overrules = agrees or exact or (bool(faults) and not faults & {f.check for f in blocking(clean.findings)})
         return KnownQuestion("form", agrees, best.sql, tuple(clean.findings), f"{best.form.readable} (similarity {best.similarity:.2f})",
-                             overrules=overrules, loose=not exact)
+                             overrules=overrules, loose=not exact, note=time_reading(ctx.question))
 
     @staticmethod
     def _template_opinion(checked: Checked) -> KnownQuestion | None:
@@ -284,7 +284,18 @@ class OfflineVerifier:
         same = _answers_like(ctx.execution, fit)
         if not same.match and (reads_value_otherwise(ctx.tree, fit.ctx.tree) or _same_yes_no(same, fit.ctx.sql)):
             return None
-        return KnownQuestion("template", same.match, fit.ctx.sql, tuple(fit.findings))
+        return KnownQuestion("template", same.match, fit.ctx.sql, tuple(fit.findings), note=time_reading(ctx.question))
+
+
+def time_reading(question: str) -> str:
+    """How the known questions read a period people also read otherwise: "last year" (or month, week) is the calendar
+    period before the database's "now" in the EHRSQL conventions, where many would mean the past 12 months."""
+    stated = stated_time_phrase(question)
+    if stated is None or stated[0].kind != "calendar" or stated[0].amount != 1:
+        return ""
+    unit = stated[0].unit
+    return (f"It reads '{stated[1]}' as the calendar {unit} before this database's 'now' (its convention), not the {unit} "
+            f"up to now; ask for 'the past {unit}' or a date range if that is what you mean.")
 
 
 @register_method("offline", "no LLM: SQL checks on the database + question classifier + local repair",
