@@ -31,6 +31,7 @@ from ehrguard.db.postgres import redact_url
 from ehrguard.errors import ConfigError, EhrguardError, LLMError
 from ehrguard.receipt import make_receipt
 from ehrguard.verify import Verdict, database_context, verify
+from ehrguard.verify.api import check_question_size
 from ehrguard.verify.methods import DatabaseContext
 
 if TYPE_CHECKING:
@@ -178,6 +179,7 @@ def answer(question: str, *, db: str | Path | Database | DatabaseContext, sql: s
     log = _Entries(audit, caller, interface, _label(db), question, audit_errors, audit_execution)
     started = time.perf_counter()
     try:
+        check_question_size(question)
         target = _target(db, names_only, db_id)
     except EhrguardError as exc:
         if sql is not None:  # a candidate SQL that could not be verified is recorded; a question without one is not

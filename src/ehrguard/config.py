@@ -259,8 +259,9 @@ SETTINGS: dict[str, Setting] = {
         Setting("query_isolation", "process", "`process`: each query runs in a worker process that is killed and replaced at its "
                 "deadline, with its memory capped; `off`: in this process (faster to start, limits enforced by the engine only)",
                 kind="choice", choices=("process", "off")),
-        Setting("max_concurrent_queries", "4", "raw SQL queries (`POST /v1/sql`) running at once in a server, at most half per "
-                "token; more wait up to a second, then get a busy error (query workers per database: twice this)",
+        Setting("max_concurrent_queries", "4", "requests running SQL at once in a server (`POST /v1/sql`, offline `/v1/verify` and "
+                "`/v1/ask`), at most half per token (all with auth off); more wait up to a second, then get a busy error (query "
+                "workers per database: twice this)",
                 kind="int", minimum=1, maximum=256, unit="queries"),
         Setting("llm_base_url", "", "an OpenAI-compatible server: vLLM, Ollama `http://localhost:11434/v1`, llama.cpp, LM Studio, ...; "
                 "empty: api.openai.com"),

@@ -43,12 +43,18 @@ __all__ = ["by_module", "lazy_exports"]
 T = TypeVar("T")
 
 
+# The locks of values being computed, by instance and name: held only while a first computation runs, so that objects
+# carry no lock (they still pickle and copy as with functools) and instances never wait for one another.
+_COMPUTING: dict[tuple[int, str], threading.Lock] = {}
+_COMPUTING_GUARD = threading.Lock()
+
+
 class cached_property(Generic[T]):  # noqa: N801 - named as the functools descriptor it replaces
     """``functools.cached_property`` without its class-wide lock: on Python 3.11 that one lock is held while any
     instance computes the value, so one verification running a slow query (``SqlContext.execution``) made every other
-    request's verification wait for it. Here each instance has its own lock: a value is still computed once per
-    instance (a database's schema or value index is not built twice by two first requests), and instances never wait
-    for each other."""
+    request's verification wait for it. Here a first computation locks only its own instance and name: a value is
+    still computed once per instance (a database's schema or value index is not built twice by two first requests),
+    and instances never wait for each other."""
 
     def __init__(self, func: Callable[[Any], T]) -> None:
         self.func = func
@@ -70,8 +76,15 @@ class cached_property(Generic[T]):  # noqa: N801 - named as the functools descri
         cache = instance.__dict__
         if self.name in cache:
             return cast("T", cache[self.name])
-        lock = cache.setdefault(f"_{self.name}_lock", threading.Lock())  # setdefault is atomic: one lock per instance
-        with lock:
-            if self.name not in cache:
-                cache[self.name] = self.func(instance)
-            return cast("T", cache[self.name])
+        key = (id(instance), self.name)
+        with _COMPUTING_GUARD:
+            lock = _COMPUTING.setdefault(key, threading.Lock())
+        try:
+            with lock:
+                if self.name not in cache:
+                    cache[self.name] = self.func(instance)
+                return cast("T", cache[self.name])
+        finally:
+            with _COMPUTING_GUARD:
+                if _COMPUTING.get(key) is lock:
+                    del _COMPUTING[key]

@@ -222,6 +222,9 @@ def load_profile(path: str | Path) -> DatabaseProfile:
         raise ConfigError(f"Cannot read the profile {p}: {exc.strerror or exc}.") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"The profile {p} is not valid TOML: {exc}.") from exc
+    calibration = data.get("calibration")
+    if isinstance(calibration, str) and (calibration.endswith(".json") or "/" in calibration) and not Path(calibration).is_absolute():
+        data = {**data, "calibration": str((p.parent / calibration).expanduser())}  # beside the profile, wherever ehrguard runs
     return profile_from_dict(data, where=str(p))
 
 
@@ -249,7 +252,23 @@ def profile_from_dict(data: dict[str, Any], *, where: str = "profile") -> Databa
     for name in ("description", "dialect", "file_name", "source_folder", "builder", "bank", "calibration"):
         if name in values and not isinstance(values[name], str):
             raise ConfigError(f"{where}: {name} is a string.")
+    values["calibration"] = _calibration(values.get("calibration", ""), where)
     return DatabaseProfile(**values)
+
+
+def _calibration(value: str, where: str) -> str:
+    """A profile's calibration, checked now (not at the first question): "" or "default" for the shipped SCARE-fitted
+    one, a shipped name ("mimic_code"), or a calibration file."""
+    from ehrguard.errors import ConfigError
+    from ehrguard.verify.offline.calibration import calibration_path, load_calibration
+
+    if value in ("", "default"):
+        return ""
+    path = calibration_path(value)
+    if load_calibration(path) is None:  # a file that is there but no calibration raises its own one-line error
+        raise ConfigError(f"{where}: calibration {value!r} is not a file ({path}); give a file from `ehrguard train calibration`, "
+                          "a shipped name (mimic_code), or leave it out for the default.")
+    return value
 
 
 def register_profile(profile: DatabaseProfile) -> DatabaseProfile:

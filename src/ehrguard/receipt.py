@@ -32,6 +32,7 @@ from ehrguard.errors import ConfigError
 if TYPE_CHECKING:
     from ehrguard.answer import Answer
     from ehrguard.db.engine import Database
+    from ehrguard.profiles import DatabaseProfile
 
 FORMAT = "ehrguard-receipt/1"
 ALGORITHM = "HMAC-SHA256"
@@ -99,16 +100,19 @@ def database_sha256(path: Path) -> str | None:
     return _file_sha256(path, recorded_checksum)
 
 
-def knowledge_checksums(db_path: Path | None = None) -> dict[str, str | None]:
-    """The SHA-256 of each knowledge file the offline verifier reads: the question models, the calibration in use,
-    the question banks, the tokenizer and, for a database file, its value lexicon (None: the file is absent)."""
+def knowledge_checksums(db_path: Path | None = None, *, calibration: str | None = None,
+                        profile_calibration: str = "") -> dict[str, str | None]:
+    """The SHA-256 of each knowledge file the offline verifier reads: the question models, the calibration in use
+    (``calibration``: the method's choice, else the setting; ``profile_calibration``: the one the database's profile
+    names), the question banks, the tokenizer and, for a database file, its value lexicon (None: the file is absent)."""
     from ehrguard.db import lexicon_path
-    from ehrguard.verify.offline import BANKS_DIR, MODEL_FILES, SHIPPED_CALIBRATION, bank_status
+    from ehrguard.verify.offline import BANKS_DIR, MODEL_FILES, bank_status
+    from ehrguard.verify.offline.calibration import calibration_file
     from ehrguard.verify.offline.embedding import tokenizer_path
 
     out: dict[str, str | None] = {f"question model {name}": _file_sha256(path) for name, path in MODEL_FILES.items()}
-    calibration = setting("calibration") or "auto"
-    out["calibration"] = None if calibration == "off" else _file_sha256(SHIPPED_CALIBRATION if calibration == "auto" else Path(calibration))
+    used = calibration_file(calibration or setting("calibration") or "auto", profile_calibration)
+    out["calibration"] = None if used is None else _file_sha256(used)
     for name, entry in sorted(bank_status(BANKS_DIR).items()):
         out[f"question bank {name}"] = entry["sha256"] if entry["state"] == "ok" else None
     tokenizer = tokenizer_path()
@@ -148,10 +152,17 @@ def make_receipt(reply: Answer, *, candidate_sql: str, database: Database, db_id
         "database": {"name": database.name, "dialect": database.dialect,
                      "profile": db_id or (profile_for_file(path).db_id if path else None),
                      "sha256": database_sha256(path) if path else None},
-        "knowledge": knowledge_checksums(path),
+        "knowledge": knowledge_checksums(path, calibration=(options or {}).get("calibration"),
+                                         profile_calibration=_profile(db_id, path).calibration),
         "result": result,
     }
     return sign(body, receipt_key())
+
+
+def _profile(db_id: str | None, path: Path | None) -> DatabaseProfile:
+    from ehrguard.profiles import GENERIC, get_profile, profile_for_file
+
+    return get_profile(db_id) if db_id else profile_for_file(path) if path else GENERIC
 
 
 def sign(body: dict[str, Any], key: bytes | None) -> dict[str, Any]:

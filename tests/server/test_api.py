@@ -285,3 +285,9 @@ def test_verifying_holds_a_query_slot_so_runaway_sql_to_verify_stalls_no_one_els
     assert busy.status_code == 503 and busy.json()["error"]["code"] == "busy"
     assert served.status_code == 200 and served.json()["action"] == "preserve" and waited < 5
     assert slow["r"].status_code == 200  # type: ignore[attr-defined]  # the runaway candidate is judged, not run forever
+
+
+def test_with_auth_off_the_one_caller_may_use_every_slot():
+    from ehrguard.server.limits import QuerySlots
+
+    assert QuerySlots(4).per_caller == 2 and QuerySlots(4, shared=False).per_caller == 4 and QuerySlots(1).per_caller == 1

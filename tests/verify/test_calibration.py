@@ -281,3 +281,47 @@ def test_the_mimic_code_layout_uses_the_calibration_its_profile_names(mimic_iv_r
     missing = replace(context.profile, calibration=str(tmp_path / "none.json"))
     with pytest.raises(ConfigError, match="names the calibration .* no file at"):
         OfflineVerifier().policy_for(missing)
+
+
+def test_a_layout_calibration_does_not_verify_a_question_the_model_doubts(mimic_iv_raw_db):
+    """The mimic-code calibration was fitted where every question was answerable, so it gives the question model's
+    doubt almost no weight: the answerable bar of the operating point still applies on top of it."""
+    doubted = verify("Was patient 10004235 satisfied with their hospital stay?",
+                     "SELECT COUNT(*) > 0 FROM mimiciv_hosp.admissions WHERE subject_id = 10004235", db=str(mimic_iv_raw_db))
+    assert doubted.status != "verified" and "may not be answerable" in doubted.reason
+    # a kind of record named only by an id column ("admit_provider_id") is not taken as held: the question stays refused
+    named = verify("What is the name of the attending physician of patient 10004235?",
+                   "SELECT admit_provider_id FROM mimiciv_hosp.admissions WHERE subject_id = 10004235", db=str(mimic_iv_raw_db))
+    assert named.action == "unanswerable"
+
+
+def test_a_profile_file_names_its_calibration_beside_it_and_a_bad_one_fails_as_it_loads(tmp_path, monkeypatch):
+    from ehrguard.profiles import load_profile
+    from ehrguard.verify.offline.calibration import calibration_path
+
+    folder = tmp_path / "hospital"
+    folder.mkdir()
+    save_calibration(Calibration((0.0,) * len(FEATURES), {"0.1": 0.5}, "test", 100), folder / "ours.json")
+    toml = folder / "st_marys.toml"
+    toml.write_text('db_id = "st_marys"\ncalibration = "ours.json"\n\n[[entities]]\nname = "patient"\ntable = "people"\n'
+                    'id_column = "mrn"\n')
+    monkeypatch.chdir(tmp_path)  # not the profile's folder: the file is found beside the profile all the same
+    profile = load_profile(toml)
+    assert Path(profile.calibration) == folder / "ours.json" and load_calibration(calibration_path(profile.calibration)) is not None
+    toml.write_text(toml.read_text().replace("ours.json", "default"))
+    assert load_profile(toml).calibration == ""
+    toml.write_text(toml.read_text().replace('"default"', '"missing.json"'))
+    with pytest.raises(ConfigError, match=r"st_marys.toml: calibration '.*hospital/missing.json' is not a file"):
+        load_profile(toml)
+
+
+def test_the_receipt_names_the_calibration_the_decision_used(mimic_iv_raw_db, mimic_iv_db):
+    from ehrguard import answer
+    from ehrguard.benchmarks import file_sha256
+    from ehrguard.verify.offline.calibration import DEFAULT_PATH, calibration_path
+
+    question, sql = "How many patients are in the database?", "SELECT COUNT(DISTINCT subject_id) FROM mimiciv_hosp.patients"
+    raw = answer(question, db=str(mimic_iv_raw_db), sql=sql)
+    assert raw.receipt is not None and raw.receipt["knowledge"]["calibration"] == file_sha256(calibration_path("mimic_code"))
+    sqlite = answer("How many patients are there?", db=str(mimic_iv_db), sql="SELECT COUNT(DISTINCT subject_id) FROM patients")
+    assert sqlite.receipt is not None and sqlite.receipt["knowledge"]["calibration"] == file_sha256(DEFAULT_PATH)

@@ -185,6 +185,17 @@ def test_warm_up_loads_each_database_once_and_reports_one_that_cannot_be_read(mi
     ("How many patients had a high heart rate (since 2100)?", ("high",)),
     ("What is the number of patients with a high heart rate, i.e. the tachycardic ones, in 2100?", ("high",)),
     ("How many patients had an elevated creatinine, and what is the threshold for that?", ("elevated",)),
+    # found by a review: a relative clause, an age, a time, rows, ranks or an id bound nothing of the measure; only the
+    # nearest word is defined
+    ("How many patients had elevated troponin that is recorded within 48 hours of admission?", ("elevated",)),
+    ("How many patients had high creatinine, i.e. patients older than 65?", ("high",)),
+    ("How many patients had high creatinine where the age was over 65?", ("high",)),
+    ("How many patients had high creatinine (age over 65)?", ("high",)),
+    ("How many patients had high lactate (measured between 2 and 6 hours after admission)?", ("high",)),
+    ("Show high lactate values with a limit of 10 rows", ("high",)),
+    ("Show high lactate values, namely patient 10004235", ("high",)),
+    ("Show high lactate values, i.e. the first 5 results", ("high",)),
+    ("How many patients had recent high lactate, defined as above 4?", ("recent",)),
     # the name of a condition (the ICD dictionaries' titles) names, it does not grade; a grade of a measured quantity
     # stays a grade
     ("How many patients were diagnosed with severe sepsis?", ()),

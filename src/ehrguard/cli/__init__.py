@@ -81,13 +81,15 @@ def main() -> None:
     except EhrguardError as exc:
         click.secho(f"Error: {exc}", fg="red", err=True)
         code = 1
+    except SystemExit as exc:  # click's own exits (it ends a broken pipe this way): the same way out as the others
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
     except OSError as exc:  # a file the command reads or writes (--out in a folder that does not exist, a full disk)
         if isinstance(exc, BrokenPipeError):
             code = 0
         else:
             where = f" {exc.filename}" if exc.filename else ""
-            click.secho(f"Error: cannot read or write{where}: {exc.strerror or exc}. Check that the folder exists and "
-                        "that you may write there.", fg="red", err=True)
+            hint = " Check that the folder exists and that you may write there." if exc.filename else ""
+            click.secho(f"Error: cannot read or write{where}: {exc.strerror or exc}.{hint}", fg="red", err=True)
             code = 1
     if FAST_EXIT:  # also after an error: a model's threads still loading must not be torn down under the interpreter
         atexit._run_exitfuncs()

@@ -445,8 +445,7 @@ def clinsql_verify_command(db_path: str, data_dir: Path | None, models: tuple[st
         bar.add_task("verifying", total=None)
         records = run_clinsql_verify(folder, context.db, check, models=models or CLINSQL_MODELS, limit=limit)
     metrics = clinsql_verify_metrics(records)
-    from ehrguard.benchmarks import file_sha256
-    from ehrguard.benchmarks.clinsql_verify import calibration_in_sample
+    from ehrguard.benchmarks import calibration_in_sample, file_sha256
 
     chosen = list(models or CLINSQL_MODELS)
     gradings = {m: file_sha256(folder / "gradings" / m / "validation_detailed_grading.json") for m in chosen}

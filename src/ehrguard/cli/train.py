@@ -150,8 +150,7 @@ def calibration_command(run_dirs: tuple[Path, ...], out: Path | None) -> None:
     `bench clinsql-verify` runs (real models' SQL over the mimic-code layout, graded by the published judge) fit the
     calibration of that layout, with a weight per check; it prints its out-of-fold figures (5 folds of whole tasks),
     the honest measure of a calibration fitted and measured on one benchmark."""
-    from ehrguard.verify.offline import BLOCKING_WARNINGS, SHIPPED_CALIBRATION, fit_calibration, save_calibration
-    from ehrguard.verify.offline.calibration import calibration_path
+    from ehrguard.verify.offline import BLOCKING_WARNINGS, SHIPPED_CALIBRATION, calibration_path, fit_calibration, save_calibration
 
     records: list[dict] = []
     trained_on: dict[str, dict[str, str]] = {}
@@ -205,9 +204,8 @@ def _calibration_run(folder: Path) -> tuple[str, list[dict], dict[str, str]]:
 
 def _print_out_of_fold(records: list[dict]) -> None:
     """AUROC of the out-of-fold suspicion for bad queries, as `bench clinsql-verify` reports it, abstentions as they were."""
-    from ehrguard.benchmarks.clinsql_verify import BAD_BELOW, auroc
-    from ehrguard.verify.offline import BLOCKING_WARNINGS
-    from ehrguard.verify.offline.calibration import out_of_fold
+    from ehrguard.benchmarks import BAD_BELOW, auroc
+    from ehrguard.verify.offline import BLOCKING_WARNINGS, out_of_fold
 
     fitted = {id(r): p for r, p in out_of_fold(records, BLOCKING_WARNINGS, lambda r: str(r.get("task")), by_check=True)}
     scored = [r for r in records if r.get("suspicion") is not None]

@@ -46,7 +46,7 @@ def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: Aud
     app.state.artifacts = {f"question bank {name}": entry["state"] for name, entry in bank_status().items()}
     app.state.lexicon_states = {}  # (database, its stamp, its lexicon's stamp) -> the lexicon's state, for /healthz
     app.state.sql_enabled = allow_sql if allow_sql is not None else switch_setting("api_sql")
-    app.state.query_slots = QuerySlots(int_setting("max_concurrent_queries"))
+    app.state.query_slots = QuerySlots(int_setting("max_concurrent_queries"), shared=auth)
     add_error_handlers(app)
     app.add_middleware(BodyLimit)
     app.include_router(router)

@@ -80,9 +80,10 @@ class QuerySlots:
     still served.
     """
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, *, shared: bool = True) -> None:
         self.size = size
-        self.per_caller = max(1, size // 2)
+        # shared by several callers: each at most half; one caller (auth off: everyone is the same caller): all of them
+        self.per_caller = max(1, size // 2) if shared else size
         self._free = threading.Condition()
         self._running = 0
         self._held: dict[str, int] = {}

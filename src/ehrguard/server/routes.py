@@ -8,6 +8,7 @@ the per-app parts (tokens, audit log, the raw-SQL switch) live on ``app.state``,
 from __future__ import annotations
 
 import time
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -126,12 +127,18 @@ def _no_local_model(model: str | None) -> None:
                        "model (an endpoint the operator configured), or run `ehrguard verify --model local/...` on your machine.")
 
 
+def _slot(request: Request, who: str, needed: bool) -> AbstractContextManager[None]:
+    """One of the caller's query slots for a request that runs SQL and waits on nothing else; none otherwise."""
+    return request.app.state.query_slots.hold(who) if needed else nullcontext()
+
+
 @router.post("/v1/verify")
 def verify(body: VerifyRequest, request: Request, who: Caller, log: Audit) -> dict[str, Any]:
     _no_local_model(body.model)
-    # Verifying runs the candidate (and with execute, the verdict's SQL): it holds a query slot like a raw query, so a
-    # caller sending runaway SQL to verify holds at most their share, and the others are served.
-    with request.app.state.query_slots.hold(who):
+    # Verifying offline runs the candidate (and with execute, the verdict's SQL): it holds a query slot like a raw query,
+    # so a caller sending runaway SQL to verify holds at most their share, and the others are served. A method that
+    # waits on an LLM holds none (the LLM client bounds its own calls).
+    with _slot(request, who, body.method == "offline"):
         reply = answer(body.question, db=body.db, sql=body.sql, method=body.method, verifier_model=body.model,
                        operating_point=body.operating_point, names_only=True, execute=body.execute, max_rows=body.max_rows,
                        audit=log, caller=who, interface="api")
@@ -157,7 +164,7 @@ def run_sql(body: SqlRequest, request: Request, who: Caller, log: Audit, enabled
 @router.post("/v1/ask")
 def ask(body: AskRequest, request: Request, who: Caller, log: Audit) -> dict[str, Any]:
     _no_local_model(body.model)
-    with request.app.state.query_slots.hold(who):
+    with _slot(request, who, not body.model):
         reply = answer(body.question, db=body.db, model=body.model or None, names_only=True, max_rows=1000, audit=log, caller=who,
                        interface="api-ask", penalty=body.penalty)
     if reply.error is not None and reply.verdict is None:

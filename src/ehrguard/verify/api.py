@@ -9,6 +9,7 @@ from typing import Any
 from ehrguard.db.engine import LINK_SUFFIX, Database, locate_database, read_link
 from ehrguard.db.limits import check_sql_size
 from ehrguard.db.postgres import is_postgres_url
+from ehrguard.errors import ConfigError
 from ehrguard.runtime import runtime
 from ehrguard.verify.methods import Case, DatabaseContext, get_method
 from ehrguard.verify.verdict import Verdict
@@ -74,8 +75,23 @@ def verify(question: str, sql: str, *, db: str | Path | Database | DatabaseConte
         >>> v.action, v.sql  # doctest: +SKIP
         ('correct', 'SELECT COUNT(DISTINCT subject_id) FROM patients')
     """
+    check_question_size(question)
     check_sql_size(sql)
     return get_method(method, model=model, **options).verify(Case(question, sql, database_context(db, db_id)))
+
+
+MAX_QUESTION_CHARS = 2_000  # as the REST API's: questions people ask are a few hundred characters at most
+
+
+def check_question_size(question: str) -> None:
+    """Refuse a question longer than anyone asks (a pasted document): reading it would take seconds for nothing.
+
+    Raises:
+        ConfigError: the question is longer than MAX_QUESTION_CHARS.
+    """
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ConfigError(f"The question is {len(question):,} characters long; ehrguard reads questions of at most "
+                          f"{MAX_QUESTION_CHARS:,}: ask it in fewer words.")
 
 
 def prefetch(databases: Iterable[str | Path] = (), *, method: str = "offline") -> None:

@@ -19,7 +19,15 @@ from ehrguard.lazy import by_module, lazy_exports
 
 if TYPE_CHECKING:
     from ehrguard.verify.offline.artifacts import BANKS_DIR, bank_status, build_banks
-    from ehrguard.verify.offline.calibration import SHIPPED_CALIBRATION, Calibration, fit_calibration, load_calibration, save_calibration
+    from ehrguard.verify.offline.calibration import (
+        SHIPPED_CALIBRATION,
+        Calibration,
+        calibration_path,
+        fit_calibration,
+        load_calibration,
+        out_of_fold,
+        save_calibration,
+    )
     from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES, QuestionModel
     from ehrguard.verify.offline.embedding import Embedder, load_embedder
     from ehrguard.verify.offline.evidence import Evidence, KnownQuestion, Outcome, Repair
@@ -46,7 +54,8 @@ if TYPE_CHECKING:
 
 _LAZY = by_module({
     ".artifacts": ("BANKS_DIR", "bank_status", "build_banks"),
-    ".calibration": ("SHIPPED_CALIBRATION", "Calibration", "fit_calibration", "load_calibration", "save_calibration"),
+    ".calibration": ("SHIPPED_CALIBRATION", "Calibration", "calibration_path", "fit_calibration", "load_calibration", "out_of_fold",
+                     "save_calibration"),
     ".classifier": ("CATEGORY_OF", "CLASSES", "QuestionModel"),
     ".embedding": ("Embedder", "load_embedder"),
     ".evidence": ("Evidence", "KnownQuestion", "Outcome", "Repair"),
@@ -94,6 +103,7 @@ __all__ = [
     "decide",
     "ehrsql_questions",
     "embed_cached",
+    "calibration_path",
     "fit_calibration",
     "fold_of",
     "bedside_questions",
@@ -107,6 +117,7 @@ __all__ = [
     "mask_values",
     "parse_fold",
     "safety_questions",
+    "out_of_fold",
     "save_calibration",
     "scare_questions",
     "shorthand_questions",

@@ -272,6 +272,16 @@ def calibration_path(name: str) -> Path:
     return DEFAULT_PATH.with_name(f"calibration_{name}.json")
 
 
+def calibration_file(choice: str, profile_calibration: str = "") -> Path | None:
+    """The calibration file a verifier uses on a database: none for ``off``; for ``auto`` the one the database's profile
+    names, else the shipped one; for ``default`` the shipped one; else the file ``choice`` names."""
+    if choice == "off":
+        return None
+    if choice == "auto":
+        return calibration_path(profile_calibration) if profile_calibration else DEFAULT_PATH
+    return DEFAULT_PATH if choice == "default" else Path(choice)
+
+
 def load_calibration(path: str | Path | None = None) -> Calibration | None:
     """The shipped calibration (or the one at ``path``); None when there is none.
 

@@ -103,20 +103,39 @@ _BOUNDED = re.compile(rf"(?<![a-z])[a-z]+(?=(?:[\s-]+[a-z]+){{0,3}}[\s(,:]*(?:of
                       rf"{_NUMBER_WORD}(?![a-z0-9])(?!\.\d)(?!\s*-?\s*(?:years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?)\b))")
 # A word of degree the question defines in so many words: "critical hypotension, defined as a mean arterial pressure
 # below 65", "high creatinine (above 2 mg/dL)", "abnormal potassium, i.e. outside 3.5 to 5.0", "low hemoglobin, using a
-# cutoff of 7", "severe hypoxemia where the P/F ratio was under 100": a definitional phrase with a number in it, or a
-# parenthesis that states a bound or a range, right after the phrase. A number elsewhere in the question does not
-# define the word ("high lactate in patients over 60" leaves "high" open).
-_DEFINITION = (r"(?:defined (?:as|by)|definition(?: of)?|i\.\s?e\.?|ie|that is|meaning|which means|namely|"
-               r"(?:using|with|at|by|per) (?:an? |the )?(?:cut-?off|threshold|criterion|criteria|definition|limit)(?: of)?|"
-               r"(?:cut-?off|threshold|criterion|criteria)(?: of| being| is| was)?)")
-_RANGE = rf"(?:{_COMPARATOR}|outside(?: of)?(?: the range(?: of)?)?|between|{_NUMBER_WORD}\s*(?:-|to)\s*(?={_NUMBER_WORD}))"
+# cutoff of 7", "severe hypoxemia where the P/F ratio was under 100": a definitional phrase that states a bound (a
+# comparison or a range with its number; a cut-off or threshold with its number), or a parenthesis that does, within
+# three words of the word. Only the nearest such word is defined ("recent high lactate, defined as above 4" leaves
+# "recent" open), and a clause about age, time, rows or ranks defines nothing ("high creatinine, i.e. patients older
+# than 65", "(measured between 2 and 6 hours)"); nor does a number elsewhere ("high lactate in patients over 60").
+_DEFINITION = r"(?:defined (?:as|by)|definition(?: of)?|i\.\s?e\.?|meaning|namely)"
+_THRESHOLD = r"(?:(?:using|with|at|by|per) (?:an? |the )?)?(?:cut-?off|threshold)(?: of| being| is| was)?"
+_BOUND = rf"(?:{_COMPARATOR}|at least|at most|no (?:more|less) than|outside(?: of)?(?: the range(?: of)?)?|between|from)"
 _AMOUNT = rf"(?<![a-z0-9.]){_NUMBER_WORD}(?![a-z0-9])(?!\.\d)(?<!(?:19|20|21)\d\d)"  # a whole number, not a year
-_DEFINED = re.compile(
-    rf"(?<![a-z])[a-z]+(?=(?:[\s-]+[a-z/]+){{0,3}}\s*(?:,\s*|\(\s*|\s+)"
-    rf"(?:(?:{_DEFINITION})[^.,;?()]{{0,60}}?{_AMOUNT}"
-    rf"|where (?:the |a |an |their |his |her )?[a-z0-9/:-]+(?:\s+[a-z0-9/:-]+){{0,3}}?\s+{_COMPARATOR}\s*{_AMOUNT}"
-    rf"(?!\s*-?\s*(?:years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?)\b)"
-    rf"|(?<=\()[^()]{{0,40}}?{_RANGE}\s*{_AMOUNT}[^()]*\)))")
+_RANGE = rf"{_AMOUNT}\s*(?:-|to)\s*{_AMOUNT}"
+_DEFINITION_CLAUSE = re.compile(
+    rf"(?:,\s*|\s+)(?:{_DEFINITION}[^.,;?()]{{0,50}}?(?:{_BOUND}\s*{_AMOUNT}|{_RANGE})|{_THRESHOLD}\s*{_AMOUNT}"
+    rf"|where [^.,;?()]{{0,50}}?{_BOUND}\s*{_AMOUNT})"
+    rf"|\s*\((?:[^()]{{0,40}}?{_BOUND}\s*{_AMOUNT}|\s*{_RANGE})[^()]*\)")
+# What a clause is about when it bounds something other than the measure: age, time, rows or ranks, a patient.
+_NOT_A_DEFINITION = re.compile(r"\b(?:ages?|aged|old|older|younger|years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?|"
+                               r"seconds?|rows?|results?|first|top|last|patients?|records?|admissions?|stays?|visits?)\b")
+_WORDS_BETWEEN = re.compile(r"(?:[\s-]*[a-z/]+){0,3}[\s-]*")
+
+
+def _defined(masked: str, hits: list[re.Match[str]]) -> set[int]:
+    """The starts of the vague words the question defines (see _DEFINITION_CLAUSE): each the nearest one before a
+    definition that bounds the measure, with at most three words between."""
+    out = set()
+    for clause in _DEFINITION_CLAUSE.finditer(masked):
+        if _NOT_A_DEFINITION.search(clause.group(0)):
+            continue
+        before = [h for h in hits if h.end() <= clause.start() and _WORDS_BETWEEN.fullmatch(masked[h.end():clause.start()])]
+        if before:
+            out.add(before[-1].start())
+    return out
+
+
 # Names of conditions and procedures with a word of degree in them ("severe sepsis", "low back pain"), derived from the
 # ICD dictionaries by scripts/derive_condition_names.py: the word names, it does not grade.
 # Read and compiled on first use, not at import (a pattern of several hundred names costs ~25 ms to build).
@@ -135,9 +154,20 @@ def _vague_hits(text: str) -> list[str]:
     def blank(m: re.Match[str]) -> str:
         return "#" * len(m.group(0))
 
-    masked = _BOUNDED.sub(blank, _DEFINED.sub(blank, _condition_names().sub(blank, text)))
+    text = _condition_names().sub(blank, text)
+    hits = list(_PATTERNS["vague"].finditer(text))
+    defined = _defined(text, hits)
+    text = _blank_at(text, hits, defined)
+    masked = _BOUNDED.sub(blank, text)
     masked = _SUPERLATIVE.sub(blank, _MEASURED.sub(blank, _NOT_VAGUE.sub(blank, masked)))
     return _phrase_hits(masked, "vague")
+
+
+def _blank_at(text: str, hits: list[re.Match[str]], starts: set[int]) -> str:
+    """``text`` with the hits that start at ``starts`` blanked."""
+    for h in sorted((h for h in hits if h.start() in starts), key=lambda h: -h.start()):
+        text = text[:h.start()] + "#" * (h.end() - h.start()) + text[h.end():]
+    return text
 
 
 def _record_kinds_asked(text: str) -> list[str]:
@@ -191,6 +221,9 @@ _TYPOGRAPHIC = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2
                              | {c: '"' for c in "\u201c\u201d"} | {"\u00a0": " ", "\u202f": " "})
 
 
+_SPACES = re.compile(r"\s+")
+
+
 def _relative(word: str, following: str) -> bool:
     """Is this "that" (or "this", "these", "those") not a demonstrative pointing at something, but the relative pronoun
     or conjunction of English grammar ("the stay that began", "the times that patients were seen", "shows that the
@@ -203,7 +236,7 @@ def _relative(word: str, following: str) -> bool:
 
 
 def question_cues(question: str) -> QuestionCues:
-    text = question.translate(_TYPOGRAPHIC).lower().strip()
+    text = _SPACES.sub(" ", question.translate(_TYPOGRAPHIC).lower()).strip()  # runs of blanks read as one (and cost no time)
     words = _WORD.findall(text)
     has_id = bool(PATIENT_ID.search(text))
     refs = []

@@ -32,14 +32,13 @@ class Policy:
     abstain_if_known_form: float = 0.97
     repair: bool = True
     # The status: an answer is shown as verified only when nothing blocks it and the classifier's probability that
-    # the question is answerable reaches this bar. Not yet calibrated (issue 13 point 4): a placeholder per point.
+    # the question is answerable reaches this bar (with a calibration too: its bar comes on top).
     verify_bar: float = 0.5
     # What becomes of an answer an unresolved error blocks: kept (the action SCARE scores stays preserve, the status
     # says it is not verified) or turned into an abstention with the reason.
     abstain_on_unresolved_error: bool = False
-    # With a calibration: an answer is verified when its calibrated probability of being right reaches the bar the
-    # calibration chose for this target risk (at most this share wrong among verified answers on its fitting data);
-    # verify_bar is then not used. Without one (calibration=off), verify_bar applies to the answerable probability.
+    # With a calibration: an answer is verified when also its calibrated probability of being right reaches the bar the
+    # calibration chose for this target risk (at most this share wrong among verified answers on its fitting data).
     target_risk: float = 0.1
     calibration: Calibration | None = None
 
@@ -195,14 +194,16 @@ def trust(evidence: Evidence, policy: Policy, fix: Replacement | None) -> tuple[
         return "unverified", (f"A known question close to this one ('{known}') answers differently; "
                               "no check found a problem in the query, but which reading is meant is not confirmed.")
     answerable = evidence.question.category["answerable"]
+    # Whatever a calibration says: one fitted where every question was answerable (ClinSQL's, for the mimic-code layout)
+    # learnt nothing of a question the model doubts, so the doubt keeps its own bar.
+    if answerable < policy.verify_bar:
+        return "unverified", (f"The question may not be answerable as asked (probability it is answerable "
+                              f"{answerable:.2f}, below {policy.verify_bar:.2f}).")
     if policy.calibration is not None:
         p, bar = answer_probability(evidence, policy, fix), policy.calibration.bar(policy.target_risk)
         if p < bar:
             return "unverified", (f"No check found a problem, but the checks cannot confirm this answer: answers like it were right "
                                   f"{p:.0%} of the time in our tests (verified needs {bar:.0%}).")
-    elif answerable < policy.verify_bar:
-        return "unverified", (f"The question may not be answerable as asked (probability it is answerable "
-                              f"{answerable:.2f}, below {policy.verify_bar:.2f}).")
     if fix is not None:
         return "verified", "Verified after a correction: the corrected query runs cleanly on the database."
     empty = " It returns no rows: nothing in the records matches." if outcome == "empty" else ""

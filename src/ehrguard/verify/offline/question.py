@@ -72,10 +72,12 @@ class QuestionClassifier:
         question = mask_values(question, sql)
         cues = question_cues(question)
         if held and set(cues.missing) & held:
+            asked = set(cues.missing) & held
             cues = replace(cues, missing=tuple(k for k in cues.missing if k not in held))
-            # ... nor are the words that name it: the models learnt them where schemas lack the kind ("penicillin
-            # allergy" on MIMIC-IV), so they are masked as the names the query looks for are
-            question = _mask_held(question, held)
+            # ... nor, when the query reads the table that holds it, are the words that name it: the models learnt them
+            # where schemas lack the kind ("penicillin allergy" on MIMIC-IV), so they are masked as the names the query
+            # looks for are. Only the kind's own words: what the question asks of it ("the severity of") stays.
+            question = _mask_read_kinds(question, asked, sql)
         if cues.unresolved:
             return _unresolved(cues)
         if self.lexical is not None:
@@ -86,12 +88,28 @@ class QuestionClassifier:
         return _assessment(self.model.probabilities(featurize([question], emb, [cues]))[0], cues, self.name)
 
 
-def _mask_held(question: str, held: frozenset[str]) -> str:
-    """The question with the words naming each kind of record this database holds replaced by the mask of a value."""
+def _mask_read_kinds(question: str, kinds: set[str], sql: str | None) -> str:
+    """The question with the words naming each of ``kinds`` replaced by the mask of a value, for the kinds whose table
+    (a table named for the kind, not a column such as ``provider_id``) the query reads."""
+    tables = _tables_read(sql)
     for kind in RECORD_KINDS:
-        if kind.name in held:
+        if kind.name in kinds and kind.masked and any(name in table for name in kind.schema for table in tables):
             question = kind.cue.sub("X", question)
     return question
+
+
+def _tables_read(sql: str | None) -> set[str]:
+    """The tables a query reads, by name (lower case, without schema); none when it does not parse."""
+    if not sql:
+        return set()
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        trees = sqlglot.parse(sql, read="sqlite")
+    except (sqlglot.errors.SqlglotError, RecursionError):
+        return set()
+    return {t.name.lower() for tree in trees if tree is not None for t in tree.find_all(exp.Table)}
 
 
 def _assessment(p: Any, cues: QuestionCues, model: str) -> QuestionAssessment:
