@@ -189,7 +189,7 @@ def values_command(db_path: str, table: str, column: str, literal: str, k: int, 
     elif lookup.exists:
         click.echo(f"'{literal}' exists in {table}.{column}.")
     else:
-        click.echo(f"'{literal}' is not a value of {table}.{column}. Nearest:")
+        click.echo(f"'{literal}' is not a value of {table}.{column}." + (" Nearest:" if lookup.nearest else " No value is close to it."))
         for m in lookup.nearest:
             click.echo(f"  {m.score:.2f}  {m.value}")
 
