@@ -291,3 +291,14 @@ def test_with_auth_off_the_one_caller_may_use_every_slot():
     from ehrguard.server.limits import QuerySlots
 
     assert QuerySlots(4).per_caller == 2 and QuerySlots(4, shared=False).per_caller == 4 and QuerySlots(1).per_caller == 1
+
+
+def test_a_malformed_body_is_told_what_to_send(env):
+    client, _ = env
+    extra = client.post("/v1/sql", json={"db": "mimic_iv", "sql": "SELECT 1", "timeout": 1}, headers=AUTH)
+    assert extra.status_code == 422
+    assert extra.json()["error"]["message"] == "timeout: not a field of this request; see /docs for its fields."
+    broken = client.post("/v1/sql", content=b'{"db": "mimic_iv", ', headers={**AUTH, "Content-Type": "application/json"})
+    assert broken.status_code == 422 and broken.json()["error"]["message"].startswith("The body is not valid JSON")
+    text = client.post("/v1/sql", content=b"SELECT 1", headers={**AUTH, "Content-Type": "text/plain"})
+    assert text.status_code == 422 and text.json()["error"]["message"].startswith("The body must be a JSON object")

@@ -75,7 +75,16 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
     where = ".".join(str(p) for p in first.get("loc", [])[1:])
     too_long = first.get("type") == "string_too_long"
     status, code = (413, "too_large") if too_long else (422, "invalid_request")
-    return error_response(status, code, f"{where}: {first.get('msg', 'invalid')}")
+    kind = first.get("type")
+    if kind == "json_invalid":
+        message = "The body is not valid JSON; send a JSON object such as {\"db\": \"mimic_iv\", \"question\": \"...\"}."
+    elif kind in ("model_attributes_type", "dict_type") or not where:
+        message = f"The body must be a JSON object with the fields of this request ({first.get('msg', 'invalid')}); see /docs."
+    elif kind == "extra_forbidden":
+        message = f"{where}: not a field of this request; see /docs for its fields."
+    else:
+        message = f"{where}: {first.get('msg', 'invalid')}"
+    return error_response(status, code, message)
 
 
 async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ehrguard import __version__, answer
 from ehrguard.audit import AuditLog
@@ -33,6 +33,8 @@ router = APIRouter()
 
 
 class VerifyRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt field is an error, not silently ignored
+
     db: str = Field(description="A built database's name (mimic_iv, eicu, ...) or file path.")
     question: str = Field(max_length=MAX_QUESTION)
     sql: str = Field(max_length=MAX_SQL, description="The candidate SQL from the text-to-SQL model.")
@@ -45,12 +47,16 @@ class VerifyRequest(BaseModel):
 
 
 class SqlRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     db: str
     sql: str = Field(max_length=MAX_SQL)
     max_rows: int = Field(default=1000, ge=1, le=10_000)
 
 
 class AskRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     db: str
     question: str = Field(max_length=MAX_QUESTION)
     model: str | None = None  # None: the offline reader writes the SQL (no LLM)
