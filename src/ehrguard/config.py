@@ -293,6 +293,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("api_rate_limit", "120", "REST API requests per minute per token",
                 kind="int", minimum=1, maximum=100_000, unit="requests per minute"),
         Setting("api_sql", "on", "`off`: disable `POST /v1/sql` (raw safe execution) in the REST API", kind="switch"),
+        Setting("api_models", "", "comma-separated `provider/model` names REST callers may choose for LLM methods and `ask`; "
+                "empty: any served model (never `local/`), up to 16 different names per server run"),
     )
 }
 

@@ -302,3 +302,22 @@ def test_a_malformed_body_is_told_what_to_send(env):
     assert broken.status_code == 422 and broken.json()["error"]["message"].startswith("The body is not valid JSON")
     text = client.post("/v1/sql", content=b"SELECT 1", headers={**AUTH, "Content-Type": "text/plain"})
     assert text.status_code == 422 and text.json()["error"]["message"].startswith("The body must be a JSON object")
+
+
+def test_callers_choose_only_models_the_operator_offers(env, monkeypatch):
+    """Each model name a caller chooses keeps a client and its threads for the life of the server: the operator's list
+    (EHRGUARD_API_MODELS) bounds them, and without one at most MAX_API_MODELS different names are served."""
+    from ehrguard.server import routes
+
+    client, _ = env
+    body = {"db": "mimic_iv", "question": "What is the gender of patient 10004235?", "sql": "SELECT 1", "method": "single_turn"}
+    monkeypatch.setenv("EHRGUARD_API_MODELS", "scripted/offered")
+    r = client.post("/v1/verify", json={**body, "model": "scripted/other"}, headers=AUTH)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "model_not_allowed" and "scripted/offered" in r.json()["error"]["message"]
+    monkeypatch.delenv("EHRGUARD_API_MODELS")
+    monkeypatch.setattr(routes, "MAX_API_MODELS", 2)
+    codes = [client.post("/v1/verify", json={**body, "model": f"scripted/m{i}"}, headers=AUTH).json().get("error", {}).get("code")
+             for i in range(3)]
+    assert "model_not_allowed" not in codes[:2] and codes[2] == "model_not_allowed"
+    again = client.post("/v1/verify", json={**body, "model": "scripted/m0"}, headers=AUTH).json()  # a name already served
+    assert again.get("error", {}).get("code") != "model_not_allowed"

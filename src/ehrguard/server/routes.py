@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ehrguard import __version__, answer
 from ehrguard.audit import AuditLog
+from ehrguard.config import setting
 from ehrguard.db import built_databases, named_database
 from ehrguard.generation import example_questions
 from ehrguard.runtime import runtime
@@ -125,12 +126,28 @@ def schema(db: str, who: Caller) -> dict[str, Any]:
     return database_context(named_database(db)).schema.to_dict()
 
 
-def _no_local_model(model: str | None) -> None:
+MAX_API_MODELS = 16  # different model names one server run serves when the operator lists none (each keeps a client)
+
+
+def _no_local_model(model: str | None, request: Request) -> None:
     """A model in this server's process (``local/...``: a GGUF file read and loaded here) is the operator's to choose,
-    never a caller's: a path would read any file the server can, and loading one stalls every other request."""
-    if model is not None and model.strip().lower().startswith("local/"):
+    never a caller's: a path would read any file the server can, and loading one stalls every other request. Other
+    models: those the operator lists (EHRGUARD_API_MODELS), else any, up to MAX_API_MODELS names (each name keeps a
+    client and its threads for the life of the process)."""
+    if model is None:
+        return
+    if model.strip().lower().startswith("local/"):
         raise ApiError(400, "local_model", f"{model!r} names a model loaded inside this server; over the API choose a served "
                        "model (an endpoint the operator configured), or run `ehrguard verify --model local/...` on your machine.")
+    allowed = [m.strip() for m in (setting("api_models") or "").split(",") if m.strip()]
+    if allowed and model not in allowed:
+        raise ApiError(400, "model_not_allowed", f"{model!r} is not a model this server offers; choose one of: {', '.join(allowed)}.")
+    seen: set[str] = request.app.state.api_models
+    if not allowed and model not in seen:
+        if len(seen) >= MAX_API_MODELS:
+            raise ApiError(400, "model_not_allowed", f"This server has already served {MAX_API_MODELS} different models; use one "
+                           "of them, or ask the operator to list the models it offers (EHRGUARD_API_MODELS).")
+        seen.add(model)
 
 
 def _slot(request: Request, who: str, needed: bool) -> AbstractContextManager[None]:
@@ -140,7 +157,7 @@ def _slot(request: Request, who: str, needed: bool) -> AbstractContextManager[No
 
 @router.post("/v1/verify")
 def verify(body: VerifyRequest, request: Request, who: Caller, log: Audit) -> dict[str, Any]:
-    _no_local_model(body.model)
+    _no_local_model(body.model, request)
     # Verifying offline runs the candidate (and with execute, the verdict's SQL): it holds a query slot like a raw query,
     # so a caller sending runaway SQL to verify holds at most their share, and the others are served. A method that
     # waits on an LLM holds none (the LLM client bounds its own calls).
@@ -169,7 +186,7 @@ def run_sql(body: SqlRequest, request: Request, who: Caller, log: Audit, enabled
 
 @router.post("/v1/ask")
 def ask(body: AskRequest, request: Request, who: Caller, log: Audit) -> dict[str, Any]:
-    _no_local_model(body.model)
+    _no_local_model(body.model, request)
     with _slot(request, who, not body.model):
         reply = answer(body.question, db=body.db, model=body.model or None, names_only=True, max_rows=1000, audit=log, caller=who,
                        interface="api-ask", penalty=body.penalty)
