@@ -316,8 +316,8 @@ def test_callers_choose_only_models_the_operator_offers(env, monkeypatch):
     assert r.status_code == 400 and r.json()["error"]["code"] == "model_not_allowed" and "scripted/offered" in r.json()["error"]["message"]
     monkeypatch.delenv("EHRGUARD_API_MODELS")
     monkeypatch.setattr(routes, "MAX_API_MODELS", 2)
-    codes = [client.post("/v1/verify", json={**body, "model": f"scripted/m{i}"}, headers=AUTH).json().get("error", {}).get("code")
+    codes = [client.post("/v1/verify", json={**body, "model": f"scripted/api-cap-{i}"}, headers=AUTH).json().get("error", {}).get("code")
              for i in range(3)]
     assert "model_not_allowed" not in codes[:2] and codes[2] == "model_not_allowed"
-    again = client.post("/v1/verify", json={**body, "model": "scripted/m0"}, headers=AUTH).json()  # a name already served
+    again = client.post("/v1/verify", json={**body, "model": "scripted/api-cap-0"}, headers=AUTH).json()  # a name already served
     assert again.get("error", {}).get("code") != "model_not_allowed"
