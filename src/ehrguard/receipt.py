@@ -126,11 +126,11 @@ def make_receipt(reply: Answer, *, candidate_sql: str, database: Database, db_id
                  interface: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """The receipt of one answer (which must have a verdict), signed when the deployment has a key."""
     from ehrguard import __version__
-    from ehrguard.profiles import profile_for_file
 
     verdict = reply.require_verdict()
     found = getattr(database, "path", None)  # a BigQuery dataset has none
     path = found if isinstance(found, Path) and found.is_file() else None
+    profile = _profile(db_id, path)
     result = None
     if reply.result is not None:
         result = {"fingerprint": result_fingerprint(reply.result.columns, reply.result.rows), "row_count": len(reply.result.rows),
@@ -150,10 +150,10 @@ def make_receipt(reply: Answer, *, candidate_sql: str, database: Database, db_id
                     "findings": [{"check": f.check, "severity": f.severity, "message": f.message} for f in verdict.findings]},
         "method": {"name": method, "options": dict(sorted((options or {}).items()))},
         "database": {"name": database.name, "dialect": database.dialect,
-                     "profile": db_id or (profile_for_file(path).db_id if path else None),
+                     "profile": db_id or (profile.db_id if path else None),
                      "sha256": database_sha256(path) if path else None},
         "knowledge": knowledge_checksums(path, calibration=(options or {}).get("calibration"),
-                                         profile_calibration=_profile(db_id, path).calibration),
+                                         profile_calibration=profile.calibration),
         "result": result,
     }
     return sign(body, receipt_key())

@@ -178,12 +178,9 @@ def _num(x: float | None) -> str:
 
 def calibration_in_sample(context: Any, calibration: str, gradings: dict[str, str]) -> str | None:
     """The calibration file the offline method used on this database, when it was fitted on these gradings (by checksum)."""
-    from ehrguard.verify.offline.calibration import calibration_path, load_calibration
+    from ehrguard.verify.offline.calibration import calibration_file, load_calibration
 
-    if calibration in ("off", "default"):
-        return None
-    named = context.profile.calibration
-    path = Path(calibration) if calibration != "auto" else calibration_path(named) if named else None
+    path = calibration_file(calibration, context.profile.calibration)
     fitted = load_calibration(path) if path is not None else None
     seen = (fitted.trained_on.get("clinsql-verify") or {}) if fitted is not None else {}
     return path.name if path is not None and any(seen.get(m) == sha for m, sha in gradings.items()) else None

@@ -28,7 +28,7 @@ def knowledge(method: str, options: dict[str, Any]) -> dict[str, dict[str, Any]]
     if method not in USES_QUESTION_MODELS:
         return {}
     from ehrguard.config import setting
-    from ehrguard.verify.offline import BANKS_DIR, MODEL_FILES, SHIPPED_CALIBRATION, QuestionModel, load_calibration
+    from ehrguard.verify.offline import BANKS_DIR, MODEL_FILES, QuestionModel, calibration_file, load_calibration
 
     out: dict[str, dict[str, Any]] = {}
     for label, key, default in (("question model", "question_model", MODEL_FILES["minilm"]),
@@ -38,14 +38,13 @@ def knowledge(method: str, options: dict[str, Any]) -> dict[str, dict[str, Any]]
             out[label] = {"file": path.name, "sha256": file_sha256(path), "trained_on": QuestionModel.load(path).trained_on}
         except (OSError, ValueError, KeyError):
             out[label] = {"file": path.name, "sha256": None, "trained_on": {}}
-    chosen = str(options.get("calibration") or setting("calibration") or "auto")
-    if chosen != "off":
-        path = SHIPPED_CALIBRATION if chosen in ("auto", "default") else Path(chosen)
+    used = calibration_file(str(options.get("calibration") or setting("calibration") or "auto"))
+    if used is not None:
         try:
-            fitted = load_calibration(path)
+            fitted = load_calibration(used)
         except EhrguardError:
             fitted = None
-        out["calibration"] = {"file": path.name, "sha256": file_sha256(path) if path.is_file() else None,
+        out["calibration"] = {"file": used.name, "sha256": file_sha256(used) if used.is_file() else None,
                               "trained_on": fitted.trained_on if fitted else {}}
     from ehrguard.verify.offline.artifacts import read_manifest
 

@@ -47,7 +47,7 @@ def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: Aud
     app.state.lexicon_states = {}  # (database, its stamp, its lexicon's stamp) -> the lexicon's state, for /healthz
     app.state.sql_enabled = allow_sql if allow_sql is not None else switch_setting("api_sql")
     app.state.query_slots = QuerySlots(int_setting("max_concurrent_queries"), shared=auth)
-    app.state.api_models = set()  # the model names callers have chosen (routes._no_local_model bounds them)
+    app.state.api_models = set()  # the model names callers have chosen (routes._allowed_model bounds them)
     add_error_handlers(app)
     app.add_middleware(BodyLimit)
     app.include_router(router)

@@ -129,7 +129,7 @@ def schema(db: str, who: Caller) -> dict[str, Any]:
 MAX_API_MODELS = 16  # different model names one server run serves when the operator lists none (each keeps a client)
 
 
-def _no_local_model(model: str | None, request: Request) -> None:
+def _allowed_model(model: str | None, request: Request) -> None:
     """A model in this server's process (``local/...``: a GGUF file read and loaded here) is the operator's to choose,
     never a caller's: a path would read any file the server can, and loading one stalls every other request. Other
     models: those the operator lists (EHRGUARD_API_MODELS), else any, up to MAX_API_MODELS names (each name keeps a
@@ -157,7 +157,7 @@ def _slot(request: Request, who: str, needed: bool) -> AbstractContextManager[No
 
 @router.post("/v1/verify")
 def verify(body: VerifyRequest, request: Request, who: Caller, log: Audit) -> dict[str, Any]:
-    _no_local_model(body.model, request)
+    _allowed_model(body.model, request)
     # Verifying offline runs the candidate (and with execute, the verdict's SQL): it holds a query slot like a raw query,
     # so a caller sending runaway SQL to verify holds at most their share, and the others are served. A method that
     # waits on an LLM holds none (the LLM client bounds its own calls).
@@ -186,7 +186,7 @@ def run_sql(body: SqlRequest, request: Request, who: Caller, log: Audit, enabled
 
 @router.post("/v1/ask")
 def ask(body: AskRequest, request: Request, who: Caller, log: Audit) -> dict[str, Any]:
-    _no_local_model(body.model, request)
+    _allowed_model(body.model, request)
     with _slot(request, who, not body.model):
         reply = answer(body.question, db=body.db, model=body.model or None, names_only=True, max_rows=1000, audit=log, caller=who,
                        interface="api-ask", penalty=body.penalty)

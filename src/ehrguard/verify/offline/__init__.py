@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ehrguard.verify.offline.calibration import (
         SHIPPED_CALIBRATION,
         Calibration,
+        calibration_file,
         calibration_path,
         fit_calibration,
         load_calibration,
@@ -54,8 +55,8 @@ if TYPE_CHECKING:
 
 _LAZY = by_module({
     ".artifacts": ("BANKS_DIR", "bank_status", "build_banks"),
-    ".calibration": ("SHIPPED_CALIBRATION", "Calibration", "calibration_path", "fit_calibration", "load_calibration", "out_of_fold",
-                     "save_calibration"),
+    ".calibration": ("SHIPPED_CALIBRATION", "Calibration", "calibration_file", "calibration_path", "fit_calibration", "load_calibration",
+                     "out_of_fold", "save_calibration"),
     ".classifier": ("CATEGORY_OF", "CLASSES", "QuestionModel"),
     ".embedding": ("Embedder", "load_embedder"),
     ".evidence": ("Evidence", "KnownQuestion", "Outcome", "Repair"),
@@ -103,6 +104,7 @@ __all__ = [
     "decide",
     "ehrsql_questions",
     "embed_cached",
+    "calibration_file",
     "calibration_path",
     "fit_calibration",
     "fold_of",

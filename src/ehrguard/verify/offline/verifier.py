@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from sqlglot import exp
@@ -23,7 +24,7 @@ from ehrguard.verify.checks.base import EXECUTION_MAX_ROWS, EXECUTION_TIMEOUT_S
 from ehrguard.verify.checks.grounding import held_kinds
 from ehrguard.verify.checks.values import literal_comparisons
 from ehrguard.verify.methods import Case, DatabaseContext, register_method
-from ehrguard.verify.offline.calibration import calibration_path, load_calibration
+from ehrguard.verify.offline.calibration import calibration_file, load_calibration
 from ehrguard.verify.offline.evidence import Evidence, KnownQuestion, Outcome, Repair
 from ehrguard.verify.offline.forms import YES_NO_SQL, load_forms, stated_time_phrase
 from ehrguard.verify.offline.policy import DOUBTS, OPERATING_POINTS, Policy, blocking, clarifying_message, decide, refusal_message
@@ -150,13 +151,15 @@ class OfflineVerifier:
         self.operating_point = operating_point
         calibration = calibration or setting("calibration") or "auto"
         # "default": the SCARE-fitted calibration whatever the database's profile names (auto: the profile's, if any)
-        self.calibration = None if calibration == "off" else load_calibration(None if calibration in ("auto", "default") else calibration)
+        self._calibration_choice = calibration
+        base = calibration_file(calibration)
+        self.calibration = None if base is None else load_calibration(base)
         if calibration not in ("auto", "off", "default") and self.calibration is None:
             raise ConfigError(f"No calibration file at {calibration}; fit one with: "
                               f"ehrguard train calibration RUN_DIR ... --out {calibration}")
         self.calibration_source = "off" if calibration == "off" else (calibration if calibration != "auto" else "shipped")
         self.policy = replace(OPERATING_POINTS[operating_point], calibration=self.calibration)
-        self._layout_policies: dict[str, Policy] = {}  # a profile's calibration name -> the policy with it
+        self._layout_policies: dict[Path, Policy] = {}  # a profile's calibration file -> the policy with it
         try:
             cascade = float(cascade)
         except ValueError:
@@ -187,17 +190,16 @@ class OfflineVerifier:
     def policy_for(self, profile: DatabaseProfile) -> Policy:
         """The policy for a database: with the calibration its profile names (fitted for its layout), unless this
         verifier was given one (a file, or off)."""
-        name = profile.calibration
-        if not name or self.calibration_source != "shipped":
+        path = calibration_file(self._calibration_choice, profile.calibration)
+        if path is None or path == calibration_file(self._calibration_choice):
             return self.policy
-        if name not in self._layout_policies:
-            path = calibration_path(name)
+        if path not in self._layout_policies:
             fitted = load_calibration(path)
             if fitted is None:
-                raise ConfigError(f"The profile {profile.db_id!r} names the calibration {name!r}, but there is no file at {path}; "
-                                  f"fit one with: ehrguard train calibration RUN_DIR ... --out {path}")
-            self._layout_policies[name] = replace(self.policy, calibration=fitted)
-        return self._layout_policies[name]
+                raise ConfigError(f"The profile {profile.db_id!r} names the calibration {profile.calibration!r}, but there is no "
+                                  f"file at {path}; fit one with: ehrguard train calibration RUN_DIR ... --out {path}")
+            self._layout_policies[path] = replace(self.policy, calibration=fitted)
+        return self._layout_policies[path]
 
     def gather(self, case: Case) -> Evidence:
         """The evidence about one case: the question's assessment, the candidate's checks, the known question it
