@@ -202,19 +202,26 @@ def test_duckdb_databases_answer_every_request(env, tmp_path, monkeypatch):
     assert r.status_code == 400 and "read-only guard" in r.json()["error"]["message"]
 
 
-def test_raw_queries_beyond_the_slots_are_told_to_retry(mimic_iv_db, tmp_path, monkeypatch):
-    import threading
+ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 
+
+def two_callers(mimic_iv_db: Path, tmp_path: Path, monkeypatch) -> TestClient:
+    """A server with two tokens ("test-token", "other") and two query slots: one for each caller at most."""
     dbs = tmp_path / "dbs"
     dbs.mkdir()
     (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
     monkeypatch.setenv("EHRGUARD_DB_DIR", str(dbs))
-    monkeypatch.setenv("EHRGUARD_MAX_CONCURRENT_QUERIES", "2")  # one for each caller at most
+    monkeypatch.setenv("EHRGUARD_MAX_CONCURRENT_QUERIES", "2")
+    return TestClient(create_app(tokens=["test-token", "other"], audit=AuditLog(tmp_path / "a.sqlite"), rate_limit=1000))
+
+
+def test_raw_queries_beyond_the_slots_are_told_to_retry(mimic_iv_db, tmp_path, monkeypatch):
+    import threading
+
     monkeypatch.setenv("EHRGUARD_QUERY_TIMEOUT", "5")
-    client = TestClient(create_app(tokens=["test-token", "other"], audit=AuditLog(tmp_path / "a.sqlite"), rate_limit=1000))
-    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    client = two_callers(mimic_iv_db, tmp_path, monkeypatch)
     slow: dict[str, object] = {}
-    runner = threading.Thread(target=lambda: slow.update(r=client.post("/v1/sql", json={"db": "mimic_iv", "sql": endless}, headers=AUTH)))
+    runner = threading.Thread(target=lambda: slow.update(r=client.post("/v1/sql", json={"db": "mimic_iv", "sql": ENDLESS}, headers=AUTH)))
     runner.start()
     import time
 
@@ -261,20 +268,14 @@ def test_verifying_holds_a_query_slot_so_runaway_sql_to_verify_stalls_no_one_els
     import threading
     import time
 
-    dbs = tmp_path / "dbs"
-    dbs.mkdir()
-    (dbs / "mimic_iv.sqlite").symlink_to(mimic_iv_db)
-    monkeypatch.setenv("EHRGUARD_DB_DIR", str(dbs))
-    monkeypatch.setenv("EHRGUARD_MAX_CONCURRENT_QUERIES", "2")  # one for each caller at most
     monkeypatch.setenv("EHRGUARD_CALIBRATION", "off")
-    client = TestClient(create_app(tokens=["test-token", "other"], audit=AuditLog(tmp_path / "a.sqlite"), rate_limit=1000))
-    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    client = two_callers(mimic_iv_db, tmp_path, monkeypatch)
     plain = {"db": "mimic_iv", "question": "What is the gender of patient 10004235?",
              "sql": "SELECT gender FROM patients WHERE subject_id = 10004235"}
     client.post("/v1/verify", json=plain, headers=AUTH)  # the database's context is built before the race
     slow: dict[str, object] = {}
     runner = threading.Thread(target=lambda: slow.update(r=client.post(
-        "/v1/verify", json={**plain, "question": "How many numbers are there?", "sql": endless}, headers=AUTH)))
+        "/v1/verify", json={**plain, "question": "How many numbers are there?", "sql": ENDLESS}, headers=AUTH)))
     runner.start()
     time.sleep(1.0)
     busy = client.post("/v1/verify", json=plain, headers=AUTH)
