@@ -20,8 +20,6 @@ from ehrguard.lazy import by_module, lazy_exports
 
 if TYPE_CHECKING:
     from ehrguard.benchmarks.clinsql_verify import (
-        BAD_BELOW,
-        auroc,
         calibration_in_sample,
         clinsql_verify_metrics,
         render_clinsql_verify,
@@ -72,8 +70,8 @@ if TYPE_CHECKING:
     from ehrguard.benchmarks.thresholds import run_records, scare_decisions, threshold_report, write_threshold_report
 
 _LAZY = by_module({
-    ".clinsql_verify": ("BAD_BELOW", "auroc", "calibration_in_sample", "clinsql_verify_metrics", "render_clinsql_verify",
-                        "run_clinsql_verify", "write_clinsql_verify_report"),
+    ".clinsql_verify": ("calibration_in_sample", "clinsql_verify_metrics", "render_clinsql_verify", "run_clinsql_verify",
+                        "write_clinsql_verify_report"),
     ".compare": ("compare_runs", "load_reference", "write_comparison"),
     ".ehrsql": ("ehrsql_decisions", "ehrsql_pairs", "load_ehrsql_split", "load_predictions", "read_predictions", "score_decisions",
                 "score_ehrsql"),
@@ -109,8 +107,6 @@ __all__ = [
     "render_scale",
     "run_scale",
     "write_scale_report",
-    "BAD_BELOW",
-    "auroc",
     "calibration_in_sample",
     "clinsql_verify_metrics",
     "render_clinsql_verify",

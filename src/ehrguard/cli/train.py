@@ -204,25 +204,20 @@ def _calibration_run(folder: Path) -> tuple[str, list[dict], dict[str, str]]:
 
 def _print_out_of_fold(records: list[dict]) -> None:
     """AUROC of the out-of-fold suspicion for bad queries, as `bench clinsql-verify` reports it, abstentions as they were."""
-    from ehrguard.benchmarks import BAD_BELOW, auroc
+    from ehrguard.benchmarks import clinsql_verify_metrics
     from ehrguard.verify.offline import BLOCKING_WARNINGS, out_of_fold
 
     fitted = {id(r): p for r, p in out_of_fold(records, BLOCKING_WARNINGS, lambda r: str(r.get("task")), by_check=True)}
-    scored = [r for r in records if r.get("suspicion") is not None]
-    new = [1.0 - fitted[id(r)] if id(r) in fitted else r["suspicion"] for r in scored]
-    bad = [r["results_score"] < BAD_BELOW for r in scored]
-    runs = [bool(r.get("runs")) for r in scored]
-    before = [r["suspicion"] for r in scored]
+    before = clinsql_verify_metrics(records)
+    after = clinsql_verify_metrics([{**r, "suspicion": 1.0 - fitted[id(r)]} if id(r) in fitted else r for r in records])
 
-    def pick(values: list, mask: list[bool]) -> list:
-        return [v for v, m in zip(values, mask, strict=True) if m]
+    def fmt(metrics: dict, key: str) -> str:
+        value = metrics[key]["auroc"]
+        return "-" if value is None else f"{value:.3f}"
 
-    def fmt(x: float | None) -> str:
-        return "-" if x is None else f"{x:.3f}"
-
-    console.print(f"Out of fold (5 folds of whole tasks), AUROC for bad queries: all {fmt(auroc(new, bad))} (with the run's "
-                  f"calibration {fmt(auroc(before, bad))}), among queries that run {fmt(auroc(pick(new, runs), pick(bad, runs)))} "
-                  f"({fmt(auroc(pick(before, runs), pick(bad, runs)))})")
+    console.print(f"Out of fold (5 folds of whole tasks), AUROC for bad queries: all {fmt(after, 'graded')} (with the run's "
+                  f"calibration {fmt(before, 'graded')}), among queries that run {fmt(after, 'graded_that_run')} "
+                  f"({fmt(before, 'graded_that_run')})")
 
 
 @train_group.command("banks")
