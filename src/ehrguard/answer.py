@@ -30,8 +30,7 @@ from ehrguard.db.engine import Database
 from ehrguard.db.postgres import redact_url
 from ehrguard.errors import ConfigError, EhrguardError, LLMError
 from ehrguard.receipt import make_receipt
-from ehrguard.verify import Verdict, database_context, verify
-from ehrguard.verify.api import check_question_size
+from ehrguard.verify import Verdict, check_question_size, database_context, verify
 from ehrguard.verify.methods import DatabaseContext
 
 if TYPE_CHECKING:

@@ -47,8 +47,8 @@ METRIC_DEFINITIONS = [
 
 
 def jsonable(value: Any) -> Any:
-    """Metrics with NaN turned into None, so the JSON is standard (NaN is not valid JSON)."""
-    if isinstance(value, float) and math.isnan(value):
+    """Values with NaN and the infinities turned into None, so the JSON is standard (neither is valid JSON)."""
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
         return {k: jsonable(v) for k, v in value.items()}

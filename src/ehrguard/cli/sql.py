@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import re
 import sys
 import tempfile
@@ -17,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ehrguard.benchmarks import jsonable
 from ehrguard.cli.options import db_option, json_option, setting_option
 from ehrguard.db import Result, connect_database
 from ehrguard.errors import ConfigError, QueryExecutionError
@@ -63,7 +63,7 @@ def run_command(db_path: str, sql: str | None, sql_file: Path | None, fmt: str |
     elif fmt == "table" and out is None:
         _print_table(result)
     else:
-        rendered = json.dumps(_finite(result.to_dict()), indent=2, default=str, ensure_ascii=False) + "\n" if fmt == "json" else (
+        rendered = json.dumps(jsonable(result.to_dict()), indent=2, default=str, ensure_ascii=False) + "\n" if fmt == "json" else (
             render_csv(result) if fmt == "csv" else _table_text(result))
         if out is None:
             sys.stdout.write(rendered)
@@ -89,17 +89,6 @@ def _read_sql(sql: str | None, sql_file: Path | None) -> str:
     if sql is None:
         raise ConfigError('No SQL: pass it as an argument ("SELECT ..."), - to read standard input, or --file FILE.')
     return sql
-
-
-def _finite(value: Any) -> Any:
-    """JSON has no Infinity or NaN: such a number is written as null (as the REST API does)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _cell(value: Any) -> str:

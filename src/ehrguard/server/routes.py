@@ -24,9 +24,9 @@ from ehrguard.generation import example_questions
 from ehrguard.runtime import runtime
 from ehrguard.server.auth import caller
 from ehrguard.server.errors import ApiError
-from ehrguard.verify import database_context
+from ehrguard.verify import MAX_QUESTION_CHARS, database_context
 
-MAX_QUESTION = 2_000
+MAX_QUESTION = MAX_QUESTION_CHARS  # the library refuses longer questions too
 MAX_SQL = 20_000
 STATIC = Path(__file__).parent / "static"
 

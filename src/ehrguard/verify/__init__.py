@@ -8,12 +8,13 @@ and :mod:`.verdict` define the names below; the methods themselves (:mod:`.llm_m
 :func:`get_method`, which imports them on first use.
 """
 
-from ehrguard.verify.api import database_context, postgres_context, prefetch, verify, warm_up
+from ehrguard.verify.api import MAX_QUESTION_CHARS, check_question_size, database_context, postgres_context, prefetch, verify, warm_up
 from ehrguard.verify.methods import Case, DatabaseContext, Method, available_methods, get_method, method_uses_model, register_method
 from ehrguard.verify.verdict import ACTIONS, Exchange, Finding, Verdict
 
 __all__ = [
     "ACTIONS",
+    "MAX_QUESTION_CHARS",
     "Case",
     "DatabaseContext",
     "Exchange",
@@ -21,6 +22,7 @@ __all__ = [
     "Method",
     "Verdict",
     "available_methods",
+    "check_question_size",
     "database_context",
     "get_method",
     "method_uses_model",
