@@ -23,10 +23,11 @@ ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELEC
 
 @pytest.fixture()
 def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No setting in the environment, and a config file path (not yet written) of the test's own."""
+    """No setting in the environment, and an empty config file of the test's own."""
     for s in SETTINGS.values():
         monkeypatch.delenv(s.env, raising=False)
     path = tmp_path / "config.toml"
+    path.write_text("")
     monkeypatch.setenv("EHRGUARD_CONFIG", str(path))
     return path
 
@@ -196,3 +197,30 @@ def test_engine_uses_the_row_cap_setting_and_checks_its_arguments(synthetic_db: 
     for kwargs in ({"timeout_s": math.nan}, {"timeout_s": -1}, {"max_rows": 0}, {"max_rows": 1_000_001}):
         with pytest.raises(ConfigError, match=f"from the argument {next(iter(kwargs))}"):
             db.execute("SELECT 1", **kwargs)
+
+
+def test_a_config_file_named_but_missing_is_a_one_line_error(synthetic_db: Path, clean_env: Path, monkeypatch: pytest.MonkeyPatch):
+    missing = clean_env.with_name("confg.toml")  # a typo in EHRGUARD_CONFIG must not quietly mean "all defaults"
+    monkeypatch.setenv("EHRGUARD_CONFIG", str(missing))
+    with pytest.raises(ConfigError, match="EHRGUARD_CONFIG names .*confg.toml, which is not a file"):
+        setting("query_timeout")
+    result = CliRunner().invoke(cli, ["sql", "run", "--db", str(synthetic_db), "SELECT 1"])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code != 0 and len(lines) == 1 and "unset EHRGUARD_CONFIG" in lines[0], result.output
+    monkeypatch.delenv("EHRGUARD_CONFIG")  # the default place may be missing: then there is no file, and no error
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(clean_env.parent / "nowhere"))
+    assert setting("query_timeout") == "60"
+
+
+def test_a_bad_setting_stops_every_command_not_only_those_that_read_it(synthetic_db: Path, clean_env: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("EHRGUARD_QUERY_TIMEOUT", "-1")
+    for args in (["verify", "-q", "How many patients are there?", "--sql", "SELECT 1", "--db", str(synthetic_db)],
+                 ["db", "list"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code != 0 and isinstance(result.exception, SystemExit), (args, result.output)
+        assert "EHRGUARD_QUERY_TIMEOUT" in result.output and "Traceback" not in result.output, result.output
+    monkeypatch.delenv("EHRGUARD_QUERY_TIMEOUT")
+    clean_env.write_text("max_rows = 0\n")  # the config file's values are checked the same way
+    result = CliRunner().invoke(cli, ["db", "list"])
+    assert result.exit_code != 0 and "max_rows" in result.output and str(clean_env) in result.output, result.output

@@ -49,6 +49,9 @@ def _file_values() -> dict[str, str]:
     path = config_file()
     try:
         if not path.is_file():
+            if os.environ.get("EHRGUARD_CONFIG"):  # named on purpose: a typo must not fall back to defaults unseen
+                raise ConfigError(f"EHRGUARD_CONFIG names {path}, which is not a file: create it, or unset EHRGUARD_CONFIG "
+                                  "to use ~/.config/ehrguard/config.toml.")
             return {}
         key = (str(path), path.stat().st_mtime_ns)
     except OSError:
@@ -376,6 +379,20 @@ def path_setting(name: str) -> Path:
     if path is None:
         raise ConfigError(f"{name} is not set: set {s.env} to a path.")
     return cast(Path, path)
+
+
+def check_settings() -> None:
+    """Every setting given in the environment or the config file, checked now: a bad value stops every command with one
+    line naming it, not only the commands that happen to read it (``EHRGUARD_QUERY_TIMEOUT=-1`` is wrong for ``verify``
+    too).
+
+    Raises:
+        ConfigError: the first bad value, where it came from and how to fix it there.
+    """
+    given = _file_values()
+    for s in SETTINGS.values():
+        if os.environ.get(s.env) or given.get(s.name):
+            s.value()
 
 
 def settings_markdown() -> str:

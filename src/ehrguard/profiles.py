@@ -214,6 +214,7 @@ def load_profile(path: str | Path) -> DatabaseProfile:
             (the message names the field and what it should be).
     """
     from ehrguard.errors import ConfigError
+    from ehrguard.verify.offline.calibration import names_a_file
 
     p = Path(path)
     try:
@@ -223,8 +224,9 @@ def load_profile(path: str | Path) -> DatabaseProfile:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"The profile {p} is not valid TOML: {exc}.") from exc
     calibration = data.get("calibration")
-    if isinstance(calibration, str) and (calibration.endswith(".json") or "/" in calibration) and not Path(calibration).is_absolute():
-        data = {**data, "calibration": str((p.parent / calibration).expanduser())}  # beside the profile, wherever ehrguard runs
+    if isinstance(calibration, str) and names_a_file(calibration):
+        # ~ first (the user's home), then a relative file is the one beside the profile, wherever ehrguard runs
+        data = {**data, "calibration": str(p.parent / Path(calibration).expanduser())}
     return profile_from_dict(data, where=str(p))
 
 

@@ -381,3 +381,17 @@ def test_ethnicity_is_held_in_eicu_and_not_in_the_ehrsql_mimic_iv_schema(ctx, ei
     assert "not_in_records" not in found
     _, found = findings(ctx, "What is the ethnicity of patient 10000032?", "SELECT language FROM admissions WHERE subject_id = 10000032")
     assert "not_in_records" in found
+
+
+def test_one_arbitrary_name_lifted_to_each_name_once_whatever_the_number_the_question_uses(eicu_ctx):
+    # stay 243097 has 8 allergy rows naming 2 allergies: LIMIT 1 in no order shows one of them; the answer is both, once each
+    sql = "SELECT allergyname FROM allergy WHERE patientunitstayid = 243097 LIMIT 1"
+    for question in ("What is the patient of unit stay 243097 allergic to?", "Which allergies does unit stay 243097 have?"):
+        checked, found = findings(eicu_ctx, question, sql)
+        assert "limit_cuts_answer" in found, question
+        assert_repaired_to(eicu_ctx, checked, "SELECT DISTINCT allergyname FROM allergy WHERE patientunitstayid = 243097")
+    # a single value in no order, not names: the limit alone goes (the values are not made distinct)
+    checked, found = findings(eicu_ctx, "What was the creatinine of unit stay 210641?",
+                              "SELECT labresult FROM lab WHERE patientunitstayid = 210641 AND labname = 'creatinine' LIMIT 1")
+    assert "limit_cuts_answer" in found
+    assert "DISTINCT" not in (repair(checked) or "DISTINCT").upper()

@@ -289,6 +289,9 @@ def test_a_layout_calibration_does_not_verify_a_question_the_model_doubts(mimic_
     doubted = verify("Was patient 10004235 satisfied with their hospital stay?",
                      "SELECT COUNT(*) > 0 FROM mimiciv_hosp.admissions WHERE subject_id = 10004235", db=str(mimic_iv_raw_db))
     assert doubted.status != "verified" and "may not be answerable" in doubted.reason
+    # ... and the confidence shown beside that reason is no more than the probability that the question is answerable
+    answerable = doubted.details["question"]["category"]["answerable"]
+    assert doubted.confidence is not None and doubted.confidence <= round(answerable, 4) < 0.5
     # a kind of record named only by an id column ("admit_provider_id") is not taken as held: the question stays refused
     named = verify("What is the name of the attending physician of patient 10004235?",
                    "SELECT admit_provider_id FROM mimiciv_hosp.admissions WHERE subject_id = 10004235", db=str(mimic_iv_raw_db))
@@ -310,7 +313,13 @@ def test_a_profile_file_names_its_calibration_beside_it_and_a_bad_one_fails_as_i
     assert Path(profile.calibration) == folder / "ours.json" and load_calibration(calibration_path(profile.calibration)) is not None
     toml.write_text(toml.read_text().replace("ours.json", "default"))
     assert load_profile(toml).calibration == ""
-    toml.write_text(toml.read_text().replace('"default"', '"missing.json"'))
+    home = tmp_path / "home"
+    (home / "fits").mkdir(parents=True)
+    save_calibration(Calibration((0.0,) * len(FEATURES), {"0.1": 0.5}, "test", 100), home / "fits" / "mine.json")
+    monkeypatch.setenv("HOME", str(home))  # ~ is the user's home, not a folder named "~" beside the profile
+    toml.write_text(toml.read_text().replace('"default"', '"~/fits/mine.json"'))
+    assert Path(load_profile(toml).calibration) == home / "fits" / "mine.json"
+    toml.write_text(toml.read_text().replace('"~/fits/mine.json"', '"missing.json"'))
     with pytest.raises(ConfigError, match=r"st_marys.toml: calibration '.*hospital/missing.json' is not a file"):
         load_profile(toml)
 

@@ -63,6 +63,12 @@ def cli() -> None:
     Build the EHR databases from the public demos, run SQL on them safely, and check
     that a database reproduces the published benchmark answers.
     """
+    from ehrguard.config import check_settings
+
+    try:
+        check_settings()  # a bad setting fails here, in one line, whichever command would (or would not) have read it
+    except EhrguardError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def main() -> None:

@@ -674,7 +674,9 @@ def check_limit(ctx: SqlContext) -> CheckResult:
     if ctx.tree.args.get("order") is None:
         if ctx.tree.args.get("offset") is not None:
             return NOTHING  # rows skipped in no order: idioms' offset_without_order, with nothing certain to repair
-        listed = _names_repeat(ctx) and _asks_all(ctx)
+        # names only, repeating: whatever the number the question is worded in ("what is stay X allergic to?"), the
+        # answer is the names, each once; one row in no order kept an arbitrary one of them
+        listed = _names_repeat(ctx)
         return found(Finding("limit_cuts_answer", "error", "The query keeps only the first rows the database happens to return; "
                              "nothing orders them and the question does not ask for a sample.", ctx.span_of("limit"),
                              "every name once (DISTINCT, no LIMIT)" if listed else "no LIMIT"),

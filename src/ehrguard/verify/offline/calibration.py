@@ -264,10 +264,15 @@ def save_calibration(calibration: Calibration, path: str | Path) -> None:
     Path(path).write_text(json.dumps(calibration.to_dict(), indent=1) + "\n")
 
 
+def names_a_file(name: str) -> bool:
+    """Does a profile's calibration name a file (a path or a .json name), not a shipped fit ("mimic_code")?"""
+    return name.endswith(".json") or "/" in name or "\\" in name
+
+
 def calibration_path(name: str) -> Path:
     """Where a calibration named in a profile is: a shipped one by name ("mimic_code" -> data/calibration_mimic_code.json),
     else the file the name points at."""
-    if name.endswith(".json") or "/" in name or "\\" in name:
+    if names_a_file(name):
         return Path(name).expanduser()
     return DEFAULT_PATH.with_name(f"calibration_{name}.json")
 

@@ -170,12 +170,17 @@ def answer_features(evidence: Evidence, fix: Replacement | None) -> AnswerFeatur
 
 def answer_probability(evidence: Evidence, policy: Policy, fix: Replacement | None) -> float:
     """The probability that the answer is right: calibrated when the policy has a calibration, else the classifier's
-    probability that the question is answerable."""
+    probability that the question is answerable. Where that probability is below the policy's answerable bar (the
+    answer is not verified for it), no more than it: an answer is right only if the question can be answered, and a
+    calibration fitted where every question could be (ClinSQL's) would otherwise show 0.91 beside "may not be
+    answerable"."""
     if evidence.final_outcome() == "failed" and fix is None:
         return 0.0  # the SQL we would return gives no answer at all: none that could be right
+    answerable = evidence.question.category["answerable"]
     if policy.calibration is None:
-        return evidence.question.category["answerable"]
-    return policy.calibration.probability(answer_features(evidence, fix))
+        return answerable
+    p = policy.calibration.probability(answer_features(evidence, fix))
+    return min(p, answerable) if answerable < policy.verify_bar else p
 
 
 def trust(evidence: Evidence, policy: Policy, fix: Replacement | None) -> tuple[Status, str]:
