@@ -120,9 +120,16 @@ def test_still_in_hospital_needs_an_open_stay(ctx):
     checked, found = findings(ctx, question, wrong)
     assert found["discharged_not_current"].severity == "error"
     assert_repaired_to(ctx, checked, right)
-    _, found = findings(ctx, question, "SELECT COUNT(DISTINCT subject_id) FROM admissions")
+    checked, found = findings(ctx, question, "SELECT COUNT(DISTINCT subject_id) FROM admissions")
     assert found["missing_current_filter"].severity == "warning"
+    assert_repaired_to(ctx, checked, right)  # one table, one discharge time: the open stays are certain
     assert not {"discharged_not_current", "missing_current_filter"} & set(findings(ctx, question, right)[1])
+    checked, found = findings(ctx, "How many patients are in the ICU right now?", "SELECT COUNT(DISTINCT subject_id) FROM icustays")
+    assert_repaired_to(ctx, checked, "SELECT COUNT(DISTINCT subject_id) FROM icustays WHERE outtime IS NULL")
+    # a join, or a table with two ends (eICU's unit and hospital discharge): reported, not repaired
+    checked, found = findings(ctx, question, "SELECT COUNT(DISTINCT a.subject_id) FROM admissions a JOIN patients p "
+                                             "ON a.subject_id = p.subject_id WHERE p.gender = 'f'")
+    assert "missing_current_filter" in found and repair(checked) is None
 
 
 def test_an_ended_visit_must_not_be_an_open_one(ctx):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from ehrguard.verify.checks import run_checks
 from tests.verify.checking import checks_of, found_and_repaired, found_not_repaired
 
 # --- SQL that means something else ------------------------------------------------------------------------------------
@@ -143,6 +144,18 @@ def test_a_category_the_question_never_mentions(ctx, eicu_ctx, db, question, sql
     assert ("unasked_filter" in checks_of(ctx if db == "mimic_iv" else eicu_ctx, question, sql)) == flagged
 
 
+def test_a_category_the_question_never_mentions_is_dropped_where_it_is_one_of_the_anded_conditions(eicu_ctx):
+    doses = "SELECT COUNT(*) FROM medication WHERE patientunitstayid = 168726 AND drugname LIKE '%acetaminophen%'"
+    found_and_repaired(eicu_ctx, "How many acetaminophen doses did stay 168726 receive?", f"{doses} AND routeadmin = 'po'", doses,
+                       "unasked_filter")
+    # inside a subquery's own WHERE or under OR it is reported, not dropped
+    for sql in (f"{doses} AND (routeadmin = 'po' OR drugname LIKE '%tylenol%')",
+                "SELECT COUNT(*) FROM medication WHERE patientunitstayid IN (SELECT patientunitstayid FROM medication "
+                "WHERE routeadmin = 'po') AND drugname LIKE '%acetaminophen%'"):
+        checked = run_checks("How many acetaminophen doses did stay 168726 receive?", sql, eicu_ctx)
+        assert not any(f.check == "unasked_filter" and f.suggestion for f in checked.findings), sql
+
+
 def test_staffing_is_no_record_here(ctx):
     assert "not_in_records" in checks_of(ctx, "Nurse-to-patient ratio in the MICU during December 2100?",
                                          "SELECT COUNT(DISTINCT subject_id) FROM icustays WHERE intime >= '2100-12-01'")
@@ -187,10 +200,19 @@ def test_the_first_taken_as_the_lowest_is_repaired_to_the_first_in_time(ctx):
                        "wrong_order_kind")
 
 
-def test_only_ended_visits_where_the_question_says_nothing_of_an_end_is_reported(eicu_ctx):
+def test_only_ended_visits_where_the_question_says_nothing_of_an_end_is_repaired(eicu_ctx):
     december = "FROM patient WHERE unitadmittime >= '2100-12-01' AND unitadmittime < '2101-01-01'"
-    found_not_repaired(eicu_ctx, "Number of ICU admissions in December 2100",
+    found_and_repaired(eicu_ctx, "Number of ICU admissions in December 2100",
                        f"SELECT COUNT(*) {december} AND unitdischargetime IS NOT NULL", f"SELECT COUNT(*) {december}", "unasked_ended")
+    found_and_repaired(eicu_ctx, "How many unit stays began from July through December 2100?",
+                       "SELECT COUNT(*) FROM patient WHERE (unitdischargetime IS NOT NULL) AND unitadmittime >= '2100-07-01' "
+                       "AND unitadmittime < '2101-01-01'",
+                       "SELECT COUNT(*) FROM patient WHERE unitadmittime >= '2100-07-01' AND unitadmittime < '2101-01-01'",
+                       "unasked_ended")
+    # under OR the test is part of another condition: reported, not dropped
+    checked = run_checks("Number of ICU admissions in December 2100",
+                         f"SELECT COUNT(*) {december} AND (unitdischargetime IS NOT NULL OR hospitaldischargestatus = 'alive')", eicu_ctx)
+    assert not any(f.check == "unasked_ended" and f.suggestion for f in checked.findings)
     assert "unasked_ended" not in checks_of(eicu_ctx, "How many patients were discharged from the unit in December 2100?",
                                             f"SELECT COUNT(*) {december} AND unitdischargetime IS NOT NULL")
 

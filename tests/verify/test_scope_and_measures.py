@@ -299,6 +299,21 @@ def test_a_range_that_says_its_year_once(ctx):
                        "wrong_time_window")
 
 
+def test_a_range_of_months_that_says_its_year_once(eicu_ctx):
+    """"from July to December 2100" is the six months, not December alone (it was read as December, and a right query
+    was "repaired" to December)."""
+    right = "SELECT COUNT(*) FROM patient WHERE unitadmittime >= '2100-07-01' AND unitadmittime < '2101-01-01'"
+    for question in ("How many unit stays began from July through December 2100?", "Unit stays started between Jul and Dec 2100",
+                     "How many unit stays began from July to December 2100?"):
+        assert "wrong_time_window" not in checks_of(eicu_ctx, question, right), question
+    found_and_repaired(eicu_ctx, "How many unit stays began between July and December 2100?",
+                       "SELECT COUNT(*) FROM patient WHERE unitadmittime >= '2100-12-01' AND unitadmittime < '2101-01-01'", right,
+                       "wrong_time_window")
+    # a month the period does not place (its year nowhere) leaves the window unread rather than misread
+    assert "wrong_time_window" not in checks_of(eicu_ctx, "Unit stays from July and those in December 2100",
+                                                "SELECT COUNT(*) FROM patient WHERE unitadmittime >= '2100-12-01'")
+
+
 def test_the_current_admission_named_by_its_id_is_current(ctx):
     """"this admission" answered by the admission's id: the records say whether that admission is still open."""
     question = "Avg sodium for 10004733 this admission"

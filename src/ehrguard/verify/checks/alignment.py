@@ -19,7 +19,18 @@ from typing import Any
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, data_fact, found, visits_by_id
+from ehrguard.verify.checks.base import (
+    NOTHING,
+    CheckResult,
+    Edit,
+    SqlContext,
+    TextEdit,
+    TreeEdit,
+    add_condition,
+    data_fact,
+    found,
+    visits_by_id,
+)
 from ehrguard.verify.checks.concepts import name_columns, named_values
 from ehrguard.verify.checks.keys import VISIT_BY_PLACE, codes_named, dictionary_of, label_column
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
@@ -462,8 +473,27 @@ def check_still_admitted(ctx: SqlContext) -> CheckResult:
                              ctx.span_of("is not null"), "IS NULL"), edits=[TreeEdit(_not_null_to_null, target=n) for n in negated])
     if _names_an_open_visit(ctx, discharge):
         return NOTHING  # "this admission" named by its id, and the records say it has not ended
+    open_stay = _open_stay_condition(ctx, discharge)
     return found(Finding("missing_current_filter", "warning",
-                         "The question asks about patients still in hospital; the query does not require a stay without a discharge time."))
+                         "The question asks about patients still in hospital; the query does not require a stay without a discharge time.",
+                         None, open_stay.sql(dialect=ctx.dialect) if open_stay is not None else None),
+                 edits=[TreeEdit(add_condition(open_stay))] if open_stay is not None else [])
+
+
+def _open_stay_condition(ctx: SqlContext, discharge: set[str]) -> exp.Expression | None:
+    """``<visit>.<discharge time> IS NULL`` where that is certain: the query is one SELECT over one table (no join, no
+    subquery) and that table records exactly one discharge time (MIMIC's admissions: dischtime; not eICU's patient,
+    whose unit and hospital times are two readings of "still in")."""
+    tree = ctx.tree
+    if not isinstance(tree, exp.Select) or tree.args.get("joins") or sum(1 for _ in tree.find_all(exp.Select)) != 1:
+        return None
+    tables = list(tree.find_all(exp.Table))
+    visits = {e.table.lower() for e in ctx.db.profile.entities if e.name != "patient"}
+    info = ctx.db.schema.table(tables[0].name) if len(tables) == 1 and tables[0].name.lower() in visits else None
+    ends = [c.name for c in info.columns if c.name.lower() in discharge] if info is not None else []
+    if len(ends) != 1:
+        return None
+    return exp.Is(this=exp.column(ends[0], table=tables[0].alias_or_name), expression=exp.Null())
 
 
 def _names_an_open_visit(ctx: SqlContext, discharge: set[str]) -> bool:

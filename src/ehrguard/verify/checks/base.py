@@ -137,6 +137,26 @@ def add_condition(condition: exp.Expression) -> Callable[[exp.Expression], None]
     return apply
 
 
+def drop_conjunct(node: exp.Expression) -> None:
+    """A tree edit: remove one condition from the AND it sits in (the WHERE becomes TRUE when it was the only one)."""
+    parent = node.parent
+    while isinstance(parent, exp.Paren):
+        node, parent = parent, parent.parent
+    if isinstance(parent, exp.And):
+        parent.replace(parent.right if parent.left is node else parent.left)
+    else:
+        node.replace(exp.true())
+
+
+def top_condition(node: exp.Expression, select: exp.Select) -> bool:
+    """Is ``node`` one of the conditions ANDed at the top of ``select``'s WHERE, so that dropping it only lets more rows
+    in (not under OR, NOT, CASE or a function, not in a join's ON)?"""
+    parent = node.parent
+    while isinstance(parent, (exp.And, exp.Paren)):
+        parent = parent.parent
+    return parent is not None and parent is select.args.get("where")
+
+
 def found(*findings: Finding, edits: Sequence[Edit] = ()) -> CheckResult:
     return CheckResult(tuple(findings), tuple(edits))
 

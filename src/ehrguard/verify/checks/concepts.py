@@ -19,7 +19,18 @@ from sqlglot import exp
 
 from ehrguard.db.lexicon import normal_form
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, negated, stored_table
+from ehrguard.verify.checks.base import (
+    NOTHING,
+    CheckResult,
+    Edit,
+    SqlContext,
+    TreeEdit,
+    drop_conjunct,
+    found,
+    negated,
+    stored_table,
+    top_condition,
+)
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with, literal_comparisons
 from ehrguard.verify.offline.features import mask_values
@@ -214,8 +225,14 @@ def check_unasked_filter(ctx: SqlContext) -> CheckResult:
             continue  # a value that names a table (cost.event_type = 'prescriptions') is a kind of row: key_kind's question
         if any(_mentions(question, v) for v in values):
             continue  # the question names a category of this column: which one is the substitution check's question
+        # Repaired by dropping the condition where it is one of the WHERE's ANDed conditions: the question asks for
+        # every category of the column, which is what the query keeps without it.
+        condition = lit.parent if isinstance(lit.parent, exp.EQ) else None
+        certain = condition is not None and top_condition(condition, ctx.tree)
         return found(Finding("unasked_filter", "warning", f"The query keeps only {table}.{column} = '{lit.this}'; the question "
-                             "does not ask for that, so the other ones are left out.", ctx.span_of(f"'{lit.this}'")))
+                             "does not ask for that, so the other ones are left out.", ctx.span_of(f"'{lit.this}'"),
+                             "without that condition" if certain else None),
+                     edits=[TreeEdit(drop_conjunct, target=condition)] if certain and condition is not None else [])
     return NOTHING
 
 

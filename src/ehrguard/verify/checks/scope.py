@@ -19,7 +19,19 @@ from sqlglot import exp
 from ehrguard.errors import DatabaseError
 from ehrguard.profiles import Entity
 from ehrguard.verify.checks.alignment import visit_start
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, add_condition, found, quoted_names, visits_by_id
+from ehrguard.verify.checks.base import (
+    NOTHING,
+    CheckResult,
+    Edit,
+    SqlContext,
+    TreeEdit,
+    add_condition,
+    drop_conjunct,
+    found,
+    quoted_names,
+    top_condition,
+    visits_by_id,
+)
 from ehrguard.verify.checks.conventions import visit_ids
 from ehrguard.verify.checks.keys import named_visits
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
@@ -299,7 +311,9 @@ def _visits_ordered(ctx: SqlContext, tree: exp.Select) -> list[Entity]:
 _ENDED_ASKED = re.compile(r"\b(?:discharg\w*|left|leav\w*|complet\w*|finish\w*|ended|ending|end|over|past|previous|prior|former|"
                           r"first|last|latest|recent|earliest|second|third|final|los|length|long|duration|days|hours|stayed|died|"
                           r"death|dead|deaths|mortality|surviv\w*|expired|outcome|readmi\w*|closed|whole|entire|total|"
-                          r"transferred|moved|returned|let go|released|sent home|went home|gone home)\b", re.IGNORECASE)
+                          r"transferred|moved|returned|let go|released|sent home|went home|gone home|"
+                          # ... or whether it is still going on: an end is what the question is about
+                          r"current|currently|still|presently|at present|right now|ongoing|not yet|census)\b", re.IGNORECASE)
 
 
 def check_unasked_ended(ctx: SqlContext) -> CheckResult:
@@ -318,6 +332,11 @@ def check_unasked_ended(ctx: SqlContext) -> CheckResult:
                 and test.this.name.lower() in ends and node.find_ancestor(exp.Select) is ctx.tree and node.find_ancestor(exp.Or) is None \
                 and len([c for c in node.root().find_all(exp.Column) if c.name.lower() == test.this.name.lower()]) == 1:
             # (the end compared elsewhere too, "discharged in 2100": the test only says what that comparison needs)
+            # Repaired by dropping the test, where it is one of the WHERE's ANDed conditions: the rows it kept out are
+            # the ones asked for too.
+            certain = top_condition(node, ctx.tree)
             return found(Finding("unasked_ended", "warning", f"The query keeps only visits that have ended ({test.this.name} IS NOT "
-                                 "NULL); the question does not say so, and the ones still going on are left out."))
+                                 "NULL); the question does not say so, and the ones still going on are left out.", None,
+                                 "without that condition" if certain else None),
+                         edits=[TreeEdit(drop_conjunct, target=node)] if certain else [])
     return NOTHING

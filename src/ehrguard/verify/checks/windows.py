@@ -31,7 +31,17 @@ from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
 from ehrguard.evaluation.execution_match import NOW
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, data_fact, found, quoted_names, visits_by_id
+from ehrguard.verify.checks.base import (
+    NOTHING,
+    CheckResult,
+    SqlContext,
+    TreeEdit,
+    data_fact,
+    drop_conjunct,
+    found,
+    quoted_names,
+    visits_by_id,
+)
 from ehrguard.verify.checks.conventions import anchor_now
 from ehrguard.verify.checks.ordinals import ORDINALS
 from ehrguard.verify.checks.schema_refs import aliases
@@ -249,7 +259,8 @@ def _date_readings(prefix: str, periods: list[Period]) -> list[Interval]:
 
 # A day or month named without its year ("the 30th", "April 19", "in March"): part of a period read elsewhere.
 _PARTIAL_DATE = re.compile(rf"\b\d{{1,2}}:\d\d\b|\b\d{{1,2}}(?:st|nd|rd|th)\b|\b{_MONTH_NAME} \d{{1,2}}\b|\b\d{{1,2}} {_MONTH_NAME}"
-                           rf"|\b(?:in|of|during|since|until|before|after) {_MONTH_NAME}(?! \d)|\b\d{{1,2}}/\d{{1,2}}\b(?!/)")
+                           rf"|\b(?:in|of|during|since|until|till|through|before|after|between|from) {_MONTH_NAME}(?! \d)"
+                           r"|\b\d{1,2}/\d{1,2}\b(?!/)")
 
 _DAY_OF = re.compile(rf"\b(?:on )?(?:the (?P<d>\d{{1,2}})(?:st|nd|rd|th)?|(?P<mn>{_MONTH_NAME}) (?P<d2>\d{{1,2}})(?:st|nd|rd|th)?) "
                      r"(?:of|from|in) (?:the )?(?P<back>this|last|previous) (?P<unit>month|year)\b")
@@ -359,9 +370,10 @@ def _stated_window(question: str, now: str | None) -> StatedWindow | None:
         start_text = between[1]
         first, second = _dates_in("in " + start_text), _dates_in("in " + between[2])
         year = re.search(r"\b\d{4}\b", between[2])
-        if not first and year and re.fullmatch(rf"{_MONTH_NAME} \d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)? {_MONTH_NAME}",
+        if not first and year and re.fullmatch(rf"{_MONTH_NAME}(?: \d{{1,2}}(?:st|nd|rd|th)?)?|\d{{1,2}}(?:st|nd|rd|th)? {_MONTH_NAME}",
                                                 start_text):
-            start_text = f"{start_text} {year[0]}"  # "between Dec 1 and Dec 7 2100": the year is said once, for both
+            # "between Dec 1 and Dec 7 2100", "from March to May 2100": the year is said once, for both
+            start_text = f"{start_text} {year[0]}"
             first = _dates_in("in " + start_text)
         if len(first) == 1 and first[0][1] == (3, 3 + len(start_text)) and second and second[0][1][0] == 3:
             length = min(p.end - p.start for p in first[0][0] + second[0][0])
@@ -629,7 +641,7 @@ def check_stated_window(ctx: SqlContext) -> CheckResult:
     bounds = _bounds(ctx, window, wanted, moment)
     return found(Finding("wrong_time_window", "error", message, ctx.span_of(window.predicates[0].sql(dialect=ctx.dialect)),
                          bounds.sql(dialect=ctx.dialect)), edits=[TreeEdit(partial(_put, bounds), target=window.predicates[0]),
-                                 *(TreeEdit(_drop_conjunct, target=p) for p in window.predicates[1:])])
+                                 *(TreeEdit(drop_conjunct, target=p) for p in window.predicates[1:])])
 
 
 def _bounds(ctx: SqlContext, window: SqlWindow, wanted: StatedWindow, now: datetime) -> exp.Expression:
@@ -654,12 +666,3 @@ def _put(bounds: exp.Expression, node: exp.Expression) -> None:
     node.replace(bounds.copy())
 
 
-def _drop_conjunct(node: exp.Expression) -> None:
-    """Remove one condition from the AND it sits in."""
-    parent = node.parent
-    while isinstance(parent, exp.Paren):
-        node, parent = parent, parent.parent
-    if isinstance(parent, exp.And):
-        parent.replace(parent.right if parent.left is node else parent.left)
-    else:
-        node.replace(exp.true())
