@@ -402,3 +402,31 @@ def test_one_arbitrary_name_lifted_to_each_name_once_whatever_the_number_the_que
                               "SELECT labresult FROM lab WHERE patientunitstayid = 210641 AND labname = 'creatinine' LIMIT 1")
     assert "limit_cuts_answer" in found
     assert "DISTINCT" not in (repair(checked) or "DISTINCT").upper()
+
+
+def test_a_condition_named_by_its_adjective_must_be_looked_for(ctx, eicu_ctx):
+    # "hypertensive patients" are patients with hypertension (a diagnosis name here); a count of everyone is another answer
+    sql = ("SELECT COUNT(DISTINCT patient.uniquepid) FROM medication JOIN patient ON medication.patientunitstayid = "
+           "patient.patientunitstayid WHERE medication.drugname LIKE '%labetalol%'")
+    assert "missing_value_filter" in findings(eicu_ctx, "How many hypertensive patients received labetalol?", sql)[1]
+    right = (sql + " AND medication.patientunitstayid IN (SELECT patientunitstayid FROM diagnosis WHERE diagnosisname = "
+             "'hypertension')")
+    assert "missing_value_filter" not in findings(eicu_ctx, "How many hypertensive patients received labetalol?", right)[1]
+    # a condition named with its adjective ("septic shock") is left as it is, and so is an adjective of no condition
+    from ehrguard.verify.checks.concepts import condition_nouns
+
+    assert condition_nouns("How many septic shock patients died?") == "how many septic shock patients died?"
+    assert condition_nouns("How many anemic women and hypokalemic pts?") == "how many anemia women and hypokalemia pts?"
+
+
+def test_an_order_to_show_a_list_in_is_not_an_end_of_it(ctx):
+    dead = "SELECT subject_id FROM patients WHERE dod IS NOT NULL ORDER BY dod DESC"
+    for question in ("List every patient with a recorded date of death, newest first.",
+                     "Show all patients who have a date of death, sorted by date of death",
+                     "Give all patients with a date of death in descending order"):
+        checked, found = findings(ctx, question, f"{dead} LIMIT 5")
+        assert "limit_cuts_answer" in found, question
+        assert_repaired_to(ctx, checked, dead)
+    # an end of the order asked for, or the number kept stated: the LIMIT is the answer
+    for question in ("Which patient died most recently?", "List the 5 most recent deaths, newest first"):
+        assert "limit_cuts_answer" not in findings(ctx, question, f"{dead} LIMIT 5")[1], question

@@ -164,3 +164,17 @@ def test_a_loose_paraphrase_disputes_a_candidate_no_check_faults_and_does_not_re
     assert "how many patients who have been hospitalized [period]" in v.reason and "similarity" not in v.reason
     assert v.details["disputed_by"] == disputing.readable and v.details["known_form"] is None
     assert decide(evidence(known=FORM_DIFFERS), BALANCED).action == "correct"  # one that overrules still corrects
+
+
+def test_an_unconfirmed_correction_does_not_say_no_problem_was_found():
+    from dataclasses import replace
+
+    from ehrguard.verify.offline.calibration import FEATURES, Calibration
+
+    doubtful = Calibration((0.0,) * len(FEATURES), {"0.1": 0.9}, "test", 100)  # every answer 0.5, below the bar
+    policy = replace(BALANCED, calibration=doubtful)
+    corrected = decide(evidence(repair=A_REPAIR, findings=[ROWS_NOT_PATIENTS]), policy)
+    assert corrected.action == "correct" and corrected.status == "unverified"
+    assert corrected.reason.startswith("The query was corrected, but the correction cannot be confirmed")
+    kept = decide(evidence(), policy)
+    assert kept.status == "unverified" and kept.reason.startswith("No check found a problem")

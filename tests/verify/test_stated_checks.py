@@ -763,6 +763,9 @@ def test_counting_admissions_of_patients_is_not_counting_patients(ctx):
     assert not counts_people("How many admissions were for patients aged 65 or over?")
     assert not counts_people("How many unit stays were of patients aged 75 and up?")
     assert counts_people("How many diabetic patients were admitted?") and counts_people("how many of the patients died?")
+    assert counts_people("how many pts got vancomycin?")  # clinicians' shorthand counts people all the same
+    assert "count_without_distinct" in checks_of(ctx, "how many pts got vancomycin?",
+                                                 "SELECT COUNT(subject_id) FROM prescriptions WHERE drug = 'vancomycin'")
     sql = "SELECT COUNT(*) FROM admissions WHERE age >= 65"
     assert not checks_of(ctx, "How many admissions were for patients aged 65 or over?", sql) & {
         "counts_rows_not_patients", "count_without_distinct"}

@@ -62,3 +62,70 @@ def test_a_scale_that_is_not_a_number_or_a_unit_is_left_alone(ctx):
     for sql in (f"SELECT (julianday(dischtime) - julianday(admittime)) / COUNT(*) {FIRST_STAY}",
                 f"SELECT (julianday(dischtime) - julianday(admittime)) * 3 {FIRST_STAY}"):
         assert "wrong_duration_unit" not in {f.check for f in run_checks("How many hours did it last?", sql, ctx).findings}
+
+
+FIRST_DAY = ("SELECT COUNT(*) FROM chartevents c JOIN icustays i ON c.stay_id = i.stay_id WHERE i.stay_id = 30757476 "
+             "AND c.itemid = 220045 AND c.charttime <= ")
+
+
+@pytest.mark.parametrize(("wrong", "right"), [
+    (f"{FIRST_DAY}datetime(i.intime, '+24 days')", f"{FIRST_DAY}datetime(i.intime, '+24 hours')"),
+    (f"{FIRST_DAY}datetime(i.intime, '+24 day')", f"{FIRST_DAY}datetime(i.intime, '+1 day')"),
+])
+def test_a_span_the_question_states_written_in_another_unit_is_repaired(ctx, wrong, right):
+    from tests.verify.checking import found_and_repaired
+
+    found_and_repaired(ctx, "How many heart rates were charted in the first 24 hours of ICU stay 30757476?", wrong, right,
+                       "wrong_span_unit")
+
+
+def test_a_span_in_another_unit_on_duckdb_and_what_is_left_alone(mimic_iv_raw_db):
+    from ehrguard.db import open_database
+    from ehrguard.verify.methods import DatabaseContext
+    from tests.verify.checking import checks_of, found_and_repaired
+
+    raw = DatabaseContext(open_database(mimic_iv_raw_db), "mimic_iv_raw", mimic_iv_raw_db)
+    base = ("SELECT COUNT(*) FROM mimiciv_icu.chartevents c JOIN mimiciv_icu.icustays i ON c.stay_id = i.stay_id "
+            "WHERE i.stay_id = 31316840 AND c.itemid = 220045 AND c.charttime <= i.intime + ")
+    question = "Heart rates charted in the first 24 hours of ICU stay 31316840?"
+    found_and_repaired(raw, question, f"{base}INTERVAL 24 DAY", f"{base}INTERVAL 24 HOUR", "wrong_span_unit")
+    found_and_repaired(raw, question, f"{base}INTERVAL '24 days'", f"{base}INTERVAL '24 hours'", "wrong_span_unit")
+    # the same span in other words (1 day), a number the question states in two units, or in none: left alone
+    assert "wrong_span_unit" not in checks_of(raw, question, f"{base}INTERVAL 1 DAY")
+    assert "wrong_span_unit" not in checks_of(raw, "Heart rates in the first 24 hours or 24 days of stay 31316840?",
+                                              f"{base}INTERVAL 24 DAY")
+    assert "wrong_span_unit" not in checks_of(raw, "Heart rates of ICU stay 31316840 before day 24?", f"{base}INTERVAL 24 DAY")
+
+
+def test_a_unit_named_by_what_the_query_reads_against_the_unit_asked(ctx, mimic_iv_raw_db):
+    from ehrguard.db import open_database
+    from ehrguard.verify.methods import DatabaseContext
+    from tests.verify.checking import checks_of, found_and_repaired
+
+    celsius = ("SELECT MAX(valuenum) FROM chartevents WHERE subject_id = 10007818 AND itemid IN "
+               "(SELECT itemid FROM d_items WHERE label = 'temperature celsius')")
+    assert "wrong_measure_unit" in checks_of(ctx, "Highest temperature of patient 10007818 in degrees Fahrenheit?", celsius)
+    assert "wrong_measure_unit" not in checks_of(ctx, "Highest temperature of patient 10007818 in degrees Celsius?", celsius)
+    raw = DatabaseContext(open_database(mimic_iv_raw_db), "mimic_iv_raw", mimic_iv_raw_db)
+    weights = ("FROM mimiciv_hosp.omr WHERE subject_id = 10003400 AND result_name = 'Weight (Lbs)' "
+               "ORDER BY chartdate DESC, seq_num DESC LIMIT 1")
+    found_and_repaired(raw, "Latest outpatient weight of patient 10003400 in kg?", f"SELECT CAST(result_value AS DOUBLE) {weights}",
+                       f"SELECT CAST(result_value AS DOUBLE) / 2.204623 {weights}", "wrong_measure_unit")
+    assert "wrong_measure_unit" not in checks_of(raw, "Latest outpatient weight of patient 10003400 in lbs?",
+                                                 f"SELECT CAST(result_value AS DOUBLE) {weights}")
+
+
+def test_a_duration_column_compared_with_a_span_in_another_unit(mimic_iv_raw_db):
+    from ehrguard.db import open_database
+    from ehrguard.verify.methods import DatabaseContext
+    from tests.verify.checking import checks_of, found_and_repaired
+
+    raw = DatabaseContext(open_database(mimic_iv_raw_db), "mimic_iv_raw", mimic_iv_raw_db)
+    # the unit is read from the data: los is outtime - intime in days
+    found_and_repaired(raw, "How many ICU stays lasted more than 36 hours?", "SELECT COUNT(*) FROM mimiciv_icu.icustays WHERE los > 36",
+                       "SELECT COUNT(*) FROM mimiciv_icu.icustays WHERE los > 1.5", "wrong_span_unit")
+    assert "wrong_span_unit" not in checks_of(raw, "How many ICU stays lasted more than 3 days?",
+                                              "SELECT COUNT(*) FROM mimiciv_icu.icustays WHERE los > 3")
+    # a number column that is no duration (an id) has no unit to compare
+    assert "wrong_span_unit" not in checks_of(raw, "ICU stays of more than 36 hours with an id over 36?",
+                                              "SELECT COUNT(*) FROM mimiciv_icu.icustays WHERE stay_id > 36")

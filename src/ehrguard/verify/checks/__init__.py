@@ -83,7 +83,7 @@ from ehrguard.verify.checks.stated import (
 from ehrguard.verify.checks.superlatives import check_superlatives
 from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_read_only
 from ehrguard.verify.checks.ties import check_tied_end
-from ehrguard.verify.checks.units import check_duration_unit, check_measure_unit
+from ehrguard.verify.checks.units import check_duration_column, check_duration_unit, check_measure_unit, check_span_unit
 from ehrguard.verify.checks.values import check_patient_ids, check_patterns, check_values
 from ehrguard.verify.checks.windows import check_stated_window
 from ehrguard.verify.verdict import Finding
@@ -135,6 +135,8 @@ CHECKS: tuple[Check, ...] = (
     Check("integer_division", check_integer_division),
     Check("percentage", check_percentage),
     Check("duration_unit", check_duration_unit),
+    Check("span_unit", check_span_unit),
+    Check("duration_column", check_duration_column),
     Check("measure_unit", check_measure_unit),
     Check("still_admitted", check_still_admitted),
     Check("death", check_death),

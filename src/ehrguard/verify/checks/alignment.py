@@ -693,6 +693,13 @@ def asks_plural(question: str) -> bool:
     return False
 
 
+# How a question says in which order to show all it asks for ("most recent death first", "sorted by date", "in
+# descending order"): an order of the list, not an end of it.
+_ORDER_INSTRUCTION = re.compile(r"\b(?:most recent|latest|newest|oldest|earliest|highest|lowest|largest|smallest|longest|"
+                                r"shortest|biggest)(?: [a-z]+){0,3} first\b|\b(?:in|by) (?:descending|ascending|chronological|"
+                                r"reverse chronological|alphabetical) order\b|\b(?:sorted|ordered) (?:by|from) [a-z ]{1,30}", re.IGNORECASE)
+
+
 def check_limit(ctx: SqlContext) -> CheckResult:
     """LIMIT on the outer query with no ORDER BY (which rows are kept is up to the engine), or where the question
     asks for every one (all, every, each, list, or things in the plural: "which drugs ...") and names no end or
@@ -713,9 +720,9 @@ def check_limit(ctx: SqlContext) -> CheckResult:
                      edits=[TreeEdit(_distinct_list if listed else _drop_limit)])
     if not _asks_all(ctx):
         return NOTHING
-    asked = question_ends(masked_question(ctx))
+    asked = question_ends(_ORDER_INSTRUCTION.sub(" ", masked_question(ctx)))
     if asked.time or asked.size or re.search(r"\b(?:top|first|last)\s+" + _NUMBER, ctx.question, re.IGNORECASE) \
-            or _SIZE_WORDS.search(ctx.question):
+            or _SIZE_WORDS.search(_ORDER_INSTRUCTION.sub(" ", ctx.question)):
         return NOTHING  # an end of an order is asked ("the oldest patients"): ties at that end are tied_end's question
 
     if _names_repeat(ctx):

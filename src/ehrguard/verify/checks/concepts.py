@@ -93,6 +93,28 @@ _CLINICAL_NAME = re.compile("(?<![a-z0-9])(?:" + "|".join(re.escape(k) for k in 
                             + ")(?![a-z0-9])")
 
 
+# Adjectives of a condition and the condition's noun, by English derivational morphology (general clinical English):
+# "diabetic patients" are patients with diabetes, "hypokalemic" ones have hypokalemia. Read only before a word for the
+# people or visits described, so that a condition named with its adjective ("septic shock") stays as it is.
+_CONDITION_ADJECTIVES = ((r"diabetic", "diabetes"), (r"septic", "sepsis"), (r"asthmatic", "asthma"), (r"epileptic", "epilepsy"),
+                         (r"obese", "obesity"), (r"(\w+)emic", r"\1emia"), (r"(\w+)oxic", r"\1oxia"), (r"(\w+)tensive", r"\1tension"),
+                         (r"(\w+)thermic", r"\1thermia"), (r"(\w+)otic", r"\1osis"))
+_DESCRIBED = r"(?=\s+(?:patients?|pts|people|persons|individuals|subjects|adults|children|men|women|admissions?|stays?|cases))"
+_CONDITION_ADJECTIVE = re.compile(r"\b(?:" + "|".join(f"(?:{a})" for a, _ in _CONDITION_ADJECTIVES) + r")\b" + _DESCRIBED)
+
+
+def condition_nouns(question: str) -> str:
+    """The question with each condition's adjective before the people it describes written as the condition's noun
+    ("how many diabetic patients" -> "how many diabetes patients"), so that a named diagnosis is found either way."""
+    def noun(m: re.Match[str]) -> str:
+        for adjective, name in _CONDITION_ADJECTIVES:
+            if re.fullmatch(adjective, m.group(0)):
+                return re.sub(adjective, name, m.group(0))
+        return m.group(0)
+
+    return _CONDITION_ADJECTIVE.sub(noun, question.lower())
+
+
 def supported(literal: str, question: str) -> bool:
     """Does the question mention the literal: its words in order, or every content word of it (stems compared)?"""
     lit, q = _normal(literal.replace("%", " ")), _normal(question)
@@ -354,7 +376,8 @@ def check_stated_values(ctx: SqlContext) -> CheckResult:
     findings = []
     identifiers = _identifiers(ctx)
     columns = name_columns(ctx)
-    named = named_values(ctx, columns, ctx.question)
+    nouns = condition_nouns(ctx.question)
+    named = named_values(ctx, columns, ctx.question if nouns == ctx.question.lower() else f"{ctx.question} ; {nouns}")
     for table, column in columns:
         for value in named[(table, column)]:
             words = [w for w in _words(value) if w not in _PLAIN]

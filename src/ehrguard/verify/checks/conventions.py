@@ -59,7 +59,8 @@ _COUNTED_PHRASE_ENDS = frozenset((
     "prescription", "prescriptions", "test", "tests", "record", "records", "row", "rows", "event", "events", "day", "days",
 ))
 _COUNT_WORD = re.compile(r"\b(?:how many|count(?:ing)?|number of|total of)\b", re.IGNORECASE)
-_PERSON_WORDS = frozenset(("patients", "people", "persons", "individuals", "subjects"))
+# ("pts": clinicians' shorthand for patients)
+_PERSON_WORDS = frozenset(("patients", "pts", "people", "persons", "individuals", "subjects"))
 
 
 def counts_people(question: str) -> bool:

@@ -311,9 +311,10 @@ def _visits_ordered(ctx: SqlContext, tree: exp.Select) -> list[Entity]:
 _ENDED_ASKED = re.compile(r"\b(?:discharg\w*|left|leav\w*|complet\w*|finish\w*|ended|ending|end|over|past|previous|prior|former|"
                           r"first|last|latest|recent|earliest|second|third|final|los|length|long|duration|days|hours|stayed|died|"
                           r"death|dead|deaths|mortality|surviv\w*|expired|outcome|readmi\w*|closed|whole|entire|total|"
-                          r"transferred|moved|returned|let go|released|sent home|went home|gone home|"
-                          # ... or whether it is still going on: an end is what the question is about
-                          r"current|currently|still|presently|at present|right now|ongoing|not yet|census)\b", re.IGNORECASE)
+                          r"transferred|moved|returned|let go|released|sent home|went home|gone home)\b", re.IGNORECASE)
+# Words of a question about visits going on now: the test of an end is then another check's question (the current
+# ones are asked for: discharged_not_current turns it round), not one to drop.
+_GOING_ON = re.compile(r"\b(?:current|currently|still|presently|at present|right now|ongoing|not yet|census)\b", re.IGNORECASE)
 
 
 def check_unasked_ended(ctx: SqlContext) -> CheckResult:
@@ -334,7 +335,7 @@ def check_unasked_ended(ctx: SqlContext) -> CheckResult:
             # (the end compared elsewhere too, "discharged in 2100": the test only says what that comparison needs)
             # Repaired by dropping the test, where it is one of the WHERE's ANDed conditions: the rows it kept out are
             # the ones asked for too.
-            certain = top_condition(node, ctx.tree)
+            certain = top_condition(node, ctx.tree) and not _GOING_ON.search(ctx.question)
             return found(Finding("unasked_ended", "warning", f"The query keeps only visits that have ended ({test.this.name} IS NOT "
                                  "NULL); the question does not say so, and the ones still going on are left out.", None,
                                  "without that condition" if certain else None),

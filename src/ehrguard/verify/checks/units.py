@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 import typing
+from collections.abc import Callable
 
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, found, quoted_names
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
@@ -123,6 +124,170 @@ def check_duration_unit(ctx: SqlContext) -> CheckResult:
     return found(*findings, edits=edits)
 
 
+# A span of time the question states ("the first 24 hours", "within 7 days", "3-day"), and the same number written
+# by the query in another unit: ``INTERVAL 24 DAY`` (DuckDB, PostgreSQL), ``INTERVAL '24 days'``, SQLite's
+# ``datetime(intime, '+24 days')``. General English units of time; seconds are left out ("24 s" is rarely written).
+_SPAN_UNITS = {"min": "minute", "mins": "minute", "minute": "minute", "minutes": "minute", "h": "hour", "hr": "hour",
+               "hrs": "hour", "hour": "hour", "hours": "hour", "day": "day", "days": "day", "week": "week", "weeks": "week",
+               "month": "month", "months": "month", "year": "year", "years": "year"}
+_STATED_SPAN = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[\s-]*(" + "|".join(sorted(_SPAN_UNITS, key=len, reverse=True)) + r")\b",
+                          re.IGNORECASE)
+_MODIFIER = re.compile(r"^\s*([+-]?)\s*(\d+(?:\.\d+)?)\s+(minutes?|hours?|days?|months?|years?)\s*$", re.IGNORECASE)
+
+
+def _stated_spans(question: str) -> dict[float, set[str]]:
+    """Each number the question states as a span of time, with the units it states it in."""
+    out: dict[float, set[str]] = {}
+    for m in _STATED_SPAN.finditer(question):
+        out.setdefault(float(m.group(1)), set()).add(_SPAN_UNITS[m.group(2).lower()])
+    return out
+
+
+def _written_spans(tree: exp.Expression) -> list[tuple[float, str, exp.Expression]]:
+    """Each span of time the query writes: (number, unit, the node that holds it)."""
+    out: list[tuple[float, str, exp.Expression]] = []
+    for node in tree.find_all(exp.Interval):
+        text, unit = node.this, node.args.get("unit")
+        if isinstance(text, exp.Literal) and isinstance(unit, exp.Var):
+            word = unit.name.lower()
+            if re.fullmatch(r"\d+(?:\.\d+)?", text.this) and (word in _SPAN_UNITS or word.rstrip("s") in _SPAN_UNITS):
+                out.append((float(text.this), _SPAN_UNITS.get(word, _SPAN_UNITS.get(word.rstrip("s"), "")), node))
+    for lit in tree.find_all(exp.Literal):
+        m = _MODIFIER.match(lit.this) if lit.is_string and isinstance(lit.parent, exp.Anonymous | exp.Func) else None
+        if m:
+            out.append((float(m.group(2)), _SPAN_UNITS[m.group(3).lower()], lit))
+    return out
+
+
+def _respan(unit: str) -> TreeEdit:
+    """The span's unit rewritten as ``unit`` (its number kept); SQLite has no weeks: 7 days each."""
+
+    def apply(node: exp.Expression) -> None:
+        if isinstance(node, exp.Interval):
+            node.set("unit", exp.Var(this=unit.upper()))
+            return
+        m = _MODIFIER.match(node.this)
+        assert m is not None
+        sign, number = m.group(1) or "+", float(m.group(2))
+        amount, word = (number * 7, "day") if unit == "week" else (number, unit)
+        node.replace(exp.Literal.string(f"{sign}{amount:g} {word}s"))
+
+    return TreeEdit(apply)
+
+
+def check_span_unit(ctx: SqlContext) -> CheckResult:
+    """The question states a span of time ("the first 24 hours") and the query writes the same number in another unit
+    (``INTERVAL 24 DAY``): off by a factor of 24. Only a number the question states in one unit and never in the
+    query's; repaired by writing the question's unit."""
+    if ctx.tree is None:
+        return NOTHING
+    stated = _stated_spans(ctx.question)
+    findings, edits = [], []
+    for number, unit, node in _written_spans(ctx.tree):
+        units = stated.get(number, set())
+        if len(units) != 1 or unit in units:
+            continue
+        asked = next(iter(units))
+        findings.append(Finding("wrong_span_unit", "error", f"The query takes {number:g} {unit}s; the question says {number:g} "
+                                f"{asked}s.", None, f"{number:g} {asked}s"))
+        edit = _respan(asked)
+        edits.append(TreeEdit(edit.apply, target=node))
+    return found(*findings, edits=edits)
+
+
+# Rows read to learn the unit of a duration column from the two moments it measures.
+DURATION_SAMPLE = 200
+
+
+def duration_unit(ctx: SqlContext, table: str, column: str) -> str | None:
+    """The unit of time a numeric column of ``table`` keeps a duration in, read from the data: the column equals the
+    time between two moments of the same row (``icustays.los`` is ``outtime - intime`` in days). Minutes, hours, days
+    or weeks; None when no pair of the table's moments matches it on nearly every row read."""
+
+    def build() -> str | None:
+        info = ctx.db.schema.table(table)
+        col = info.column(column) if info is not None else None
+        if info is None or col is None or not re.search(r"int|real|double|float|numeric|decimal", col.type.lower()):
+            return None
+        moments = [c.name for c in info.columns if re.search(r"timestamp|datetime|date", c.type.lower())]
+        source, name = quoted_names(ctx, info.qualified_name, column)
+        for start in moments:
+            for end in moments:
+                if start == end:
+                    continue
+                _, a = quoted_names(ctx, info.qualified_name, start)
+                _, b = quoted_names(ctx, info.qualified_name, end)
+                sql = (f"SELECT {a}, {b}, {name} FROM {source} WHERE {name} > 0 AND {a} IS NOT NULL AND {b} IS NOT NULL "
+                       f"LIMIT {DURATION_SAMPLE}")
+                try:
+                    rows = ctx.db.db.execute(sql, timeout_s=5).rows
+                except DatabaseError:
+                    return None
+                unit = _unit_of_ratios([_seconds_between(r[0], r[1]) / float(r[2]) for r in rows if _seconds_between(r[0], r[1])])
+                if unit is not None and len(rows) >= 10:
+                    return unit
+        return None
+
+    return ctx.db.derived(("duration_unit", table.lower(), column.lower()), build)
+
+
+def _seconds_between(a: object, b: object) -> float:
+    from datetime import datetime
+
+    try:
+        x = a if isinstance(a, datetime) else datetime.fromisoformat(str(a))
+        y = b if isinstance(b, datetime) else datetime.fromisoformat(str(b))
+    except ValueError:
+        return 0.0
+    return (y - x).total_seconds()
+
+
+def _unit_of_ratios(ratios: list[float]) -> str | None:
+    """The unit whose length in seconds nearly every ratio (seconds between the moments / the column) is, within 2%."""
+    for unit, seconds in SECONDS.items():
+        near = sum(abs(r - seconds) <= 0.02 * seconds for r in ratios)
+        if ratios and near >= 0.95 * len(ratios):
+            return unit
+    return None
+
+
+def _set_number(value: float) -> Callable[[exp.Expression], None]:
+    def apply(node: exp.Expression) -> None:
+        node.replace(exp.Literal.number(f"{value:g}"))
+
+    return apply
+
+
+def check_duration_column(ctx: SqlContext) -> CheckResult:
+    """The question states a span ("stayed longer than 48 hours") and the query compares a duration column the records
+    keep in another unit with the same number (``los > 48``, ``los`` in days). Repaired by the number in the column's
+    unit (``los > 2``)."""
+    if ctx.tree is None:
+        return NOTHING
+    stated = _stated_spans(ctx.question)
+    if not stated:
+        return NOTHING
+    tables, _ = aliases(ctx.tree)
+    findings, edits = [], []
+    for node in ctx.tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ):
+        column, number = node.this, node.expression
+        if not isinstance(column, exp.Column) or _number(number) is None:
+            continue
+        units = stated.get(_number(number) or 0.0, set())
+        asked = next(iter(units)) if len(units) == 1 else None
+        if asked not in SECONDS:
+            continue
+        table = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
+        held = duration_unit(ctx, table, column.name) if table else None
+        if held is None or held == asked:
+            continue
+        value = (_number(number) or 0.0) * SECONDS[asked] / SECONDS[held]
+        findings.append(Finding("wrong_span_unit", "error", f"The records keep {table}.{column.name} in {held}s; the query compares "
+                                f"it with {number.sql()}, which the question says in {asked}s.", None, f"{value:g}"))
+        edits.append(TreeEdit(_set_number(value), target=number))
+    return found(*findings, edits=edits)
+
+
 # Units of measure a question asks an amount in, with their size in a base unit of their dimension (mL, mg, cm;
 # temperatures have no common factor and are only compared). General SI and US customary units, as clinicians write
 # them; the units the records keep are read from the data (a text column beside the value: ``totalamountuom``).
@@ -132,8 +297,8 @@ _MEASURES: dict[str, tuple[str, float | None, str]] = {
     "mcg": ("mass", 0.001, r"mcg|micrograms?|µg|ug"), "lb": ("mass", 453592.37, r"lbs?|pounds?"),
     "cm": ("length", 1.0, r"cm|centimet(?:er|re)s?"), "m": ("length", 100.0, r"met(?:er|re)s?"),
     "in": ("length", 2.54, r"inch(?:es)?"), "ft": ("length", 30.48, r"feet|foot|ft"),
-    "°C": ("temperature", None, r"celsius|centigrade|°\s?c|deg(?:rees)? c"),
-    "°F": ("temperature", None, r"fahrenheit|°\s?f|deg(?:rees)? f"),
+    "°C": ("temperature", None, r"(?:deg(?:rees)? )?(?:celsius|centigrade)|°\s?c|deg(?:rees)? c"),
+    "°F": ("temperature", None, r"(?:deg(?:rees)? )?fahrenheit|°\s?f|deg(?:rees)? f"),
 }
 _UNIT_WORD = "|".join(pattern for _, _, pattern in _MEASURES.values())
 # The unit an amount is asked in: "how many liters", "in mL", "(kg)", "total liters". A bare unit after a number states
@@ -204,19 +369,38 @@ def check_measure_unit(ctx: SqlContext) -> CheckResult:
         value = columns[0]
         table = owner_table(ctx, tables.get(value.table.lower(), value.table.lower()), value.name, tables)
         unit_column = _unit_column(ctx, table, value.name.lower()) if table else None
-        if unit_column is None:
-            continue
-        held = _units_read(ctx, value, unit_column)
+        held = _units_read(ctx, value, unit_column) if unit_column is not None else None
+        where = f"({unit_column})"
+        if held is None:  # no unit column: the name of what the query reads may say it ('Weight (Lbs)', 'temperature celsius')
+            held, where = _named_unit(ctx.tree, _MEASURES[asked][0]), "by the name the query looks for"
         if held is None or held == asked or _MEASURES[held][0] != _MEASURES[asked][0]:
             continue
         factor = _factor(held, asked)
         said, wanted = _SAID.get(held, held), _SAID.get(asked, asked)
         findings.append(Finding("wrong_measure_unit", "error", f"The records keep {table}.{value.name} in {said} "
-                                f"({unit_column}); the question asks for {wanted}.", ctx.span_of(value.sql()),
+                                f"{where}; the question asks for {wanted}.", ctx.span_of(value.sql()),
                                 f"in {wanted}" if factor is not None else None))
         if factor is not None:
             edits.append(_converted(projection, factor))
     return found(*findings, edits=edits)
+
+
+# Units as the names of items and results write them ('Weight (Lbs)', 'Height (cm)', 'Temperature Fahrenheit'): the
+# distinctive words and any unit in parentheses; a bare letter (g, l, m) is too often something else.
+_NAMED_UNIT = re.compile(r"\((" + _UNIT_WORD + r")\.?\)|(?<![a-z])(celsius|centigrade|fahrenheit|lbs|pounds|kg|kilograms|cm|inches|"
+                         r"ml|liters|litres)(?![a-z])", re.IGNORECASE)
+
+
+def _named_unit(tree: exp.Expression, dimension: str) -> str | None:
+    """The one unit of ``dimension`` that the text values the query compares name ('Weight (Lbs)' -> lb)."""
+    units = set()
+    for lit in tree.find_all(exp.Literal):
+        if lit.is_string and isinstance(lit.parent, exp.EQ | exp.In | exp.Like | exp.ILike):
+            for m in _NAMED_UNIT.finditer(lit.this):
+                unit = _data_unit(m.group(1) or m.group(2))
+                if unit is not None and _MEASURES[unit][0] == dimension:
+                    units.add(unit)
+    return units.pop() if len(units) == 1 else None
 
 
 def _factor(held: str, asked: str) -> float | None:

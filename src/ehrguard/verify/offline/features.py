@@ -159,7 +159,8 @@ def _vague_hits(text: str) -> list[str]:
     defined = _defined(text, hits)
     text = _blank_at(text, hits, defined)
     masked = _BOUNDED.sub(blank, text)
-    masked = _SUPERLATIVE.sub(blank, _MEASURED.sub(blank, _NOT_VAGUE.sub(blank, masked)))
+    # a superlative before the fixed phrases: "at most recent admission" is the most recent one, not "at most"
+    masked = _MEASURED.sub(blank, _NOT_VAGUE.sub(blank, _SUPERLATIVE.sub(blank, masked)))
     return _phrase_hits(masked, "vague")
 
 

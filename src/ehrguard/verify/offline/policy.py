@@ -206,6 +206,9 @@ def trust(evidence: Evidence, policy: Policy, fix: Replacement | None) -> tuple[
                               f"{answerable:.2f}, below {policy.verify_bar:.2f}).")
     if policy.calibration is not None:
         p, bar = answer_probability(evidence, policy, fix), policy.calibration.bar(policy.target_risk)
+        if p < bar and fix is not None:  # a check found the mistake: "no problem found" would say otherwise
+            return "unverified", (f"The query was corrected, but the correction cannot be confirmed: corrections like it were right "
+                                  f"{p:.0%} of the time in our tests (verified needs {bar:.0%}).")
         if p < bar:
             return "unverified", (f"No check found a problem, but the checks cannot confirm this answer: answers like it were right "
                                   f"{p:.0%} of the time in our tests (verified needs {bar:.0%}).")
