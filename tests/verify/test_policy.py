@@ -178,3 +178,14 @@ def test_an_unconfirmed_correction_does_not_say_no_problem_was_found():
     assert corrected.reason.startswith("The query was corrected, but the correction cannot be confirmed")
     kept = decide(evidence(), policy)
     assert kept.status == "unverified" and kept.reason.startswith("No check found a problem")
+
+
+def test_a_verified_answer_says_how_often_answers_like_it_were_right():
+    from dataclasses import replace
+
+    from ehrguard.verify.offline.calibration import FEATURES, Calibration
+
+    generous = Calibration((3.0,) + (0.0,) * (len(FEATURES) - 1), {"0.1": 0.9}, "test", 100)  # every answer 0.95
+    verdict = decide(evidence(), replace(BALANCED, calibration=generous))
+    assert verdict.status == "verified" and verdict.reason.endswith("Answers like it were right about 95% of the time in our tests.")
+    assert decide(evidence(), replace(BALANCED, calibration=None)).reason.endswith("no check found a problem.")

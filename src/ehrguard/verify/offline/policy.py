@@ -204,8 +204,10 @@ def trust(evidence: Evidence, policy: Policy, fix: Replacement | None) -> tuple[
     if answerable < policy.verify_bar:
         return "unverified", (f"The question may not be answerable as asked (probability it is answerable "
                               f"{answerable:.2f}, below {policy.verify_bar:.2f}).")
+    odds = ""  # what "verified" promises, in numbers: how often answers like it were right where the calibration was fitted
     if policy.calibration is not None:
         p, bar = answer_probability(evidence, policy, fix), policy.calibration.bar(policy.target_risk)
+        odds = f" Answers like it were right about {p:.0%} of the time in our tests."
         if p < bar and fix is not None:  # a check found the mistake: "no problem found" would say otherwise
             return "unverified", (f"The query was corrected, but the correction cannot be confirmed: corrections like it were right "
                                   f"{p:.0%} of the time in our tests (verified needs {bar:.0%}).")
@@ -213,9 +215,9 @@ def trust(evidence: Evidence, policy: Policy, fix: Replacement | None) -> tuple[
             return "unverified", (f"No check found a problem, but the checks cannot confirm this answer: answers like it were right "
                                   f"{p:.0%} of the time in our tests (verified needs {bar:.0%}).")
     if fix is not None:
-        return "verified", "Verified after a correction: the corrected query runs cleanly on the database."
+        return "verified", "Verified after a correction: the corrected query runs cleanly on the database." + odds
     empty = " It returns no rows: nothing in the records matches." if outcome == "empty" else ""
-    return "verified", "Verified: the query runs cleanly on the database and no check found a problem." + empty
+    return "verified", "Verified: the query runs cleanly on the database and no check found a problem." + empty + odds
 
 
 def _unclear(a: QuestionAssessment) -> str | None:
