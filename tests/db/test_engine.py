@@ -163,7 +163,10 @@ def test_results_are_capped_in_bytes_and_values_while_fetching(sqlite_path: Path
     r = db.execute("SELECT zeroblob(300000), a FROM t", max_rows=50)  # 15 MB asked for: 50 values of 300 kB
     assert r.truncated and "larger than 1 MiB" in r.truncated_reason and "EHRGUARD_MAX_RESULT_BYTES" in r.truncated_reason
     assert "values longer than 100,000 bytes were cut" in r.truncated_reason and all(len(row[0]) == 100_000 for row in r.rows)
-    assert len(r.rows) == 10  # ten values of 100 kB fit in 1 MiB
+    assert len(r.rows) == 5  # five values of 100 kB fit in 1 MiB, each sent as 200 kB of hex text
+    # counted as sent: a control character goes out as \u0001 (6 bytes), so 100,000 of them are 600 kB, not 100 kB
+    r = db.execute("SELECT replace(hex(zeroblob(50000)), '0', char(1)) FROM t", max_rows=50)
+    assert r.truncated and "larger than 1 MiB" in r.truncated_reason and len(r.rows) == 1
     r = db.execute("SELECT zeroblob(300000), a FROM t LIMIT 5", max_rows=50)
     assert r.truncated and r.truncated_reason.startswith("values longer than") and len(r.rows) == 5
     r = db.execute("SELECT a FROM t", max_rows=10)
@@ -384,3 +387,32 @@ def test_a_damaged_lexicon_is_set_aside_once_and_the_values_come_from_the_databa
     assert index.values("t", "b") == expected
     err = capsys.readouterr().err
     assert err.count("cannot be read") == 1 and "ehrguard db lexicon --db" in err and "Traceback" not in err
+
+
+def test_a_worker_left_holding_a_large_querys_memory_is_replaced_not_kept_idle(mimic_iv_raw_db: Path, monkeypatch):
+    from ehrguard.db import worker
+
+    stop_workers()
+    monkeypatch.setenv("EHRGUARD_QUERY_MEMORY", "512")  # MiB: a worker past 256 MiB after a query is replaced
+    db = open_database(mimic_iv_raw_db, isolated=True)
+    db.execute("SELECT 1")
+    pool = worker._pool(mimic_iv_raw_db)
+    first = {w.proc.pid for w in pool.idle}
+    db.execute("SELECT len(list_reverse_sort(x)) FROM (SELECT list(i) AS x FROM range(6000000) t(i))")  # ~300 MiB held
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not pool.idle:  # its successor starts in the background
+        time.sleep(0.1)
+    assert pool.idle and not first & {w.proc.pid for w in pool.idle}
+    assert all(worker._resident_mib(w.proc.pid) < 256 for w in pool.idle)
+    assert db.execute("SELECT 1").rows == [(1,)]
+    stop_workers()
+
+
+def test_duckdb_keeps_the_servers_files_and_settings_to_itself(mimic_iv_raw_db: Path):
+    db = open_database(mimic_iv_raw_db, isolated=False)
+    for sql in ("SELECT name, value FROM duckdb_settings() WHERE value LIKE '%/%'", "SELECT current_setting('secret_directory')"):
+        with pytest.raises(QueryRefusedError, match="settings are not readable"):
+            db.execute(sql)
+    with pytest.raises(DatabaseError) as refused:
+        db.execute("SELECT * FROM duckdb_secrets()")  # its error named the server's home folder
+    assert str(Path.home()) not in str(refused.value) and "~/.duckdb" in str(refused.value)

@@ -100,6 +100,9 @@ def test_auth_is_required_unless_explicitly_off():
         create_app(tokens=[])
     r = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0", "--no-auth"])
     assert r.exit_code != 0 and "loopback" in str(r.exception)
+    # refused before anything starts (it once announced the server, then uvicorn exited with code 3)
+    r = CliRunner().invoke(cli, ["serve", "--no-auth", "--workers", "2"])
+    assert r.exit_code != 0 and "runs one process" in str(r.exception) and "ehrguard on http" not in r.output
 
 
 def test_ask_generates_verifies_and_executes(env):
@@ -264,18 +267,20 @@ def test_a_model_inside_the_server_cannot_be_chosen_over_the_api(env):
         assert "names a model loaded inside this server" in r.json()["error"]["message"]
 
 
-def test_verifying_holds_a_query_slot_so_runaway_sql_to_verify_stalls_no_one_else(mimic_iv_db, tmp_path, monkeypatch):
+@pytest.mark.parametrize("how", [{}, {"method": "preserve_all", "execute": True}])  # a baseline that runs the SQL as it is
+def test_verifying_holds_a_query_slot_so_runaway_sql_to_verify_stalls_no_one_else(how, mimic_iv_db, tmp_path, monkeypatch):
     import threading
     import time
 
     monkeypatch.setenv("EHRGUARD_CALIBRATION", "off")
+    monkeypatch.setenv("EHRGUARD_QUERY_TIMEOUT", "4")
     client = two_callers(mimic_iv_db, tmp_path, monkeypatch)
     plain = {"db": "mimic_iv", "question": "What is the gender of patient 10004235?",
              "sql": "SELECT gender FROM patients WHERE subject_id = 10004235"}
     client.post("/v1/verify", json=plain, headers=AUTH)  # the database's context is built before the race
     slow: dict[str, object] = {}
     runner = threading.Thread(target=lambda: slow.update(r=client.post(
-        "/v1/verify", json={**plain, "question": "How many numbers are there?", "sql": ENDLESS}, headers=AUTH)))
+        "/v1/verify", json={**plain, "question": "How many numbers are there?", "sql": ENDLESS, **how}, headers=AUTH)))
     runner.start()
     time.sleep(1.0)
     busy = client.post("/v1/verify", json=plain, headers=AUTH)
@@ -285,7 +290,8 @@ def test_verifying_holds_a_query_slot_so_runaway_sql_to_verify_stalls_no_one_els
     runner.join()
     assert busy.status_code == 503 and busy.json()["error"]["code"] == "busy"
     assert served.status_code == 200 and served.json()["action"] == "preserve" and waited < 5
-    assert slow["r"].status_code == 200  # type: ignore[attr-defined]  # the runaway candidate is judged, not run forever
+    # the runaway candidate is judged, not run forever (run as it is, it meets the query timeout)
+    assert slow["r"].status_code == (422 if how else 200), slow["r"].text  # type: ignore[attr-defined]
 
 
 def test_with_auth_off_the_one_caller_may_use_every_slot():
@@ -303,6 +309,12 @@ def test_a_malformed_body_is_told_what_to_send(env):
     assert broken.status_code == 422 and broken.json()["error"]["message"].startswith("The body is not valid JSON")
     text = client.post("/v1/sql", content=b"SELECT 1", headers={**AUTH, "Content-Type": "text/plain"})
     assert text.status_code == 422 and text.json()["error"]["message"].startswith("The body must be a JSON object")
+    # past what the JSON parser reads (it once answered 400 http_error "There was an error parsing the body")
+    for body in (b'{"db": "mimic_iv", "sql": "SELECT 1", "max_rows": ' + b"9" * 5000 + b"}",
+                 b'{"db": "mimic_iv", "sql": "SELECT 1", "x": ' + b"[" * 20000 + b"]" * 20000 + b"}"):
+        deep = client.post("/v1/sql", content=body, headers={**AUTH, "Content-Type": "application/json"})
+        assert deep.status_code == 422 and deep.json()["error"]["code"] == "invalid_request", deep.text
+        assert "nests too deeply or holds a number with thousands of digits" in deep.json()["error"]["message"]
 
 
 def test_callers_choose_only_models_the_operator_offers(env, monkeypatch):
@@ -312,13 +324,97 @@ def test_callers_choose_only_models_the_operator_offers(env, monkeypatch):
 
     client, _ = env
     body = {"db": "mimic_iv", "question": "What is the gender of patient 10004235?", "sql": "SELECT 1", "method": "single_turn"}
+    reply = json.dumps({"reasoning": "r", "action": "preserve", "sql": "", "subtype": "none", "message": "fine"})
+    for name in ("other", "api-cap-0", "api-cap-1", "api-cap-2"):
+        scripted(name).enqueue(*[reply] * 5)
     monkeypatch.setenv("EHRGUARD_API_MODELS", "scripted/offered")
     r = client.post("/v1/verify", json={**body, "model": "scripted/other"}, headers=AUTH)
     assert r.status_code == 400 and r.json()["error"]["code"] == "model_not_allowed" and "scripted/offered" in r.json()["error"]["message"]
     monkeypatch.delenv("EHRGUARD_API_MODELS")
     monkeypatch.setattr(routes, "MAX_API_MODELS", 2)
+    # names that name no model do not use up the budget (16 of them once locked every caller out for good)
+    junk = [client.post("/v1/verify", json={**body, "model": f"junk{i}"}, headers=AUTH).status_code for i in range(3)]
+    assert all(code == 400 for code in junk)
     codes = [client.post("/v1/verify", json={**body, "model": f"scripted/api-cap-{i}"}, headers=AUTH).json().get("error", {}).get("code")
              for i in range(3)]
-    assert "model_not_allowed" not in codes[:2] and codes[2] == "model_not_allowed"
+    assert "model_not_allowed" not in codes[:2] and codes[2] == "model_not_allowed", codes
     again = client.post("/v1/verify", json={**body, "model": "scripted/api-cap-0"}, headers=AUTH).json()  # a name already served
     assert again.get("error", {}).get("code") != "model_not_allowed"
+
+
+def test_a_test_provider_with_nothing_prepared_is_refused_over_the_api(env):
+    """``scripted/...`` is the tests' stand-in for a model: over the API, one no test prepared would only keep every
+    prompt sent to it (its call history) and answer nothing."""
+    client, _ = env
+    r = client.post("/v1/verify", json={"db": "mimic_iv", "question": "Gender of patient 10004235?", "sql": "SELECT 1",
+                                        "method": "single_turn", "model": "scripted/never-prepared"}, headers=AUTH)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "model_not_allowed" and "test provider" in r.json()["error"]["message"]
+    from ehrguard.runtime import runtime
+
+    assert runtime().peek("scripted_providers", "never-prepared") is None  # refused without being created
+
+
+def test_a_body_that_trickles_in_is_cut_off():
+    """A client that declares a body and sends it a byte at a time would hold its connection as long as it liked."""
+    import asyncio
+
+    from ehrguard.server.limits import BodyLimit
+
+    reached = []
+
+    async def app(scope, receive, send):  # the application is never reached
+        reached.append(scope)
+
+    async def trickle():
+        if not sent_first:
+            sent_first.append(True)
+            return {"type": "http.request", "body": b"{", "more_body": True}
+        await asyncio.sleep(3600)
+
+    sent_first: list[bool] = []
+    replies: list[dict] = []
+
+    async def send(message):
+        replies.append(message)
+
+    scope = {"type": "http", "headers": [(b"content-length", b"200")]}
+    asyncio.run(asyncio.wait_for(BodyLimit(app, timeout_s=0.3)(scope, trickle, send), 10))
+    assert not reached and replies[0]["status"] == 408 and b"too_slow" in replies[1]["body"]
+
+
+def test_numbers_and_switches_in_a_body_are_what_they_say(env):
+    client, _ = env
+    for body in ({"db": "mimic_iv", "sql": "SELECT 1", "max_rows": True}, {"db": "mimic_iv", "sql": "SELECT 1", "max_rows": "5"}):
+        r = client.post("/v1/sql", json=body, headers=AUTH)
+        assert r.status_code == 422 and r.json()["error"]["message"].startswith("max_rows:"), r.text
+    r = client.post("/v1/ask", content=b'{"db": "mimic_iv", "question": "How many patients?", "penalty": NaN}',
+                    headers={**AUTH, "Content-Type": "application/json"})
+    assert r.status_code == 422 and "penalty" in r.json()["error"]["message"] and "less than" not in r.json()["error"]["message"], r.text
+
+
+def test_requests_waiting_on_a_model_hold_model_slots_not_the_whole_thread_pool(env):
+    """A hung model endpoint fills the model slots (16 at most, half per caller) and then is told busy, instead of
+    taking every thread the server answers from."""
+    import threading
+    import time
+
+    from ehrguard.server.limits import QuerySlots
+
+    client, _ = env
+    client.app.state.model_slots = QuerySlots(2, shared=True, what="model calls")  # one per caller
+    release = threading.Event()
+    reply = json.dumps({"reasoning": "r", "action": "preserve", "sql": "", "subtype": "none", "message": "fine"})
+    scripted("api-hung").enqueue(lambda messages: (release.wait(20), reply)[1], reply)
+    body = {"db": "mimic_iv", "question": "What is the gender of patient 10004235?", "sql": "SELECT 1", "method": "single_turn",
+            "model": "scripted/api-hung"}
+    first: dict[str, object] = {}
+    waiting = threading.Thread(target=lambda: first.update(r=client.post("/v1/verify", json=body, headers=AUTH)))
+    waiting.start()
+    time.sleep(1.0)
+    busy = client.post("/v1/verify", json=body, headers=AUTH)
+    plain = client.post("/v1/verify", json={k: v for k, v in body.items() if k not in ("method", "model")}, headers=AUTH)
+    release.set()
+    waiting.join()
+    assert busy.status_code == 503 and "model calls" in busy.json()["error"]["message"]
+    assert plain.status_code == 200  # the offline check of another request is served meanwhile
+    assert first["r"].status_code == 200  # type: ignore[attr-defined]

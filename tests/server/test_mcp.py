@@ -49,6 +49,7 @@ def test_tools_over_stdio(mimic_iv_db: Path, tmp_path: Path):
                    "long_name": {"db": "x" * 5000, "question": "q", "sql": "SELECT 1"},
                    "deep": {"db": "mimic_iv", "question": "q", "sql": "SELECT " + "(" * 5000 + "1" + ")" * 5000},
                    "no_sql": {"db": "mimic_iv", "question": "q"},
+                   "huge": {"db": "mimic_iv", "question": "q", "sql": "SELECT 1 " + "AND 1 " * 4000},
                    "bad_type": {"db": "mimic_iv", "question": "q", "sql": "SELECT 1", "max_rows": "many"}}
             for name, arguments in bad.items():
                 tool = "verify_sql" if name != "bad_type" else "run_sql"
@@ -78,7 +79,8 @@ def test_tools_over_stdio(mimic_iv_db: Path, tmp_path: Path):
     assert out["overridden"]["executed"] is True and out["overridden"]["rows"] == []
     # every bad input is a tool error with one line saying what to do, and the server stays up
     expected = {"path": "not a path", "unknown": "No database named 'nope'", "long_name": "5000 characters",
-                "deep": "nests parentheses", "no_sql": "missing argument 'sql'", "bad_type": "argument 'max_rows'"}
+                "deep": "nests parentheses", "no_sql": "missing argument 'sql'", "bad_type": "argument 'max_rows'",
+                "huge": "the limit is 20,000"}  # as over REST (it was the library's 100,000)
     for name, words in expected.items():
         is_error, text = out[name]
         assert is_error and words in text and "\n" not in text.strip(), (name, text)

@@ -167,3 +167,22 @@ def test_a_code_the_dictionary_defines_is_absent_here_not_unknown(mimic_iv_raw_d
     unknown = verify("How many diagnoses are there with code ZZZ99?",
                      "SELECT COUNT(*) FROM mimiciv_hosp.diagnoses_icd WHERE icd_code = 'ZZZ99'", db=mimic_iv_raw_db)
     assert any(f.check == "unknown_value" and f.severity == "error" for f in unknown.findings)
+
+
+def test_long_sql_is_checked_in_time_and_past_the_budget_not_verified(ctx, monkeypatch):
+    import sys
+    import time
+
+    from ehrguard.verify.checks import run_checks
+
+    conditions = " AND ".join(["dod = dod"] * 800)  # 8,000 characters: once 21 s (a tree walk per column), now about 1 s
+    sql = f"SELECT COUNT(*) FROM patients WHERE {conditions}"
+    start = time.monotonic()
+    checked = run_checks("How many patients are there?", sql, ctx)
+    assert time.monotonic() - start < 15 and "not_checked" not in {f.check for f in checked.findings}
+    monkeypatch.setattr(sys.modules["ehrguard.verify.checks"], "CHECK_BUDGET_S", 0.0)
+    checked = run_checks("How many patients are there?", "SELECT COUNT(DISTINCT subject_id) FROM patients", ctx)
+    assert [f.check for f in checked.findings] == ["not_checked"]
+    from ehrguard.verify.offline.policy import blocking
+
+    assert blocking(checked.findings)  # an answer whose checks did not run is never verified

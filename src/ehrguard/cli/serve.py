@@ -20,9 +20,12 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8000, show_default=True)
 @click.option("--no-auth", is_flag=True, help="No bearer token (allowed only on a loopback address).")
-@click.option("--workers", type=int, default=1, show_default=True)
+@click.option("--workers", type=int, default=1, show_default=True, help="Only 1: the server's limits live in its one process.")
 def serve_command(host: str, port: int, no_auth: bool, workers: int) -> None:
     """Serve the REST API (/v1/verify, /v1/ask, /v1/sql, /v1/databases, /healthz; OpenAPI at /docs) and the web app at /."""
+    if workers != 1:  # uvicorn cannot fork an app object, and rate limits, query slots and the model budget are per process
+        raise ConfigError(f"--workers {workers}: ehrguard serve runs one process (its rate limits and query slots are that "
+                          "process's); to serve more, run several servers on other ports behind a proxy.")
     if no_auth and host not in LOOPBACK:
         raise ConfigError(f"--no-auth is only allowed on a loopback address, not {host}: set EHRGUARD_API_TOKENS instead.")
     _check_port_free(host, port)  # before seconds of loading, not after
@@ -35,7 +38,7 @@ def serve_command(host: str, port: int, no_auth: bool, workers: int) -> None:
     warming.join()
     _rehearse(rehearse_app, app)
     console.print(f"ehrguard on http://{host}:{port}/ ({'no auth, loopback only' if no_auth else 'bearer tokens required'})")
-    uvicorn.run(app, host=host, port=port, workers=workers, log_level="warning")
+    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 def _check_port_free(host: str, port: int) -> None:

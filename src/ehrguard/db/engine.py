@@ -439,6 +439,8 @@ class DuckDBDatabase(_Engine):
             statements = conn.extract_statements(sql)
             if len(statements) != 1:
                 raise QueryRefusedError(f"Only one statement may run at a time; got {len(statements)}. Send them one by one.")
+            if _DUCKDB_SETTINGS.search(sql):  # the engine's configuration names files and folders of the server
+                raise QueryRefusedError("The engine's settings are not readable here; query the records.")
             if statements[0].type != duckdb.StatementType.SELECT:
                 raise ReadOnlyViolationError(f"Only SELECT queries may run here, not {statements[0].type.name}.")
             relation = conn.sql(sql)  # binds the query (no rows yet): its columns and their types
@@ -484,10 +486,13 @@ def _bounded_columns(sql: str, types: list[Any], limits: QueryLimits) -> str:
     return f"SELECT {', '.join(exprs)} FROM (\n{statement_body(sql)}\n) AS bounded"
 
 
+_DUCKDB_SETTINGS = re.compile(r"\b(?:duckdb_settings|current_setting)\s*\(", re.IGNORECASE)
+
+
 def _duckdb_error(exc: Exception, timed_out: bool, limits: QueryLimits) -> DatabaseError:
     import duckdb
 
-    message = str(exc)
+    message = str(exc).replace(str(Path.home()), "~")  # the server's home (and whose it is) is none of the caller's business
     lowered = message.lower()
     if timed_out:
         return _timeout_error(limits.timeout_s)

@@ -11,8 +11,8 @@ replaced too. The caller gets a typed error; nothing else in the process is touc
 
 Workers are pooled per database file (at most ``2 * max_concurrent_queries`` each, so a few
 runaway queries cannot take every worker), kept between queries, and the idle ones beyond
-:data:`MAX_IDLE` are stopped, least recently used first. They exit when their parent does (their
-stdin closes).
+:data:`MAX_IDLE` are stopped, least recently used first; one left holding much memory after a query is
+replaced. They exit when their parent does (their stdin closes).
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ DEADLINE_FACTOR = 1.2
 DEADLINE_SLACK_S = 0.25
 START_TIMEOUT_S = 60.0
 MAX_IDLE = 8
+# A worker whose resident memory is past half the query memory (and this) after a query is replaced, not kept idle.
+RECYCLE_MIN_MIB = 256
 # Address space an idle worker needs beyond the query's memory: the interpreter, the engine's
 # libraries and thread stacks (measured: about 0.9 GiB of address space for a DuckDB worker).
 BASE_ADDRESS_SPACE = 2 << 30
@@ -205,6 +207,11 @@ class _Pool:
             raise
 
     def release(self, worker: _Worker) -> None:
+        if _resident_mib(worker.proc.pid) > max(RECYCLE_MIN_MIB, int_setting("query_memory") // 2):
+            # it kept the memory of a large query (an engine holds on to what it allocated): an idle worker must not pin
+            # it until the server stops, so it is replaced by a fresh one
+            self.discard(worker, replace=True)
+            return
         with self.cond:
             if self.key is not None and _POOLS.get(self.key) is not self:  # stopped, or its file was rebuilt
                 self.count -= 1
@@ -251,6 +258,18 @@ class _Pool:
         with self.cond:
             self.starting -= 1
         self.release(fresh)
+
+
+def _resident_mib(pid: int) -> int:
+    """A process's resident memory in MiB, from /proc (0 where that cannot be read: nothing is recycled there)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) >> 10
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 _LOCK = threading.RLock()

@@ -199,8 +199,17 @@ class Scripted:
         self.replies.extend(replies)
         return self
 
+    MAX_HISTORY = 200  # calls kept (a test reads the first few; a process calling one for ever must not keep them all)
+
+    @property
+    def ready(self) -> bool:
+        """Has a test queued replies for it (it answers)?"""
+        return bool(self.replies)
+
     def call(self, messages: list[Message], config: GenerateConfig) -> Completion:
         with self._lock:
+            if len(self.history) >= self.MAX_HISTORY:
+                del self.history[: len(self.history) - self.MAX_HISTORY + 1]
             self.history.append([dict(m) for m in messages])
             if not self.replies:
                 raise ProviderError(f"scripted/{self.model} has no reply queued for call {len(self.history)}.")
@@ -211,6 +220,15 @@ class Scripted:
         prompt_tokens = sum(len(m["content"].split()) for m in messages)
         return Completion(text=text, model=self.model, finish_reason="stop",
                           usage={"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split())}, raw={"scripted": True})
+
+
+def scripted_ready(name: str) -> bool:
+    """Does this process hold a scripted provider ``scripted/<name>`` with replies queued (one a test prepared)? Asked
+    without creating it."""
+    from ehrguard.runtime import runtime
+
+    provider = runtime().peek("scripted_providers", name)
+    return isinstance(provider, Scripted) and provider.ready
 
 
 def scripted(name: str) -> Scripted:

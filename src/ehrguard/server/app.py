@@ -17,7 +17,7 @@ from ehrguard.config import int_setting, switch_setting
 from ehrguard.receipt import receipt_key
 from ehrguard.server.auth import Auth
 from ehrguard.server.errors import add_error_handlers
-from ehrguard.server.limits import BodyLimit, QuerySlots
+from ehrguard.server.limits import MODEL_SLOTS, BodyLimit, QuerySlots
 from ehrguard.server.routes import router
 from ehrguard.verify import get_method
 from ehrguard.verify.offline import bank_status
@@ -47,6 +47,9 @@ def create_app(*, auth: bool = True, tokens: list[str] | None = None, audit: Aud
     app.state.lexicon_states = {}  # (database, its stamp, its lexicon's stamp) -> the lexicon's state, for /healthz
     app.state.sql_enabled = allow_sql if allow_sql is not None else switch_setting("api_sql")
     app.state.query_slots = QuerySlots(int_setting("max_concurrent_queries"), shared=auth)
+    # Requests waiting on a model (each up to llm_timeout x retries) hold one of these instead: a slow or hung endpoint
+    # then fills these, not the thread pool every other request is served from.
+    app.state.model_slots = QuerySlots(MODEL_SLOTS, shared=auth, what="model calls")
     app.state.api_models = set()  # the model names callers have chosen (routes._allowed_model bounds them)
     add_error_handlers(app)
     app.add_middleware(BodyLimit)

@@ -87,7 +87,15 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
     return error_response(status, code, message)
 
 
+# What FastAPI says when the JSON parser itself fails (not a syntax error): the body nests past the parser's depth, or a
+# number has more digits than Python reads.
+_UNREADABLE_BODY = "There was an error parsing the body"
+
+
 async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    if exc.status_code == 400 and exc.detail == _UNREADABLE_BODY:
+        return error_response(422, "invalid_request", "The body could not be read: it nests too deeply or holds a number with "
+                              "thousands of digits. Send a flat JSON object such as {\"db\": \"mimic_iv\", \"question\": \"...\"}.")
     return error_response(exc.status_code, "not_found" if exc.status_code == 404 else "http_error", str(exc.detail))
 
 

@@ -9,6 +9,7 @@ runaway queries cannot take every worker and thread from verification and other 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -21,7 +22,15 @@ from ehrguard.server.errors import ApiError
 # The largest legitimate request, a 2,000-character question and 20,000 characters of SQL with every
 # character escaped, is about 130 KB of JSON.
 MAX_BODY_BYTES = 256 << 10
+# Longest candidate SQL a caller of the REST API or the MCP server may send: no question's SQL needs more, and the
+# checks' time grows with it (the library's own cap, max_sql_chars, is for local use).
+MAX_SQL = 20_000
 WAIT_FOR_SLOT_S = 1.0
+# Requests waiting on a model at once (the server's thread pool has 40 threads; these leave the rest to everyone else).
+MODEL_SLOTS = 16
+# Seconds the whole body of a request may take to arrive: a client that declares a body and trickles it (a byte every
+# 20 s) would otherwise hold a connection, and its memory, for as long as it likes.
+BODY_TIMEOUT_S = 30.0
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -30,10 +39,12 @@ Send = Callable[[Message], Awaitable[None]]
 
 
 class BodyLimit:
-    """ASGI middleware: a request body over ``max_bytes`` is answered 413 in the one error shape, unread by the app."""
+    """ASGI middleware: a request body over ``max_bytes`` is answered 413 in the one error shape, unread by the app; one
+    that has not all arrived within ``timeout_s`` is answered 408."""
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], max_bytes: int = MAX_BODY_BYTES) -> None:
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], max_bytes: int = MAX_BODY_BYTES,
+                 timeout_s: float = BODY_TIMEOUT_S) -> None:
+        self.app, self.max_bytes, self.timeout_s = app, max_bytes, timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -44,8 +55,14 @@ class BodyLimit:
             await self._refuse(send)
             return
         body, more = bytearray(), True
+        deadline = time.monotonic() + self.timeout_s
         while more:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                await self._answer(send, 408, "too_slow", f"The request body did not arrive within {self.timeout_s:g} s. Send it "
+                                   "at once.")
+                return
             if message["type"] == "http.disconnect":
                 return
             body += message.get("body", b"")
@@ -65,10 +82,15 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, send: Send) -> None:
-        payload = json.dumps({"error": {"code": "too_large", "message": (
-            f"The request body is larger than {self.max_bytes // 1024} KiB. Send a shorter question or SQL.")}}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
+        await self._answer(send, 413, "too_large", f"The request body is larger than {self.max_bytes // 1024} KiB. Send a shorter "
+                           "question or SQL.")
+
+    @staticmethod
+    async def _answer(send: Send, status: int, code: str, message: str) -> None:
+        payload = json.dumps({"error": {"code": code, "message": message}}).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
+                                (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": payload})
 
 
@@ -80,8 +102,8 @@ class QuerySlots:
     still served.
     """
 
-    def __init__(self, size: int, *, shared: bool = True) -> None:
-        self.size = size
+    def __init__(self, size: int, *, shared: bool = True, what: str = "queries") -> None:
+        self.size, self.what = size, what
         # shared by several callers: each at most half; one caller (auth off: everyone is the same caller): all of them
         self.per_caller = max(1, size // 2) if shared else size
         self._free = threading.Condition()
@@ -110,8 +132,8 @@ class QuerySlots:
                 self._free.notify_all()
 
     def _busy(self, caller: str) -> ApiError:
+        setting = " (EHRGUARD_MAX_CONCURRENT_QUERIES sets the limit)" if self.what == "queries" else ""
         if self._held.get(caller, 0) >= self.per_caller:
-            return ApiError(503, "busy", f"You already have {self.per_caller} queries running on this server; wait for them to finish "
-                            "(EHRGUARD_MAX_CONCURRENT_QUERIES sets the limit).")
-        return ApiError(503, "busy", f"{self.size} queries are already running on this server (EHRGUARD_MAX_CONCURRENT_QUERIES). "
-                        "Retry in a few seconds.")
+            return ApiError(503, "busy", f"You already have {self.per_caller} {self.what} running on this server; wait for them to "
+                            f"finish{setting}.")
+        return ApiError(503, "busy", f"{self.size} {self.what} are already running on this server{setting}. Retry in a few seconds.")

@@ -24,6 +24,7 @@ from ehrguard import Answer, answer
 from ehrguard.audit import AuditLog
 from ehrguard.db import built_databases, named_database
 from ehrguard.errors import EhrguardError
+from ehrguard.server.limits import MAX_SQL
 from ehrguard.verify import database_context, method_uses_model
 
 
@@ -68,6 +69,8 @@ def build_server(audit: AuditLog | None = None, method: str = "offline", model: 
     verifier_model = model if method_uses_model(method) else None
 
     def checked(db: str, question: str, sql: str | None = None, *, execute: bool = True, max_rows: int = 200) -> Answer:
+        if sql is not None and len(sql) > MAX_SQL:  # as over REST: the checks' time grows with the SQL
+            raise ToolError(f"The SQL is {len(sql):,} characters; the limit is {MAX_SQL:,}. Send the query itself, not a script.")
         # Only the verification is audited, an executed query in an entry of its own (mcp-run).
         return answer(question, db=db, sql=sql, model=model, method=method, verifier_model=verifier_model, names_only=True,
                       execute=execute, max_rows=max_rows, audit=server.audit, caller="mcp", interface="mcp", audit_errors=False,

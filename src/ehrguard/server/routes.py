@@ -8,7 +8,7 @@ the per-app parts (tokens, audit log, the raw-SQL switch) live on ``app.state``,
 from __future__ import annotations
 
 import time
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,10 +24,10 @@ from ehrguard.generation import example_questions
 from ehrguard.runtime import runtime
 from ehrguard.server.auth import caller
 from ehrguard.server.errors import ApiError
+from ehrguard.server.limits import MAX_SQL
 from ehrguard.verify import MAX_QUESTION_CHARS, database_context
 
 MAX_QUESTION = MAX_QUESTION_CHARS  # the library refuses longer questions too
-MAX_SQL = 20_000
 STATIC = Path(__file__).parent / "static"
 
 router = APIRouter()
@@ -42,9 +42,9 @@ class VerifyRequest(BaseModel):
     method: str = "offline"
     model: str | None = None
     operating_point: str | None = None
-    execute: bool = Field(default=False, description="Also run the verdict's SQL (preserve / correct) and return its rows in "
+    execute: bool = Field(default=False, strict=True, description="Also run the verdict's SQL (preserve / correct) and return its rows in "
                           "`result`; the receipt then carries their fingerprint.")
-    max_rows: int = Field(default=1000, ge=1, le=10_000)
+    max_rows: int = Field(default=1000, ge=1, le=10_000, strict=True)  # a number, not true or "5"
 
 
 class SqlRequest(BaseModel):
@@ -52,7 +52,7 @@ class SqlRequest(BaseModel):
 
     db: str
     sql: str = Field(max_length=MAX_SQL)
-    max_rows: int = Field(default=1000, ge=1, le=10_000)
+    max_rows: int = Field(default=1000, ge=1, le=10_000, strict=True)  # a number, not true or "5"
 
 
 class AskRequest(BaseModel):
@@ -61,7 +61,7 @@ class AskRequest(BaseModel):
     db: str
     question: str = Field(max_length=MAX_QUESTION)
     model: str | None = None  # None: the offline reader writes the SQL (no LLM)
-    penalty: float | None = Field(default=None, ge=0, le=1000)  # the offline reader's bar is the one chosen for it
+    penalty: float | None = Field(default=None, ge=0, le=1000, allow_inf_nan=False)  # the offline reader's bar is chosen for it
 
 
 def audit_log(request: Request) -> AuditLog:
@@ -139,32 +139,46 @@ def _allowed_model(model: str | None, request: Request) -> None:
     if model.strip().lower().startswith("local/"):
         raise ApiError(400, "local_model", f"{model!r} names a model loaded inside this server; over the API choose a served "
                        "model (an endpoint the operator configured), or run `ehrguard verify --model local/...` on your machine.")
+    provider, _, name = model.strip().partition("/")
+    if provider.lower() == "scripted":
+        from ehrguard.llm.providers import scripted_ready
+
+        if not scripted_ready(name):  # a test's stand-in: only one a test in this process prepared answers anything
+            raise ApiError(400, "model_not_allowed", f"{model!r} is a test provider with no replies prepared in this server; "
+                           "choose a served model (openai/..., an endpoint the operator configured).")
     allowed = [m.strip() for m in (setting("api_models") or "").split(",") if m.strip()]
     if allowed and model not in allowed:
         raise ApiError(400, "model_not_allowed", f"{model!r} is not a model this server offers; choose one of: {', '.join(allowed)}.")
     seen: set[str] = request.app.state.api_models
-    if not allowed and model not in seen:
-        if len(seen) >= MAX_API_MODELS:
-            raise ApiError(400, "model_not_allowed", f"This server has already served {MAX_API_MODELS} different models; use one "
-                           "of them, or ask the operator to list the models it offers (EHRGUARD_API_MODELS).")
-        seen.add(model)
+    if not allowed and model not in seen and len(seen) >= MAX_API_MODELS:
+        raise ApiError(400, "model_not_allowed", f"This server has already served {MAX_API_MODELS} different models; use one "
+                       "of them, or ask the operator to list the models it offers (EHRGUARD_API_MODELS).")
+
+
+def _served(model: str | None, reply: Any, request: Request) -> None:
+    """Count a model name among those served once a request with it got a verdict: names that name no model (or a model
+    that did not answer) do not use up the server's budget of names, which would lock every caller out."""
+    if model is not None and getattr(reply, "verdict", None) is not None and getattr(reply, "error", None) is None:
+        request.app.state.api_models.add(model)
 
 
 def _slot(request: Request, who: str, needed: bool) -> AbstractContextManager[None]:
-    """One of the caller's query slots for a request that runs SQL and waits on nothing else; none otherwise."""
-    return request.app.state.query_slots.hold(who) if needed else nullcontext()
+    """One of the caller's query slots for a request that runs SQL; else one of the model slots (it waits on a model)."""
+    return request.app.state.query_slots.hold(who) if needed else request.app.state.model_slots.hold(who)
 
 
 @router.post("/v1/verify")
 def verify(body: VerifyRequest, request: Request, who: Caller, log: Audit) -> dict[str, Any]:
     _allowed_model(body.model, request)
-    # Verifying offline runs the candidate (and with execute, the verdict's SQL): it holds a query slot like a raw query,
-    # so a caller sending runaway SQL to verify holds at most their share, and the others are served. A method that
-    # waits on an LLM holds none (the LLM client bounds its own calls).
-    with _slot(request, who, body.method == "offline"):
+    # Verifying without a model runs the candidate (the offline checks; a baseline such as preserve_all with execute runs
+    # it as it is): it holds a query slot like a raw query, so a caller sending runaway SQL to verify holds at most their
+    # share, and the others are served. With execute the verdict's SQL runs, whatever the method: a slot too. Only a
+    # method that waits on an LLM and runs nothing holds none (the LLM client bounds its own calls).
+    with _slot(request, who, not body.model or body.execute):
         reply = answer(body.question, db=body.db, sql=body.sql, method=body.method, verifier_model=body.model,
                        operating_point=body.operating_point, names_only=True, execute=body.execute, max_rows=body.max_rows,
                        audit=log, caller=who, interface="api")
+    _served(body.model, reply, request)
     out = reply.raise_for_error().verdict_dict()
     if body.execute:
         out["result"] = reply.result_dict()
@@ -190,6 +204,7 @@ def ask(body: AskRequest, request: Request, who: Caller, log: Audit) -> dict[str
     with _slot(request, who, not body.model):
         reply = answer(body.question, db=body.db, model=body.model or None, names_only=True, max_rows=1000, audit=log, caller=who,
                        interface="api-ask", penalty=body.penalty)
+    _served(body.model, reply, request)
     if reply.error is not None and reply.verdict is None:
         raise reply.error
     return reply.to_dict()

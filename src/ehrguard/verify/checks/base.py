@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 # that runs longer than this is itself worth a finding rather than a minute's wait.
 EXECUTION_TIMEOUT_S = 10.0
 EXECUTION_MAX_ROWS = 1000
+# Ids a check looks up one by one in the database: a question names a handful of patients or stays; a query that
+# compares thousands of ids (a pasted list) is checked on its first ones rather than with thousands of lookups.
+MAX_IDS_LOOKED_UP = 50
 
 
 @dataclass
@@ -56,6 +59,19 @@ class SqlContext:
             return self.db.db.execute(self.sql, timeout_s=EXECUTION_TIMEOUT_S, max_rows=EXECUTION_MAX_ROWS)
         except DatabaseError as exc:
             return exc
+
+    @cached_property
+    def _own_tables(self) -> dict[int, dict[str, str]]:
+        return {}
+
+    def own_tables(self, select: exp.Select) -> dict[str, str]:
+        """The tables a SELECT reads itself (not its subqueries'), alias or name -> name; read once per SELECT (a column
+        looked up in every condition of a long WHERE would otherwise walk the whole query each time)."""
+        key = id(select)
+        if key not in self._own_tables:
+            self._own_tables[key] = {t.alias_or_name.lower(): t.name.lower() for t in select.find_all(exp.Table)
+                                     if t.find_ancestor(exp.Select) is select}
+        return self._own_tables[key]
 
     def span_of(self, text: str) -> tuple[int, int] | None:
         i = self.sql.lower().find(text.lower())

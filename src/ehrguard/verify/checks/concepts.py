@@ -25,11 +25,9 @@ from ehrguard.verify.checks.base import (
     Edit,
     SqlContext,
     TreeEdit,
-    drop_conjunct,
     found,
     negated,
     stored_table,
-    top_condition,
 )
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with, literal_comparisons
@@ -247,14 +245,10 @@ def check_unasked_filter(ctx: SqlContext) -> CheckResult:
             continue  # a value that names a table (cost.event_type = 'prescriptions') is a kind of row: key_kind's question
         if any(_mentions(question, v) for v in values):
             continue  # the question names a category of this column: which one is the substitution check's question
-        # Repaired by dropping the condition where it is one of the WHERE's ANDed conditions: the question asks for
-        # every category of the column, which is what the query keeps without it.
-        condition = lit.parent if isinstance(lit.parent, exp.EQ) else None
-        certain = condition is not None and top_condition(condition, ctx.tree)
+        # Not repaired: dropping the condition was tried (session 25) and turned a right SCARE candidate wrong; a category
+        # the question does not name may still be one it means.
         return found(Finding("unasked_filter", "warning", f"The query keeps only {table}.{column} = '{lit.this}'; the question "
-                             "does not ask for that, so the other ones are left out.", ctx.span_of(f"'{lit.this}'"),
-                             "without that condition" if certain else None),
-                     edits=[TreeEdit(drop_conjunct, target=condition)] if certain and condition is not None else [])
+                             "does not ask for that, so the other ones are left out.", ctx.span_of(f"'{lit.this}'")))
     return NOTHING
 
 
@@ -269,6 +263,36 @@ def _mentions(question: str, value: str) -> bool:
         return True  # a short value said as it is ('iv', 'po')
     parts = value.lower().split()
     return len(parts) == 2 and bool(re.search(rf"\b{re.escape(parts[0][0])}\.\s*{re.escape(parts[1])}\b", question.lower()))
+
+
+# What a question says happened to a patient ("given", "administered", "received"), and the records' words for an event
+# that did not happen (general English negation and a medication record's usual statuses: 'Not Given', 'Held', 'Hold
+# Dose', 'Refused', 'Omitted', 'Cancelled').
+_HAPPENED = re.compile(r"\b(?:given|administered|received|receive|receiving|got|actually|infused)\b", re.IGNORECASE)
+_DID_NOT_HAPPEN = re.compile(r"^\s*(?:not\s|hold\b|held\b|refused\b|omitted\b|missed\b|cancell?ed\b)", re.IGNORECASE)
+
+
+def check_unhappened_events(ctx: SqlContext) -> CheckResult:
+    """The question asks what was given (administered, received) and the query reads a table whose category column
+    also records events that did not happen ('Not Given', 'Hold Dose'), without a condition on that column: it counts
+    them with the rest. Read from the data (the column's values); no repair: which statuses count as given ('Delayed
+    Administered', 'Partial Administered') is the user's to say."""
+    if not isinstance(ctx.tree, exp.Select) or not _HAPPENED.search(ctx.question):
+        return NOTHING
+    read = {c.name.lower() for c in ctx.tree.find_all(exp.Column)}
+    for name in dict.fromkeys(t.name for t in ctx.tree.find_all(exp.Table)):
+        info = ctx.db.schema.table(name)
+        if info is None:
+            continue
+        for col in info.columns:
+            if col.name.lower() in read or not re.search(r"char|text|string", col.type.lower()) or col.name.lower().endswith("id"):
+                continue
+            unhappened = [v for v in _categories(ctx, info.qualified_name, col.name) if _DID_NOT_HAPPEN.match(v)]
+            if unhappened:
+                shown = ", ".join(f"'{v}'" for v in unhappened[:3])
+                return found(Finding("unhappened_events", "warning", f"{name}.{col.name} also records events that did not happen "
+                                     f"({shown}); the query never reads it, so it counts them with the ones given."))
+    return NOTHING
 
 
 def _categories(ctx: SqlContext, table: str, column: str) -> list[str]:

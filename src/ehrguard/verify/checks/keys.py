@@ -29,7 +29,17 @@ from sqlglot import exp
 
 from ehrguard.db.lexicon import normal_form
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, add_condition, found, stored_table
+from ehrguard.verify.checks.base import (
+    MAX_IDS_LOOKED_UP,
+    NOTHING,
+    CheckResult,
+    Edit,
+    SqlContext,
+    TreeEdit,
+    add_condition,
+    found,
+    stored_table,
+)
 from ehrguard.verify.checks.concepts import named_values, supported
 from ehrguard.verify.checks.lab_items import lab_items
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
@@ -493,9 +503,7 @@ def table_of(ctx: SqlContext, column: exp.Column, tables: dict[str, str]) -> str
     if column.table:
         return tables.get(column.table.lower(), column.table.lower())
     select = column.find_ancestor(exp.Select)
-    own = {t.alias_or_name.lower(): t.name.lower() for t in select.find_all(exp.Table)
-           if t.find_ancestor(exp.Select) is select} if select is not None else {}
-    return owner_table(ctx, "", column.name.lower(), own)
+    return owner_table(ctx, "", column.name.lower(), ctx.own_tables(select) if select is not None else {})
 
 
 def holds_id(ctx: SqlContext, table: str, column: str, lit: exp.Literal) -> bool:
@@ -528,10 +536,9 @@ def check_id_kinds(ctx: SqlContext) -> CheckResult:
     tables, _ = aliases(ctx.tree)
     findings: list[Finding] = []
     edits: list[Edit] = []
-    for node in ctx.tree.find_all(exp.EQ):
-        col, lit = node.this, node.expression
-        if not (isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and col.name.lower() in ids):
-            continue
+    compared = [(node.this, node.expression) for node in ctx.tree.find_all(exp.EQ)
+                if isinstance(node.this, exp.Column) and isinstance(node.expression, exp.Literal) and node.this.name.lower() in ids]
+    for col, lit in compared[:MAX_IDS_LOOKED_UP]:
         name = col.name.lower()
         try:
             if holds_id(ctx, homes[name], name, lit):

@@ -10,7 +10,18 @@ from sqlglot import exp
 
 from ehrguard.db.values import Match
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, few_values, found, negated, quoted_names
+from ehrguard.verify.checks.base import (
+    MAX_IDS_LOOKED_UP,
+    NOTHING,
+    CheckResult,
+    Edit,
+    SqlContext,
+    TreeEdit,
+    few_values,
+    found,
+    negated,
+    quoted_names,
+)
 from ehrguard.verify.checks.schema_refs import aliases, all_columns, owner_table
 from ehrguard.verify.verdict import Finding
 
@@ -149,10 +160,10 @@ def check_patient_ids(ctx: SqlContext) -> CheckResult:
         return NOTHING
     patient_tables = {e.id_column: e.table for e in ctx.db.profile.entities if e.name == "patient"}
     findings = []
-    for node in ctx.tree.find_all(exp.EQ):
-        col, lit = node.this, node.expression
-        if not (isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and col.name.lower() in patient_tables):
-            continue
+    compared = [(node.this, node.expression) for node in ctx.tree.find_all(exp.EQ)
+                if isinstance(node.this, exp.Column) and isinstance(node.expression, exp.Literal)
+                and node.this.name.lower() in patient_tables]
+    for col, lit in compared[:MAX_IDS_LOOKED_UP]:
         table = patient_tables[col.name.lower()]
         if ctx.db.schema.table(table) is None:
             continue
