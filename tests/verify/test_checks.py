@@ -186,3 +186,18 @@ def test_long_sql_is_checked_in_time_and_past_the_budget_not_verified(ctx, monke
     from ehrguard.verify.offline.policy import blocking
 
     assert blocking(checked.findings)  # an answer whose checks did not run is never verified
+
+
+def test_a_word_the_records_split_into_several_values_is_not_one_nearest_value(mimic_iv_raw_db):
+    from ehrguard.db import open_database
+    from ehrguard.verify.methods import DatabaseContext
+    from ehrguard.verify.offline.policy import plain_reason
+
+    raw = DatabaseContext(open_database(mimic_iv_raw_db), "mimic_iv_raw", mimic_iv_raw_db)
+    checked = run_checks("How many Hispanic patients were admitted?",
+                         "SELECT COUNT(DISTINCT subject_id) FROM mimiciv_hosp.admissions WHERE race = 'Hispanic'", raw)
+    found = next(f for f in checked.findings if f.check == "unknown_value")
+    # the records write it four ways, the most frequent first; none is the nearest to guess
+    assert "the values holding it: 'HISPANIC/LATINO - CUBAN', 'HISPANIC/LATINO - SALVADORAN'" in found.message, found.message
+    assert found.suggestion is None
+    assert "they write it in several ways" in plain_reason(found)

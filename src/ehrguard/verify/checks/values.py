@@ -112,6 +112,11 @@ def check_values(ctx: SqlContext) -> CheckResult:
         if len(same) == 1 and (few_values(ctx, qualified, col.name) or _named_once(ctx, qualified, col.name, value)):
             best, clearly, stated = same[0], True, False
         clear = clearly and not stated
+        family = [] if clearly else _holding_word(ctx, qualified, col.name, value)  # only where no value is clearly meant
+        if len(family) > 1:  # 'Black': the records split it ('BLACK/AFRICAN AMERICAN', 'BLACK/CAPE VERDEAN', ...); no one nearest
+            message = f"{value!r} is not a value of {table}.{column}; the values holding it: " + ", ".join(repr(v) for v in family)
+            findings.append(Finding("unknown_value", "error", message, ctx.span_of(f"'{value}'")))
+            continue
         message = f"{value!r} is not a value of {table}.{column}" + (f"; nearest: {best.value!r}" if best else "")
         # Stated by the user and absent, with one clear nearest value: ask back, do not guess.
         ask = clearly and stated
@@ -121,6 +126,23 @@ def check_values(ctx: SqlContext) -> CheckResult:
         if clear and best:
             edits.append(TreeEdit(_replace_with(best.value), target=lit))
     return found(*findings, edits=edits)
+
+
+def _holding_word(ctx: SqlContext, table: str, column: str, value: str, most: int = 3) -> list[str]:
+    """The column's values that hold ``value`` as a word of their own (in any letter case), the most frequent first; at
+    most ``most`` of them, and none when more than 50 do (a plain word, not a family of names)."""
+    word = value.strip().lower()
+    if not re.fullmatch(r"[a-z][a-z -]{1,40}", word):
+        return []
+    source, name = quoted_names(ctx, table, column)
+    pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    try:
+        rows = ctx.db.db.execute(f"SELECT {name}, COUNT(*) FROM {source} WHERE LOWER({name}) LIKE {exp.Literal.string(pattern).sql()} "
+                                 f"ESCAPE '\\' GROUP BY {name} ORDER BY COUNT(*) DESC LIMIT 51", timeout_s=5).rows
+    except DatabaseError:
+        return []
+    whole = [str(r[0]) for r in rows if r[0] is not None and re.search(rf"(?<![a-z]){re.escape(word)}(?![a-z])", str(r[0]).lower())]
+    return whole[:most] if len(rows) <= 50 else []
 
 
 def _named_once(ctx: SqlContext, table: str, column: str, value: str) -> bool:

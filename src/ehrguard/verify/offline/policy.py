@@ -120,6 +120,10 @@ def plain_reason(f: Finding) -> str:
         value, table, column, nearest = m.groups()
         hint = f"; did you mean '{nearest}'?" if nearest else "."
         return f"'{value}' is not in the records ({table}.{column}){hint}"
+    m = re.match(r"'(.*)' is not a value of (\w+)\.(\w+); the values holding it: (.*)$", f.message)
+    if f.check == "unknown_value" and m:
+        value, table, column, family = m.groups()
+        return f"'{value}' is not in the records ({table}.{column}) as such; they write it in several ways ({family}): say which."
     m = re.match(r"No patient with (\w+) = (.*)\.$", f.message)
     if f.check == "unknown_patient" and m:
         return f"There is no patient {m.group(2)} in the records ({m.group(1)}), so the answer says nothing about such a patient."
