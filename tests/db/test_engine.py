@@ -413,6 +413,7 @@ def test_duckdb_keeps_the_servers_files_and_settings_to_itself(mimic_iv_raw_db: 
     for sql in ("SELECT name, value FROM duckdb_settings() WHERE value LIKE '%/%'", "SELECT current_setting('secret_directory')"):
         with pytest.raises(QueryRefusedError, match="settings are not readable"):
             db.execute(sql)
+    assert db.execute("SELECT 'see current_setting(x) in the docs'").rows  # named inside a text, nothing is read
     with pytest.raises(DatabaseError) as refused:
         db.execute("SELECT * FROM duckdb_secrets()")  # its error named the server's home folder
     assert str(Path.home()) not in str(refused.value) and "~/.duckdb" in str(refused.value)

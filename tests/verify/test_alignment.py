@@ -430,3 +430,24 @@ def test_an_order_to_show_a_list_in_is_not_an_end_of_it(ctx):
     # an end of the order asked for, or the number kept stated: the LIMIT is the answer
     for question in ("Which patient died most recently?", "List the 5 most recent deaths, newest first"):
         assert "limit_cuts_answer" not in findings(ctx, question, f"{dead} LIMIT 5")[1], question
+
+
+def test_what_the_list_current_and_condition_checks_leave_alone(ctx):
+    """An independent review's probes, each once a harmful repair or a false alarm."""
+    # a bare "as of now" anchors the question's time; it does not ask for stays still open
+    checked, found = findings(ctx, "As of now, how many patients have been admitted to the hospital?",
+                              "SELECT COUNT(DISTINCT subject_id) FROM admissions")
+    assert repair(checked) is None
+    # a list in an order with the number kept stated; an order asked for is kept when the LIMIT goes
+    labs = ("SELECT d_labitems.label FROM labevents JOIN d_labitems ON labevents.itemid = d_labitems.itemid "
+            "WHERE labevents.subject_id = 10004235 ORDER BY labevents.charttime LIMIT 10")
+    for question in ("List all lab tests of patient 10004235 sorted by time limited to 10.",
+                     "List all lab tests of patient 10004235 ordered by time and show only ten."):
+        assert "limit_cuts_answer" not in findings(ctx, question, labs)[1], question
+    checked, _ = findings(ctx, "List all drugs prescribed to patient 10004235 sorted by start time",
+                          "SELECT drug FROM prescriptions WHERE subject_id = 10004235 ORDER BY starttime LIMIT 5")
+    assert "ORDER BY" in (repair(checked) or "").upper() and "LIMIT" not in (repair(checked) or "LIMIT").upper()
+    # a condition named by its adjective and chosen by its codes is looked for
+    assert "missing_value_filter" not in findings(ctx, "how many diabetic patients were prescribed insulin?",
+                                                  "SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE drug LIKE '%insulin%' AND "
+                                                  "subject_id IN (SELECT subject_id FROM diagnoses_icd WHERE icd_code LIKE 'E11%')")[1]

@@ -262,3 +262,12 @@ def test_a_nadir_is_the_lowest_and_a_day_of_a_month_is_no_place(ctx):
     assert "missing_place" in checks_of(ctx, "what was the third heart rate of patient 10004720?",
                                         "SELECT valuenum FROM chartevents WHERE subject_id = 10004720 AND itemid = 220045 "
                                         "ORDER BY charttime LIMIT 1")
+
+
+def test_an_ordinal_visit_is_one_that_has_ended(ctx):
+    """"the initial hospital visit", "the 1st": EHRSQL reads a visit named by its place as one that has ended, so the
+    test of its end is not dropped (a review found it dropped: no rows became 'urgent')."""
+    for question in ("what was the admission type of patient 10004733 on the initial hospital visit?",
+                     "what was the admission type of patient 10004733 on the 1st hospital visit?"):
+        assert "unasked_ended" not in checks_of(ctx, question, "SELECT admission_type FROM admissions WHERE subject_id = 10004733 "
+                                                "AND dischtime IS NOT NULL ORDER BY admittime ASC LIMIT 1"), question

@@ -129,3 +129,25 @@ def test_a_duration_column_compared_with_a_span_in_another_unit(mimic_iv_raw_db)
     # a number column that is no duration (an id) has no unit to compare
     assert "wrong_span_unit" not in checks_of(raw, "ICU stays of more than 36 hours with an id over 36?",
                                               "SELECT COUNT(*) FROM mimiciv_icu.icustays WHERE stay_id > 36")
+
+
+def test_what_the_span_and_duration_checks_leave_alone(ctx, mimic_iv_raw_db):
+    """An independent review's probes, each once a harmful repair or a false alarm."""
+    from ehrguard.db import open_database
+    from ehrguard.verify.methods import DatabaseContext
+    from tests.verify.checking import checks_of
+
+    # the number is also a day's ordinal ("on day 6"); a span that moves a date the query writes (the end of a day)
+    assert "wrong_span_unit" not in checks_of(ctx, "Patients whose heart rate was above 100 for 6 hours on day 6 of their ICU stay?",
+                                              "SELECT COUNT(DISTINCT c.subject_id) FROM chartevents c JOIN icustays i ON c.stay_id = "
+                                              "i.stay_id WHERE c.itemid = 220045 AND c.valuenum > 100 AND c.charttime BETWEEN "
+                                              "datetime(i.intime, '+5 days') AND datetime(i.intime, '+6 days')")
+    assert "wrong_span_unit" not in checks_of(ctx, "Patients admitted from 2100-12-20 to 2100-12-26 with a lab within 1 hour of admission?",
+                                              "SELECT COUNT(DISTINCT a.subject_id) FROM admissions a JOIN labevents l ON a.hadm_id = "
+                                              "l.hadm_id WHERE l.charttime BETWEEN a.admittime AND datetime(a.admittime, '+1 hour') "
+                                              "AND a.admittime >= '2100-12-20' AND a.admittime < datetime('2100-12-26', '+1 day')")
+    # a value column with a unit column beside it keeps several units (procedureevents.value: min, hour, day)
+    raw = DatabaseContext(open_database(mimic_iv_raw_db), "mimic_iv_raw", mimic_iv_raw_db)
+    assert "wrong_span_unit" not in checks_of(raw, "How many plasma pheresis procedures lasted more than 2 hours?",
+                                              "SELECT COUNT(*) FROM mimiciv_icu.procedureevents p JOIN mimiciv_icu.d_items d ON "
+                                              "p.itemid = d.itemid WHERE d.label = 'Plasma Pheresis.' AND p.value > 2")

@@ -439,7 +439,7 @@ class DuckDBDatabase(_Engine):
             statements = conn.extract_statements(sql)
             if len(statements) != 1:
                 raise QueryRefusedError(f"Only one statement may run at a time; got {len(statements)}. Send them one by one.")
-            if _DUCKDB_SETTINGS.search(sql):  # the engine's configuration names files and folders of the server
+            if _DUCKDB_SETTINGS.search(re.sub(r"'(?:[^']|'')*'", "''", sql)):  # the engine's configuration names the server's files
                 raise QueryRefusedError("The engine's settings are not readable here; query the records.")
             if statements[0].type != duckdb.StatementType.SELECT:
                 raise ReadOnlyViolationError(f"Only SELECT queries may run here, not {statements[0].type.name}.")

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ehrguard import __version__, answer
 from ehrguard.audit import AuditLog
@@ -33,6 +33,15 @@ STATIC = Path(__file__).parent / "static"
 router = APIRouter()
 
 
+def _not_a_switch(value: object) -> object:
+    if isinstance(value, bool):  # JSON true would be read as 1 row
+        raise ValueError("a number of rows, not true or false")
+    return value
+
+
+RowCount = Annotated[int, BeforeValidator(_not_a_switch), Field(ge=1, le=10_000)]
+
+
 class VerifyRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt field is an error, not silently ignored
 
@@ -42,9 +51,9 @@ class VerifyRequest(BaseModel):
     method: str = "offline"
     model: str | None = None
     operating_point: str | None = None
-    execute: bool = Field(default=False, strict=True, description="Also run the verdict's SQL (preserve / correct) and return its rows in "
+    execute: bool = Field(default=False, description="Also run the verdict's SQL (preserve / correct) and return its rows in "
                           "`result`; the receipt then carries their fingerprint.")
-    max_rows: int = Field(default=1000, ge=1, le=10_000, strict=True)  # a number, not true or "5"
+    max_rows: RowCount = 1000
 
 
 class SqlRequest(BaseModel):
@@ -52,7 +61,7 @@ class SqlRequest(BaseModel):
 
     db: str
     sql: str = Field(max_length=MAX_SQL)
-    max_rows: int = Field(default=1000, ge=1, le=10_000, strict=True)  # a number, not true or "5"
+    max_rows: RowCount = 1000
 
 
 class AskRequest(BaseModel):

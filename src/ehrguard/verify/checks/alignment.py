@@ -473,11 +473,18 @@ def check_still_admitted(ctx: SqlContext) -> CheckResult:
                              ctx.span_of("is not null"), "IS NULL"), edits=[TreeEdit(_not_null_to_null, target=n) for n in negated])
     if _names_an_open_visit(ctx, discharge):
         return NOTHING  # "this admission" named by its id, and the records say it has not ended
-    open_stay = _open_stay_condition(ctx, discharge)
+    open_stay = _open_stay_condition(ctx, discharge) if _OPEN_STAY.search(question) else None
     return found(Finding("missing_current_filter", "warning",
                          "The question asks about patients still in hospital; the query does not require a stay without a discharge time.",
                          None, open_stay.sql(dialect=ctx.dialect) if open_stay is not None else None),
                  edits=[TreeEdit(add_condition(open_stay))] if open_stay is not None else [])
+
+
+# Words that say the stay is going on (not a bare "right now", which may only anchor the question's time): the only
+# wording the open-stay repair acts on.
+_OPEN_STAY = re.compile(r"\b(?:currently|still|presently|right now)\s+(?:\w+\s+){0,2}?(?:admitted|hospitali[sz]ed|in (?:the )?"
+                        r"(?:hospital|icu|unit|ward))\b|\bin (?:the )?(?:hospital|icu|unit|ward) (?:right now|currently|at present|"
+                        r"at the moment)\b|\bnot (?:yet )?(?:been )?discharged\b|\byet to be discharged\b", re.IGNORECASE)
 
 
 def _open_stay_condition(ctx: SqlContext, discharge: set[str]) -> exp.Expression | None:
@@ -697,7 +704,16 @@ def asks_plural(question: str) -> bool:
 # descending order"): an order of the list, not an end of it.
 _ORDER_INSTRUCTION = re.compile(r"\b(?:most recent|latest|newest|oldest|earliest|highest|lowest|largest|smallest|longest|"
                                 r"shortest|biggest)(?: [a-z]+){0,3} first\b|\b(?:in|by) (?:descending|ascending|chronological|"
-                                r"reverse chronological|alphabetical) order\b|\b(?:sorted|ordered) (?:by|from) [a-z ]{1,30}", re.IGNORECASE)
+                                r"reverse chronological|alphabetical) order\b"
+                                r"|\b(?:sorted|ordered) (?:by|from) (?:the )?[a-z]+(?: (?:time|date))?\b", re.IGNORECASE)
+
+
+def _says_number(question: str, n: int | None) -> bool:
+    """The question writes the number ``n`` (in digits or as a word)."""
+    if n is None:
+        return False
+    words = [str(n)] + ([NUMBER_WORDS[n - 1]] if 1 <= n <= len(NUMBER_WORDS) else [])
+    return any(re.search(rf"(?<![\w.]){w}(?!\w|\.\d)", question, re.IGNORECASE) for w in words)
 
 
 def check_limit(ctx: SqlContext) -> CheckResult:
@@ -720,10 +736,16 @@ def check_limit(ctx: SqlContext) -> CheckResult:
                      edits=[TreeEdit(_distinct_list if listed else _drop_limit)])
     if not _asks_all(ctx):
         return NOTHING
+    ordered_list = bool(_ORDER_INSTRUCTION.search(ctx.question))
+    if ordered_list and _says_number(ctx.question, _limit_number(ctx)):
+        return NOTHING  # "sorted by time, show only ten": the number the LIMIT keeps is asked for
     asked = question_ends(_ORDER_INSTRUCTION.sub(" ", masked_question(ctx)))
     if asked.time or asked.size or re.search(r"\b(?:top|first|last)\s+" + _NUMBER, ctx.question, re.IGNORECASE) \
             or _SIZE_WORDS.search(_ORDER_INSTRUCTION.sub(" ", ctx.question)):
         return NOTHING  # an end of an order is asked ("the oldest patients"): ties at that end are tied_end's question
+    if ordered_list:  # the order is asked for: only the limit goes (each-name-once would drop the ORDER BY)
+        return found(Finding("limit_cuts_answer", "error", "The query keeps only the first rows; the question asks for all of them, "
+                             "in an order.", ctx.span_of("limit"), "no LIMIT"), edits=[TreeEdit(_drop_limit)])
 
     if _names_repeat(ctx):
         # "list the diagnoses": each name once, as a list of names is read (the rows repeat a name per record)

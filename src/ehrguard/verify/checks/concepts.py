@@ -401,7 +401,9 @@ def check_stated_values(ctx: SqlContext) -> CheckResult:
     identifiers = _identifiers(ctx)
     columns = name_columns(ctx)
     nouns = condition_nouns(ctx.question)
-    named = named_values(ctx, columns, ctx.question if nouns == ctx.question.lower() else f"{ctx.question} ; {nouns}")
+    # a condition named by its adjective is looked for like its noun, unless the query reads diagnoses (by code, say)
+    diagnoses = any(re.search(r"diagnos|problem|condition", t.name, re.IGNORECASE) for t in ctx.tree.find_all(exp.Table))
+    named = named_values(ctx, columns, ctx.question if nouns == ctx.question.lower() or diagnoses else f"{ctx.question} ; {nouns}")
     for table, column in columns:
         for value in named[(table, column)]:
             words = [w for w in _words(value) if w not in _PLAIN]

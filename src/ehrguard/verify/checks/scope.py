@@ -309,7 +309,7 @@ def _visits_ordered(ctx: SqlContext, tree: exp.Select) -> list[Entity]:
 # What makes a visit's end part of the question: it ended, how long it was, how it ended, or its place among the
 # patient's visits (EHRSQL's convention reads "the last hospital visit" as the last one that ended).
 _ENDED_ASKED = re.compile(r"\b(?:discharg\w*|left|leav\w*|complet\w*|finish\w*|ended|ending|end|over|past|previous|prior|former|"
-                          r"first|last|latest|recent|earliest|second|third|final|los|length|long|duration|days|hours|stayed|died|"
+                          r"first|last|latest|recent|earliest|second|third|final|initial|newest|oldest|\d+(?:st|nd|rd|th)|los|length|long|duration|days|hours|stayed|died|"
                           r"death|dead|deaths|mortality|surviv\w*|expired|outcome|readmi\w*|closed|whole|entire|total|"
                           r"transferred|moved|returned|let go|released|sent home|went home|gone home)\b", re.IGNORECASE)
 # Words of a question about visits going on now: the test of an end is then another check's question (the current

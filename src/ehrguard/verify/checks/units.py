@@ -175,6 +175,24 @@ def _respan(unit: str) -> TreeEdit:
     return TreeEdit(apply)
 
 
+def _said_more_than_once(question: str, number: float) -> bool:
+    """The question writes the number more than once ("6 hours on day 6"): which one the query's span is, is unsure."""
+    return len([m for m in re.finditer(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", question) if float(m.group(0)) == number]) > 1
+
+
+def _added_to_a_date(node: exp.Expression) -> bool:
+    """The span moves a date the query writes itself (``datetime('2100-12-26', '+1 day')``, ``DATE '2150-01-01' +
+    INTERVAL 1 DAY``): the end of a day or a period, not the span the question states."""
+    holder = node.parent
+    if isinstance(node, exp.Literal) and isinstance(holder, exp.Anonymous | exp.Func):
+        first = holder.expressions[0] if getattr(holder, "expressions", None) else holder.args.get("this")
+        return isinstance(first, exp.Literal) and first.is_string or isinstance(first, exp.Cast | exp.TsOrDsToDate)
+    if isinstance(holder, exp.Add | exp.Sub):
+        other = holder.this if holder.expression is node else holder.expression
+        return isinstance(other, exp.Literal) and other.is_string or isinstance(other, exp.Cast) and isinstance(other.this, exp.Literal)
+    return False
+
+
 def check_span_unit(ctx: SqlContext) -> CheckResult:
     """The question states a span of time ("the first 24 hours") and the query writes the same number in another unit
     (``INTERVAL 24 DAY``): off by a factor of 24. Only a number the question states in one unit and never in the
@@ -185,7 +203,7 @@ def check_span_unit(ctx: SqlContext) -> CheckResult:
     findings, edits = [], []
     for number, unit, node in _written_spans(ctx.tree):
         units = stated.get(number, set())
-        if len(units) != 1 or unit in units:
+        if len(units) != 1 or unit in units or _said_more_than_once(ctx.question, number) or _added_to_a_date(node):
             continue
         asked = next(iter(units))
         findings.append(Finding("wrong_span_unit", "error", f"The query takes {number:g} {unit}s; the question says {number:g} "
@@ -278,7 +296,9 @@ def check_duration_column(ctx: SqlContext) -> CheckResult:
         if asked not in SECONDS:
             continue
         table = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
-        held = duration_unit(ctx, table, column.name) if table else None
+        if not table or _unit_column(ctx, table, column.name.lower()) is not None:
+            continue  # a unit column beside it: rows may differ in unit (procedureevents.value in min, hour or day)
+        held = duration_unit(ctx, table, column.name)
         if held is None or held == asked:
             continue
         value = (_number(number) or 0.0) * SECONDS[asked] / SECONDS[held]
