@@ -272,6 +272,11 @@ _HAPPENED = re.compile(r"\b(?:given|administered|received|receive|receiving|got|
 _DID_NOT_HAPPEN = re.compile(r"^\s*(?:not\s|hold\b|held\b|refused\b|omitted\b|missed\b|cancell?ed\b)", re.IGNORECASE)
 
 
+# A column that says what became of an event (its status, the event's own text, the action taken), by its name: not a
+# name column whose values may include a word of negation ('cancelled' among organisms: a culture with no result).
+_STATUS_COLUMN = re.compile(r"status|event|action|state", re.IGNORECASE)
+
+
 def check_unhappened_events(ctx: SqlContext) -> CheckResult:
     """The question asks what was given (administered, received) and the query reads a table whose category column
     also records events that did not happen ('Not Given', 'Hold Dose'), without a condition on that column: it counts
@@ -285,7 +290,8 @@ def check_unhappened_events(ctx: SqlContext) -> CheckResult:
         if info is None:
             continue
         for col in info.columns:
-            if col.name.lower() in read or not re.search(r"char|text|string", col.type.lower()) or col.name.lower().endswith("id"):
+            if col.name.lower() in read or not re.search(r"char|text|string", col.type.lower()) or col.name.lower().endswith("id") \
+                    or not _STATUS_COLUMN.search(col.name):
                 continue
             unhappened = [v for v in _categories(ctx, info.qualified_name, col.name) if _DID_NOT_HAPPEN.match(v)]
             if unhappened:
