@@ -10,9 +10,9 @@ llama-cpp-python is imported only when a local model is loaded.
 from ehrguard.llm.bench import measure
 from ehrguard.llm.cache import ResponseCache, cache_key
 from ehrguard.llm.client import LLM, CallLog, parse_model
-from ehrguard.llm.providers import resolve_gguf, scripted
+from ehrguard.llm.providers import resolve_gguf, scripted, scripted_ready
 from ehrguard.llm.types import Completion, GenerateConfig, Message
 from ehrguard.llm.usage import UsageTracker, load_prices
 
 __all__ = ["LLM", "CallLog", "Completion", "GenerateConfig", "Message", "ResponseCache", "UsageTracker", "cache_key",
-           "load_prices", "measure", "parse_model", "resolve_gguf", "scripted"]
+           "load_prices", "measure", "parse_model", "resolve_gguf", "scripted", "scripted_ready"]

@@ -150,7 +150,7 @@ def _allowed_model(model: str | None, request: Request) -> None:
                        "model (an endpoint the operator configured), or run `ehrguard verify --model local/...` on your machine.")
     provider, _, name = model.strip().partition("/")
     if provider.lower() == "scripted":
-        from ehrguard.llm.providers import scripted_ready
+        from ehrguard.llm import scripted_ready
 
         if not scripted_ready(name):  # a test's stand-in: only one a test in this process prepared answers anything
             raise ApiError(400, "model_not_allowed", f"{model!r} is a test provider with no replies prepared in this server; "
