@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from ehrguard import __version__, answer
+from ehrguard import Answer, __version__, answer
 from ehrguard.audit import AuditLog
 from ehrguard.config import setting
 from ehrguard.db import built_databases, named_database
@@ -164,10 +164,10 @@ def _allowed_model(model: str | None, request: Request) -> None:
                        "of them, or ask the operator to list the models it offers (EHRGUARD_API_MODELS).")
 
 
-def _served(model: str | None, reply: Any, request: Request) -> None:
+def _served(model: str | None, reply: Answer, request: Request) -> None:
     """Count a model name among those served once a request with it got a verdict: names that name no model (or a model
     that did not answer) do not use up the server's budget of names, which would lock every caller out."""
-    if model is not None and getattr(reply, "verdict", None) is not None and getattr(reply, "error", None) is None:
+    if model is not None and reply.verdict is not None and reply.error is None:
         request.app.state.api_models.add(model)
 
 
@@ -181,8 +181,8 @@ def verify(body: VerifyRequest, request: Request, who: Caller, log: Audit) -> di
     _allowed_model(body.model, request)
     # Verifying without a model runs the candidate (the offline checks; a baseline such as preserve_all with execute runs
     # it as it is): it holds a query slot like a raw query, so a caller sending runaway SQL to verify holds at most their
-    # share, and the others are served. With execute the verdict's SQL runs, whatever the method: a slot too. Only a
-    # method that waits on an LLM and runs nothing holds none (the LLM client bounds its own calls).
+    # share, and the others are served. With execute the verdict's SQL runs, whatever the method: a slot too. A method
+    # that waits on an LLM and runs nothing holds one of the model slots instead.
     with _slot(request, who, not body.model or body.execute):
         reply = answer(body.question, db=body.db, sql=body.sql, method=body.method, verifier_model=body.model,
                        operating_point=body.operating_point, names_only=True, execute=body.execute, max_rows=body.max_rows,

@@ -671,7 +671,7 @@ def _states_limit(ctx: SqlContext) -> bool:
     n = _limit_number(ctx)
     if n is None:
         return False
-    words = {str(n)} | ({NUMBER_WORDS[n - 1]} if 1 <= n <= len(NUMBER_WORDS) else set())
+    words = _written(n)
     time_unit = r"(?:years?|months?|weeks?|days?|hours?|minutes?|seconds?|times?)\b"
     return any(re.search(rf"\b(?:top|first|last|latest|earliest|most recent|highest|lowest)\s+{w}\b"
                          rf"|\b{w}\s+(?:of\s+(?:the\s+)?)?(?!{time_unit})(?:most|least|[a-z]+est|[a-z]+s)\b", ctx.question,
@@ -708,12 +708,14 @@ _ORDER_INSTRUCTION = re.compile(r"\b(?:most recent|latest|newest|oldest|earliest
                                 r"|\b(?:sorted|ordered) (?:by|from) (?:the )?[a-z]+(?: (?:time|date))?\b", re.IGNORECASE)
 
 
+def _written(n: int) -> list[str]:
+    """How a question may write the number ``n``: its digits, and its word where it has one ("ten")."""
+    return [str(n)] + ([NUMBER_WORDS[n - 1]] if 1 <= n <= len(NUMBER_WORDS) else [])
+
+
 def _says_number(question: str, n: int | None) -> bool:
     """The question writes the number ``n`` (in digits or as a word)."""
-    if n is None:
-        return False
-    words = [str(n)] + ([NUMBER_WORDS[n - 1]] if 1 <= n <= len(NUMBER_WORDS) else [])
-    return any(re.search(rf"(?<![\w.]){w}(?!\w|\.\d)", question, re.IGNORECASE) for w in words)
+    return n is not None and any(re.search(rf"(?<![\w.]){w}(?!\w|\.\d)", question, re.IGNORECASE) for w in _written(n))
 
 
 def check_limit(ctx: SqlContext) -> CheckResult:

@@ -7,7 +7,7 @@ parse tree and the execution result are computed once, on first use, and only re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -38,6 +38,7 @@ class SqlContext:
     question: str
     sql: str
     db: DatabaseContext
+    _own_tables: dict[int, dict[str, str]] = field(default_factory=dict, init=False, repr=False)  # id(SELECT) -> own_tables
 
     @cached_property
     def tree(self) -> exp.Expression | None:
@@ -59,10 +60,6 @@ class SqlContext:
             return self.db.db.execute(self.sql, timeout_s=EXECUTION_TIMEOUT_S, max_rows=EXECUTION_MAX_ROWS)
         except DatabaseError as exc:
             return exc
-
-    @cached_property
-    def _own_tables(self) -> dict[int, dict[str, str]]:
-        return {}
 
     def own_tables(self, select: exp.Select) -> dict[str, str]:
         """The tables a SELECT reads itself (not its subqueries'), alias or name -> name; read once per SELECT (a column
@@ -151,6 +148,15 @@ def add_condition(condition: exp.Expression) -> Callable[[exp.Expression], None]
             select.where(condition.copy(), copy=False)
 
     return apply
+
+
+def ids_compared(tree: exp.Expression, columns: Iterable[str]) -> list[tuple[exp.Column, exp.Literal]]:
+    """``column = value`` comparisons of the query on the id ``columns`` (lower case names): the first
+    :data:`MAX_IDS_LOOKED_UP` of them, the ones a check looks up one by one."""
+    names = set(columns)
+    return [(node.this, node.expression) for node in tree.find_all(exp.EQ)
+            if isinstance(node.this, exp.Column) and isinstance(node.expression, exp.Literal)
+            and node.this.name.lower() in names][:MAX_IDS_LOOKED_UP]
 
 
 def drop_conjunct(node: exp.Expression) -> None:

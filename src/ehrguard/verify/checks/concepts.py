@@ -19,16 +19,7 @@ from sqlglot import exp
 
 from ehrguard.db.lexicon import normal_form
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import (
-    NOTHING,
-    CheckResult,
-    Edit,
-    SqlContext,
-    TreeEdit,
-    found,
-    negated,
-    stored_table,
-)
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, negated, stored_table
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with, literal_comparisons
 from ehrguard.verify.offline.features import mask_values

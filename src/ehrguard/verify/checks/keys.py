@@ -29,17 +29,7 @@ from sqlglot import exp
 
 from ehrguard.db.lexicon import normal_form
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import (
-    MAX_IDS_LOOKED_UP,
-    NOTHING,
-    CheckResult,
-    Edit,
-    SqlContext,
-    TreeEdit,
-    add_condition,
-    found,
-    stored_table,
-)
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, add_condition, found, ids_compared, stored_table
 from ehrguard.verify.checks.concepts import named_values, supported
 from ehrguard.verify.checks.lab_items import lab_items
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
@@ -536,9 +526,7 @@ def check_id_kinds(ctx: SqlContext) -> CheckResult:
     tables, _ = aliases(ctx.tree)
     findings: list[Finding] = []
     edits: list[Edit] = []
-    compared = [(node.this, node.expression) for node in ctx.tree.find_all(exp.EQ)
-                if isinstance(node.this, exp.Column) and isinstance(node.expression, exp.Literal) and node.this.name.lower() in ids]
-    for col, lit in compared[:MAX_IDS_LOOKED_UP]:
+    for col, lit in ids_compared(ctx.tree, ids):
         name = col.name.lower()
         try:
             if holds_id(ctx, homes[name], name, lit):

@@ -20,6 +20,7 @@ from sqlglot import exp
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, found, quoted_names
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
+from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.verdict import Finding
 
 SECONDS = {"minute": 60, "hour": 3600, "day": 86400, "week": 604800}
@@ -159,8 +160,8 @@ def _written_spans(tree: exp.Expression) -> list[tuple[float, str, exp.Expressio
     return out
 
 
-def _respan(unit: str) -> TreeEdit:
-    """The span's unit rewritten as ``unit`` (its number kept); SQLite has no weeks: 7 days each."""
+def _respan(unit: str) -> Callable[[exp.Expression], None]:
+    """A tree edit: the span's unit rewritten as ``unit`` (its number kept); SQLite has no weeks: 7 days each."""
 
     def apply(node: exp.Expression) -> None:
         if isinstance(node, exp.Interval):
@@ -172,7 +173,7 @@ def _respan(unit: str) -> TreeEdit:
         amount, word = (number * 7, "day") if unit == "week" else (number, unit)
         node.replace(exp.Literal.string(f"{sign}{amount:g} {word}s"))
 
-    return TreeEdit(apply)
+    return apply
 
 
 def _said_more_than_once(question: str, number: float) -> bool:
@@ -208,8 +209,7 @@ def check_span_unit(ctx: SqlContext) -> CheckResult:
         asked = next(iter(units))
         findings.append(Finding("wrong_span_unit", "error", f"The query takes {number:g} {unit}s; the question says {number:g} "
                                 f"{asked}s.", None, f"{number:g} {asked}s"))
-        edit = _respan(asked)
-        edits.append(TreeEdit(edit.apply, target=node))
+        edits.append(TreeEdit(_respan(asked), target=node))
     return found(*findings, edits=edits)
 
 
@@ -241,7 +241,8 @@ def duration_unit(ctx: SqlContext, table: str, column: str) -> str | None:
                     rows = ctx.db.db.execute(sql, timeout_s=5).rows
                 except DatabaseError:
                     return None
-                unit = _unit_of_ratios([_seconds_between(r[0], r[1]) / float(r[2]) for r in rows if _seconds_between(r[0], r[1])])
+                spans = [(_seconds_between(r[0], r[1]), float(r[2])) for r in rows]
+                unit = _unit_of_ratios([seconds / value for seconds, value in spans if seconds])
                 if unit is not None and len(rows) >= 10:
                     return unit
         return None
@@ -267,13 +268,6 @@ def _unit_of_ratios(ratios: list[float]) -> str | None:
         if ratios and near >= 0.95 * len(ratios):
             return unit
     return None
-
-
-def _set_number(value: float) -> Callable[[exp.Expression], None]:
-    def apply(node: exp.Expression) -> None:
-        node.replace(exp.Literal.number(f"{value:g}"))
-
-    return apply
 
 
 def check_duration_column(ctx: SqlContext) -> CheckResult:
@@ -304,7 +298,7 @@ def check_duration_column(ctx: SqlContext) -> CheckResult:
         value = (_number(number) or 0.0) * SECONDS[asked] / SECONDS[held]
         findings.append(Finding("wrong_span_unit", "error", f"The records keep {table}.{column.name} in {held}s; the query compares "
                                 f"it with {number.sql()}, which the question says in {asked}s.", None, f"{value:g}"))
-        edits.append(TreeEdit(_set_number(value), target=number))
+        edits.append(TreeEdit(_replace_with(f"{value:g}", string=False), target=number))
     return found(*findings, edits=edits)
 
 

@@ -11,7 +11,6 @@ from sqlglot import exp
 from ehrguard.db.values import Match
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import (
-    MAX_IDS_LOOKED_UP,
     NOTHING,
     CheckResult,
     Edit,
@@ -19,6 +18,7 @@ from ehrguard.verify.checks.base import (
     TreeEdit,
     few_values,
     found,
+    ids_compared,
     negated,
     quoted_names,
 )
@@ -135,23 +135,27 @@ def _holding_word(ctx: SqlContext, table: str, column: str, value: str, most: in
     if not re.fullmatch(r"[a-z][a-z -]{1,40}", word):
         return []
     source, name = quoted_names(ctx, table, column)
-    pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     try:
-        rows = ctx.db.db.execute(f"SELECT {name}, COUNT(*) FROM {source} WHERE LOWER({name}) LIKE {exp.Literal.string(pattern).sql()} "
-                                 f"ESCAPE '\\' GROUP BY {name} ORDER BY COUNT(*) DESC LIMIT 51", timeout_s=5).rows
+        rows = ctx.db.db.execute(f"SELECT {name}, COUNT(*) FROM {source} WHERE LOWER({name}) {_contains(word)} GROUP BY {name} "
+                                 "ORDER BY COUNT(*) DESC LIMIT 51", timeout_s=5).rows
     except DatabaseError:
         return []
     whole = [str(r[0]) for r in rows if r[0] is not None and re.search(rf"(?<![a-z]){re.escape(word)}(?![a-z])", str(r[0]).lower())]
     return whole[:most] if len(rows) <= 50 else []
 
 
+def _contains(text: str) -> str:
+    """``LIKE '%text%' ESCAPE '\\'`` with the text's own wildcards and backslashes taken literally."""
+    pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    return f"LIKE {exp.Literal.string(pattern).sql()} ESCAPE '\\'"
+
+
 def _named_once(ctx: SqlContext, table: str, column: str, value: str) -> bool:
     """The column holds exactly one value that contains ``value`` in any letter case (asked of the data)."""
     source, name = quoted_names(ctx, table, column)
-    pattern = "%" + value.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     try:
-        rows = ctx.db.db.execute(f"SELECT COUNT(DISTINCT {name}) FROM {source} WHERE LOWER({name}) LIKE "
-                                 f"{exp.Literal.string(pattern).sql()} ESCAPE '\\'", timeout_s=5).rows
+        rows = ctx.db.db.execute(f"SELECT COUNT(DISTINCT {name}) FROM {source} WHERE LOWER({name}) {_contains(value.lower())}",
+                                 timeout_s=5).rows
     except DatabaseError:
         return False
     return bool(rows) and rows[0][0] == 1
@@ -182,10 +186,7 @@ def check_patient_ids(ctx: SqlContext) -> CheckResult:
         return NOTHING
     patient_tables = {e.id_column: e.table for e in ctx.db.profile.entities if e.name == "patient"}
     findings = []
-    compared = [(node.this, node.expression) for node in ctx.tree.find_all(exp.EQ)
-                if isinstance(node.this, exp.Column) and isinstance(node.expression, exp.Literal)
-                and node.this.name.lower() in patient_tables]
-    for col, lit in compared[:MAX_IDS_LOOKED_UP]:
+    for col, lit in ids_compared(ctx.tree, patient_tables):
         table = patient_tables[col.name.lower()]
         if ctx.db.schema.table(table) is None:
             continue
