@@ -451,3 +451,10 @@ def test_what_the_list_current_and_condition_checks_leave_alone(ctx):
     assert "missing_value_filter" not in findings(ctx, "how many diabetic patients were prescribed insulin?",
                                                   "SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE drug LIKE '%insulin%' AND "
                                                   "subject_id IN (SELECT subject_id FROM diagnoses_icd WHERE icd_code LIKE 'E11%')")[1]
+
+
+def test_a_query_taking_both_ends_is_named_so_the_same_in_every_process(ctx):
+    # MIN and MAX where the question asks for the latest: the message named either end, by the process's string hashing
+    _, found = findings(ctx, "What was the latest heart rate of patient 10000032?",
+                        f"SELECT MIN(valuenum), MAX(valuenum) FROM chartevents WHERE {HR}")
+    assert found["wrong_order_kind"].message.startswith("The query takes the lowest and the highest value;")

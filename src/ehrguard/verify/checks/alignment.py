@@ -170,6 +170,12 @@ def _ends_used(nodes: list[tuple[exp.Expression, str, str]]) -> dict[str, set[st
     return {"time": {end for _, fam, end in nodes if fam == "time"}, "size": {end for _, fam, end in nodes if fam == "size"}}
 
 
+def _ends_taken(ends: set[str]) -> str:
+    """The ends of an order a query takes, in words and in a fixed order ("the lowest and the highest": a query with
+    MIN and MAX; one picked from the set named either, depending on the process's string hashing)."""
+    return " and ".join(_WORDS[e] for e in sorted(ends, key=list(_WORDS).index))
+
+
 def _opposite_only(wanted: frozenset[str], used: set[str]) -> bool:
     """The question names one end and the query takes only the other."""
     return len(wanted) == 1 and bool(used) and not wanted & used
@@ -199,23 +205,22 @@ def check_direction(ctx: SqlContext) -> CheckResult:
         edits.extend(TreeEdit(_flip, target=node) for node, fam, _ in nodes if fam == family)
     if not findings:
         if asked.time and not asked.size and used["size"] and not used["time"]:
-            end = next(iter(used["size"]))
+            end = _ends_taken(used["size"])
             certain = len(asked.time) == 1 and not _SIZE_WORDS.search(ctx.question)
             time = _only_time_column(ctx, nodes) if certain else None
             extreme = _extreme_as_order(ctx, nodes) if certain and time is None and not VISIT_BY_PLACE.search(ctx.question) \
                 and not _EXTREME_WORDS.search(ctx.question) else None
             shown = f"ORDER BY {time[1].sql()}" if time else (f"ORDER BY {extreme[1].sql()} LIMIT 1" if extreme else None)
             findings.append(Finding("wrong_order_kind", "error",
-                                    f"The query takes {_WORDS[end]} value; the question asks for {_WORDS[min(asked.time)]} in time.",
+                                    f"The query takes {end} value; the question asks for {_WORDS[min(asked.time)]} in time.",
                                     None, shown))
             if time is not None:
                 edits.append(TreeEdit(_order_by_time(time[1], late=asked.time == {"late"}), target=time[0]))
             elif extreme is not None:
                 edits.append(TreeEdit(_first_by_time(extreme[0], extreme[1], late=asked.time == {"late"}), target=ctx.tree))
         elif asked.size and not asked.time and used["time"] and not used["size"]:
-            end = next(iter(used["time"]))
-            findings.append(Finding("wrong_order_kind", "error",
-                                    f"The query takes {_WORDS[end]} in time; the question asks for {_WORDS[min(asked.size)]} value."))
+            findings.append(Finding("wrong_order_kind", "error", f"The query takes {_ends_taken(used['time'])} in time; the question "
+                                    f"asks for {_WORDS[min(asked.size)]} value."))
     return found(*findings, edits=edits)
 
 
