@@ -96,6 +96,20 @@ def _entities(*triples: tuple[EntityName, str, str]) -> tuple[Entity, ...]:
     return tuple(Entity(*t) for t in triples)
 
 
+def _mimic_code_values(hosp: str, icu: str) -> tuple[str, ...]:
+    """The value columns of MIMIC-IV in its module layout (mimic-code's schemas, BigQuery's datasets): the names the
+    EHRSQL schema's profile indexes, where they sit there, and what that schema lacks (race; the medications of the
+    eMAR and the pharmacy)."""
+    return (f"{hosp}.d_labitems.label", f"{icu}.d_items.label", f"{hosp}.d_icd_diagnoses.long_title",
+            f"{hosp}.d_icd_procedures.long_title", f"{hosp}.prescriptions.drug", f"{hosp}.prescriptions.route",
+            f"{hosp}.emar.medication", f"{hosp}.pharmacy.medication", f"{hosp}.microbiologyevents.spec_type_desc",
+            f"{hosp}.microbiologyevents.test_name", f"{hosp}.microbiologyevents.org_name", f"{hosp}.admissions.admission_type",
+            f"{hosp}.admissions.admission_location", f"{hosp}.admissions.discharge_location", f"{hosp}.admissions.insurance",
+            f"{hosp}.admissions.language", f"{hosp}.admissions.marital_status", f"{hosp}.admissions.race",
+            f"{hosp}.patients.gender", f"{icu}.icustays.first_careunit", f"{icu}.icustays.last_careunit",
+            f"{hosp}.transfers.careunit", f"{hosp}.transfers.eventtype")
+
+
 PROFILES: dict[str, DatabaseProfile] = {
     p.db_id: p
     for p in (
@@ -140,7 +154,7 @@ PROFILES: dict[str, DatabaseProfile] = {
             "mimic_iv_raw", "MIMIC-IV in its module layout (DuckDB: mimiciv_hosp, mimiciv_icu, mimiciv_derived)", "duckdb", None,
             _entities(("patient", "mimiciv_hosp.patients", "subject_id"), ("admission", "mimiciv_hosp.admissions", "hadm_id"),
                       ("stay", "mimiciv_icu.icustays", "stay_id")),
-            person_ids=("subject_id",),
+            person_ids=("subject_id",), value_columns=_mimic_code_values("mimiciv_hosp", "mimiciv_icu"),
             file_name="mimic_iv_raw.duckdb", source_folder="mimic-iv-demo-2.2", builder="mimic_iv_raw", calibration="mimic_code",
         ),
         DatabaseProfile(
@@ -148,14 +162,17 @@ PROFILES: dict[str, DatabaseProfile] = {
             "postgres", None,
             _entities(("patient", "mimiciv_hosp.patients", "subject_id"), ("admission", "mimiciv_hosp.admissions", "hadm_id"),
                       ("stay", "mimiciv_icu.icustays", "stay_id")),
-            person_ids=("subject_id",), source_folder="mimic-iv-demo-2.2", builder="mimic_iv_raw", calibration="mimic_code",
+            person_ids=("subject_id",), value_columns=_mimic_code_values("mimiciv_hosp", "mimiciv_icu"),
+            source_folder="mimic-iv-demo-2.2", builder="mimic_iv_raw", calibration="mimic_code",
         ),
         DatabaseProfile(
             "mimic_iv_bigquery", "MIMIC-IV 3.1 on BigQuery (physionet-data.mimiciv_3_1_hosp, mimiciv_3_1_icu)", "bigquery", None,
             _entities(("patient", "physionet-data.mimiciv_3_1_hosp.patients", "subject_id"),
                       ("admission", "physionet-data.mimiciv_3_1_hosp.admissions", "hadm_id"),
                       ("stay", "physionet-data.mimiciv_3_1_icu.icustays", "stay_id")),
-            person_ids=("subject_id",), calibration="mimic_code",
+            person_ids=("subject_id",),
+            value_columns=_mimic_code_values("physionet-data.mimiciv_3_1_hosp", "physionet-data.mimiciv_3_1_icu"),
+            calibration="mimic_code",
         ),
     )
 }

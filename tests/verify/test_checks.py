@@ -201,3 +201,52 @@ def test_a_word_the_records_split_into_several_values_is_not_one_nearest_value(m
     assert "the values holding it: 'HISPANIC/LATINO - CUBAN', 'HISPANIC/LATINO - SALVADORAN'" in found.message, found.message
     assert found.suggestion is None
     assert "they write it in several ways" in plain_reason(found)
+
+
+def test_the_module_layout_checks_the_names_a_question_states(mimic_iv_raw_db):
+    """On MIMIC-IV in its module layout (mimic-code's schemas) the profile indexes the same kinds of names as on the
+    EHRSQL schema: a drug or a diagnosis the question names and the query never looks for keeps the answer from being
+    verified; a diagnosis looked for by its codes (a prefix, a list, a cut of the code) is looked for."""
+    from ehrguard import verify
+
+    dropped = verify("How many patients received heparin?", "SELECT COUNT(*) FROM mimiciv_hosp.patients", db=mimic_iv_raw_db)
+    assert "missing_value_filter" in {f.check for f in dropped.findings} and dropped.status != "verified"
+    assert "heparin" in dropped.reason.lower()
+    for by_code in ("icd_code LIKE 'A41%' OR icd_code IN ('99591', '99592')", "SUBSTR(icd_code, 1, 3) = 'A41'",
+                    "icd_code IN ('995.91', '995.92')"):
+        kept = verify("How many patients with sepsis were there?",
+                      f"SELECT COUNT(DISTINCT subject_id) FROM mimiciv_hosp.diagnoses_icd WHERE {by_code}", db=mimic_iv_raw_db)
+        assert "missing_value_filter" not in {f.check for f in kept.findings}, by_code
+    other = verify("How many patients with sepsis were there?",
+                   "SELECT COUNT(DISTINCT subject_id) FROM mimiciv_hosp.diagnoses_icd WHERE icd_code LIKE 'I50%'",
+                   db=mimic_iv_raw_db)
+    assert "missing_value_filter" in {f.check for f in other.findings} and other.status != "verified"
+    # one finding per value, naming every column that holds it
+    both = verify("How many patients with sepsis received heparin?", "SELECT COUNT(*) FROM mimiciv_hosp.patients",
+                  db=mimic_iv_raw_db)
+    named = [f.message for f in both.findings if f.check == "missing_value_filter"]
+    assert len(named) == 2 and "mimiciv_hosp.prescriptions.drug" in named[0] + named[1]
+
+
+def test_a_name_the_query_reads_another_way_is_looked_for(mimic_iv_raw_db):
+    """Items named by their numbers in a table of definitions, a condition named for a measure out of its range when
+    the query reads the measure, a readmission (another admission, which the schema models): none is a dropped value."""
+    from ehrguard.verify.api import database_context
+
+    ctx = database_context(mimic_iv_raw_db)
+
+    def dropped(question: str, sql: str) -> bool:
+        return "missing_value_filter" in {f.check for f in run_checks(question, sql, ctx).findings}
+
+    definitions = ("WITH defs AS (SELECT 50971 AS itemid UNION ALL SELECT 50983) SELECT COUNT(DISTINCT l.subject_id) "
+                   "FROM mimiciv_hosp.labevents l JOIN defs d ON l.itemid = d.itemid WHERE l.valuenum > 5")
+    assert not dropped("How many patients had a potassium or a sodium measured?", definitions)
+    assert dropped("How many patients had a potassium or a creatinine measured?", definitions)  # 50912 is not there
+    pressure = ("SELECT COUNT(DISTINCT c.subject_id) FROM mimiciv_icu.chartevents c JOIN mimiciv_icu.d_items d "
+                "ON c.itemid = d.itemid WHERE d.label = 'Arterial Blood Pressure mean' AND c.valuenum < 65")
+    assert not dropped("How many ICU patients had hypotension?", pressure)
+    assert dropped("How many ICU patients had hypothermia?", pressure)
+    readmitted = ("SELECT COUNT(DISTINCT a.subject_id) FROM mimiciv_hosp.admissions a JOIN mimiciv_hosp.admissions b "
+                  "ON a.subject_id = b.subject_id AND b.admittime > a.dischtime")
+    assert not dropped("How many patients had a readmission?", readmitted)
+

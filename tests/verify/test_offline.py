@@ -201,11 +201,28 @@ def test_warm_up_loads_each_database_once_and_reports_one_that_cannot_be_read(mi
     ("How many patients were diagnosed with severe sepsis?", ()),
     ("How many patients had low back pain or unstable angina?", ()),
     ("How many patients had an elevated white blood cell count?", ("elevated",)),
+    # a laboratory's critical values are a term of art whatever noun follows; a critical potassium is a grade
+    ("What was the critical lab rate among female patients admitted in 2150?", ()),
+    ("How many critical laboratory results did patient 10004235 have?", ()),
+    ("How many patients had a critical potassium in 2150?", ("critical",)),
 ])
 def test_vague_expressions_are_the_grammars_classes_outside_fixed_phrases(question, vague):
     from ehrguard.verify.offline.features import question_cues
 
     assert question_cues(question).vague == vague
+
+
+def test_the_question_model_reads_clinical_names_with_a_degree_word_as_names(mimic_iv_db):
+    """"critical lab", "critically ill", "high-flow", "severe sepsis": the models learnt "critical", "high" and "severe"
+    as vague words, so these names reach them masked, as the names the query looks for do."""
+    from ehrguard.verify.offline.features import mask_terms_of_art
+
+    assert (mask_terms_of_art("Critically ill patients on HIGH\u2011FLOW oxygen with severe sepsis: critical lab rates?")
+            == "X patients on X oxygen with X: X rates?")
+    assert mask_terms_of_art("How many patients had high potassium?") == "How many patients had high potassium?"
+    verdict = v("What was the critical lab rate among female patients admitted in 2150?", "SELECT COUNT(*) FROM patients",
+                mimic_iv_db)
+    assert verdict.action != "ambiguous" and "critical" not in verdict.reason
 
 
 def test_kinds_of_record_schemas_often_lack_are_fhirs_and_the_rule_reads_only_the_first_clause():

@@ -46,11 +46,21 @@ def safe_calls(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def printf_formats(tree: exp.Expression) -> exp.Expression:
+    """BigQuery's ``FORMAT('%.1f%%', x)`` is printf-style; DuckDB's ``FORMAT`` reads ``{}`` (it returned the template
+    untouched) and its ``PRINTF`` reads BigQuery's."""
+    for node in list(tree.find_all(exp.Format)):
+        node.replace(exp.Anonymous(this="PRINTF", expressions=[node.this, *node.expressions]))
+    return tree
+
+
 def _struct_unnests(tree: exp.Expression) -> list[tuple[exp.Unnest, exp.Array]]:
     """``FROM t, UNNEST([STRUCT(...), ...])`` without an alias: each such UNNEST with its array of structs."""
     found = []
     for node in list(tree.find_all(exp.Unnest)):
-        if not isinstance(node.parent, (exp.From, exp.Join)) or node.args.get("alias") is not None:
+        alias = node.args.get("alias")
+        # BigQuery names the struct itself ("UNNEST([...]) AS m", then m.field): sqlglot holds that name as a column alias
+        if not isinstance(node.parent, (exp.From, exp.Join)) or alias is not None and (alias.this or len(alias.columns) != 1):
             continue
         arrays = node.expressions
         if len(arrays) == 1 and isinstance(arrays[0], exp.Array) and all(isinstance(e, exp.Struct) for e in arrays[0].expressions):
@@ -60,6 +70,8 @@ def _struct_unnests(tree: exp.Expression) -> list[tuple[exp.Unnest, exp.Array]]:
 
 def unnest_structs(tree: exp.Expression) -> exp.Expression:
     for node, array in _struct_unnests(tree):
+        if node.args.get("alias") is not None:
+            continue  # DuckDB reads BigQuery's named struct as it is
         sub = sqlglot.parse_one(f"SELECT * FROM (SELECT UNNEST({array.sql(dialect='duckdb')}, recursive := true))", read="duckdb")
         node.replace(sub.args["from_"].this if "from_" in sub.args else sub.args["from"].this)
     return tree
@@ -86,7 +98,9 @@ def values_structs(tree: exp.Expression) -> exp.Expression:
             continue
         rows = [exp.Tuple(expressions=[_field_value(f) for f in st.expressions])
                 for st in structs]
-        alias = exp.TableAlias(this=exp.to_identifier("_struct"), columns=[exp.to_identifier(n) for n in names])
+        named = node.args.get("alias")
+        alias = exp.TableAlias(this=exp.to_identifier(named.columns[0].name if named is not None else "_struct"),
+                               columns=[exp.to_identifier(n) for n in names])
         values = exp.Values(expressions=rows)
         # LATERAL: the fields may name columns of the tables before it, as BigQuery's correlated UNNEST does
         node.replace(exp.Lateral(this=exp.Subquery(this=values), view=False, outer=False, alias=alias)
@@ -178,9 +192,162 @@ def having_aliases(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-RULES: tuple[Callable[[exp.Expression], exp.Expression], ...] = (local_tables, safe_calls, unnest_structs)
+def _union_branches(node: exp.Expression) -> list[exp.Select]:
+    if isinstance(node, exp.Union):
+        return _union_branches(node.this) + _union_branches(node.expression)
+    if isinstance(node, exp.Subquery):
+        return _union_branches(node.this)
+    return [node] if isinstance(node, exp.Select) else []
+
+
+def typed_union_nulls(tree: exp.Expression) -> exp.Expression:
+    """A bare ``NULL`` in one branch of a UNION and a number in another: BigQuery types the column from every branch,
+    PostgreSQL takes the NULL as text ("UNION types text and numeric cannot be matched"). The NULL is cast to the type
+    the other branches' literals give the column."""
+    for union in list(tree.find_all(exp.Union)):
+        if isinstance(union.parent, exp.Union):
+            continue  # the outermost union of a chain reads every branch
+        branches = _union_branches(union)
+        if len(branches) < 2 or len({len(b.expressions) for b in branches}) != 1:
+            continue
+        for i in range(len(branches[0].expressions)):
+            cells = [b.expressions[i].unalias() for b in branches]
+            numbers = [c for c in cells if isinstance(c, exp.Literal) and not c.is_string]
+            texts = [c for c in cells if isinstance(c, exp.Literal) and c.is_string]
+            if bool(numbers) == bool(texts):
+                continue
+            kind = "DOUBLE PRECISION" if numbers else "TEXT"
+            for branch in branches:
+                cell = branch.expressions[i]
+                null = cell.this if isinstance(cell, exp.Alias) else cell
+                if isinstance(null, exp.Null):
+                    null.replace(exp.cast(exp.Null(), kind))
+    return tree
+
+
+def window_percentiles(tree: exp.Expression) -> exp.Expression:
+    """``PERCENTILE_CONT(x, p) OVER (PARTITION BY g)``: PostgreSQL has no window form of its ordered-set aggregates.
+    The partition's values, sorted, come from a plain window aggregate (``ARRAY_AGG`` over the partition ordered by
+    ``x``, the whole partition as its frame, NULLs removed), and the percentile is read from that array as
+    ``PERCENTILE_CONT`` reads it (interpolated between the two nearest ranks) or ``PERCENTILE_DISC`` (the first value
+    whose cumulative share reaches p)."""
+    for window in list(tree.find_all(exp.Window)):
+        func = window.this
+        if not isinstance(func, (exp.PercentileCont, exp.PercentileDisc)) or window.args.get("order") is not None:
+            continue
+        value, fraction = func.this, func.expression
+        if not isinstance(fraction, exp.Literal) or fraction.is_string:
+            raise QueryExecutionError("Cannot transpile to PostgreSQL: a windowed percentile needs a literal fraction.")
+        partition = ", ".join(e.sql(dialect="postgres") for e in window.args.get("partition_by") or [])
+        over = f"OVER ({'PARTITION BY ' + partition + ' ' if partition else ''}ORDER BY {value.sql(dialect='postgres')} " \
+               "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
+        values = f"ARRAY_REMOVE(ARRAY_AGG(CAST({value.sql(dialect='postgres')} AS DOUBLE PRECISION)) {over}, NULL)"
+        p = float(fraction.this)
+        if isinstance(func, exp.PercentileDisc):
+            text = f"({values})[GREATEST(CAST(CEIL({p!r} * CARDINALITY({values})) AS INT), 1)]"
+        else:
+            rank = f"(1 + {p!r} * (CARDINALITY({values}) - 1))"
+            low, high = f"({values})[CAST(FLOOR({rank}) AS INT)]", f"({values})[CAST(CEIL({rank}) AS INT)]"
+            text = f"({low} + ({rank} - FLOOR({rank})) * ({high} - {low}))"
+        window.replace(sqlglot.parse_one(text, read="postgres"))
+    return tree
+
+
+def regexp_extracts(tree: exp.Expression) -> exp.Expression:
+    """``REGEXP_EXTRACT(s, re)`` (the capture group, else the whole match) -> ``(REGEXP_MATCH(s, re))[1]``, which reads
+    the same; a position or an occurrence has no PostgreSQL counterpart."""
+    for node in list(tree.find_all(exp.RegexpExtract)):
+        if node.args.get("position") is not None or node.args.get("occurrence") is not None:
+            raise QueryExecutionError("Cannot transpile to PostgreSQL: REGEXP_EXTRACT with a position or an occurrence.")
+        text, pattern = node.this.sql(dialect="postgres"), node.expression.sql(dialect="postgres")
+        node.replace(sqlglot.parse_one(f"(REGEXP_MATCH({text}, {pattern}))[1]", read="postgres"))
+    return tree
+
+
+def split_parts(tree: exp.Expression) -> exp.Expression:
+    """``SPLIT(s, sep)`` -> ``STRING_TO_ARRAY(s, sep)``; an element of it, ``SPLIT(s, sep)[OFFSET(0)]``, is read from the
+    parenthesised call (PostgreSQL indexes only a parenthesised function result)."""
+    for node in list(tree.find_all(exp.Split)):
+        call = exp.Anonymous(this="STRING_TO_ARRAY", expressions=[node.this, node.expression])
+        node.replace(exp.Paren(this=call) if isinstance(node.parent, exp.Bracket) and node.parent.this is node else call)
+    return tree
+
+
+def struct_objects(tree: exp.Expression) -> exp.Expression:
+    """A ``STRUCT(a, b AS name)`` left as a value (an element of ``ARRAY_AGG``, a column) -> ``JSON_BUILD_OBJECT('a',
+    a, 'name', b)``: its fields by name, as BigQuery returns them."""
+    for node in list(tree.find_all(exp.Struct)):
+        args: list[exp.Expression] = []
+        for field in node.expressions:
+            name = field.this.name if isinstance(field, exp.PropertyEQ) else field.alias_or_name
+            if not name:
+                raise QueryExecutionError("Cannot transpile to PostgreSQL: a STRUCT field without a name.")
+            args += [exp.Literal.string(name), _field_value(field)]
+        node.replace(exp.Anonymous(this="JSON_BUILD_OBJECT", expressions=args))
+    return tree
+
+
+def datetime_truncs(tree: exp.Expression) -> exp.Expression:
+    """``DATETIME_TRUNC(t, HOUR)`` -> ``DATE_TRUNC('HOUR', t)`` (sqlglot writes the TIMESTAMP form, not this one)."""
+    for node in list(tree.find_all(exp.DatetimeTrunc)):
+        unit = node.args.get("unit")
+        if not isinstance(unit, exp.Var):
+            raise QueryExecutionError("Cannot transpile to PostgreSQL: DATETIME_TRUNC to a week that starts on a given day.")
+        node.replace(exp.TimestampTrunc(this=node.this, unit=exp.var(unit.name.upper())))
+    return tree
+
+
+def any_values(tree: exp.Expression) -> exp.Expression:
+    """``ANY_VALUE(x)`` (PostgreSQL 16 and later) -> ``MIN(x)``: a value of the group, as ANY_VALUE promises."""
+    for node in list(tree.find_all(exp.AnyValue)):
+        node.replace(exp.Min(this=node.this))
+    return tree
+
+
+_FORMAT_SPEC = re.compile(r"%(?:(%)|(-?\d*)(?:\.(\d+))?([dfsi]))")
+
+
+def format_calls(tree: exp.Expression) -> exp.Expression:
+    """BigQuery's printf-style ``FORMAT('%.1f%%', x)`` -> text joined with ``||``: a number with d decimals is
+    ``ROUND(x, d)`` as text (``TO_CHAR`` would pad), ``%d`` the whole number, ``%s`` the text; other specifiers (width,
+    thousands separators) have no plain counterpart and are refused."""
+    for node in list(tree.find_all(exp.Format)):
+        template = node.this
+        if not (isinstance(template, exp.Literal) and template.is_string):
+            raise QueryExecutionError("Cannot transpile to PostgreSQL: FORMAT with a computed format string.")
+        args, last = list(node.expressions), 0
+        parts: list[exp.Expression] = []
+        for m in _FORMAT_SPEC.finditer(template.this):
+            if m.start() > last:
+                parts.append(exp.Literal.string(template.this[last:m.start()]))
+            last = m.end()
+            if m.group(1):
+                parts.append(exp.Literal.string("%"))
+                continue
+            if m.group(2) or not args:
+                raise QueryExecutionError(f"Cannot transpile to PostgreSQL: FORMAT specifier {m.group(0)!r}.")
+            value = args.pop(0)
+            kind, digits = m.group(4), m.group(3)
+            if kind == "f":
+                value = exp.Round(this=exp.cast(value, "NUMERIC"), decimals=exp.Literal.number(int(digits) if digits else 6))
+            elif kind in "di":
+                value = exp.cast(value, "BIGINT")
+            parts.append(exp.cast(value, "TEXT"))
+        if last < len(template.this):
+            parts.append(exp.Literal.string(template.this[last:]))
+        if args:
+            raise QueryExecutionError("Cannot transpile to PostgreSQL: FORMAT with more values than specifiers.")
+        joined: exp.Expression = parts[0] if parts else exp.Literal.string("")
+        for part in parts[1:]:
+            joined = exp.DPipe(this=joined, expression=part)
+        node.replace(exp.Paren(this=joined))
+    return tree
+
+
+RULES: tuple[Callable[[exp.Expression], exp.Expression], ...] = (local_tables, safe_calls, unnest_structs, printf_formats)
 POSTGRES_RULES: tuple[Callable[[exp.Expression], exp.Expression], ...] = (
-    local_tables, plain_safe_calls, values_structs, boundary_diffs, percentile_quantiles, word_boundaries, numeric_rounding,
+    local_tables, plain_safe_calls, values_structs, boundary_diffs, percentile_quantiles, window_percentiles, word_boundaries,
+    regexp_extracts, split_parts, struct_objects, datetime_truncs, any_values, format_calls, typed_union_nulls, numeric_rounding,
     timestamp_parts,
     subquery_aliases, having_aliases)
 TARGETS = {"duckdb": RULES, "postgres": POSTGRES_RULES}

@@ -357,23 +357,72 @@ def name_columns_by_table(ctx: SqlContext) -> dict[str, list[str]]:
 
 
 def _item_labels(ctx: SqlContext) -> list[str]:
-    """The labels of the items the SQL names by number (``itemid = 220045``), read from the dictionary tables."""
+    """The labels of the items the SQL names by number, read from the dictionary tables: ``itemid = 220045``,
+    ``itemid IN (...)``, and any other whole number of four digits or more once the query reads an itemid (a table of
+    definitions in a CTE, ``SELECT 50813 AS itemid UNION ALL ...``, a CASE on it)."""
     assert ctx.tree is not None
-    ids = sorted({lit.this for node in ctx.tree.find_all(exp.EQ, exp.In) if isinstance(node.this, exp.Column)
-                  and node.this.name.lower() == "itemid"
-                  for lit in ([node.expression] if isinstance(node, exp.EQ) else node.expressions)
-                  if isinstance(lit, exp.Literal) and not lit.is_string and lit.this.isdigit()})
+    if not any(c.name.lower() == "itemid" for c in ctx.tree.find_all(exp.Column)) and \
+            not any(a.alias.lower() == "itemid" for a in ctx.tree.find_all(exp.Alias)):
+        return []
+    ids = sorted({lit.this for lit in ctx.tree.find_all(exp.Literal)
+                  if not lit.is_string and lit.this.isdigit() and len(lit.this) >= 4})[:_MAX_CODES * 4]
     if not ids:
         return []
-    labels = []
-    for table in ctx.db.schema.tables:
-        if table.column("itemid") is not None and table.column("label") is not None:
-            try:
-                rows = ctx.db.db.execute(f"SELECT label FROM {table.name} WHERE itemid IN ({', '.join(ids)})", timeout_s=5).rows
-            except DatabaseError:
+    return [name for table in ctx.db.schema.tables if table.column("itemid") is not None and table.column("label") is not None
+            for name in _names(ctx, table.name, "label", [exp.column("itemid").isin(*(exp.Literal.number(i) for i in ids))])]
+
+
+def _names(ctx: SqlContext, table: str, column: str, conditions: list[exp.Expression]) -> list[str]:
+    """The values of a dictionary's name column on the rows any of the conditions picks (none when it cannot be read)."""
+    query = exp.select(exp.column(column)).from_(stored_table(ctx, table)).where(exp.or_(*conditions)).limit(500)
+    try:
+        rows = ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows
+    except DatabaseError:
+        return []
+    return [str(r[0]) for r in rows if r[0] is not None]
+
+
+# A dictionary of codes: a table with a code column and a column of their names (MIMIC's d_icd_diagnoses, d_icd_procedures).
+_CODE_COLUMN = re.compile(r"(?:icd_?(?:9|10)?_?code|code)$", re.IGNORECASE)
+_TITLE_COLUMN = re.compile(r"(?:long_title|title|description)$", re.IGNORECASE)
+# At most this many codes or code prefixes are looked up.
+_MAX_CODES = 50
+
+
+def _code_titles(ctx: SqlContext) -> list[str]:
+    """The names the database's code dictionaries give the codes the SQL looks for (``icd_code LIKE 'A41%'``,
+    ``icd_code IN ('99591', ...)``): a question's condition the query looks for by code is looked for."""
+    assert ctx.tree is not None
+    exact, prefixes = set(), set()
+    for node in ctx.tree.find_all(exp.EQ, exp.In, exp.Like, exp.ILike, exp.StartsWith):
+        column, cut = node.this, False
+        if isinstance(column, (exp.Substring, exp.Left)):  # SUBSTR(icd_code, 1, 3) = 'A41': a prefix
+            column, cut = column.this, True
+        if not (isinstance(column, exp.Column) and _CODE_COLUMN.search(column.name)):
+            continue
+        for lit in node.expressions if isinstance(node, exp.In) else [node.expression]:
+            if not (isinstance(lit, exp.Literal) and lit.is_string):
                 continue
-            labels += [str(r[0]) for r in rows if r[0] is not None]
-    return labels
+            code = lit.this.replace(".", "")
+            head = re.split(r"[%_]", code, maxsplit=1)[0] if isinstance(node, (exp.Like, exp.ILike)) else code
+            if head == code and not cut and not isinstance(node, exp.StartsWith):
+                exact.add(code)
+            elif len(head) >= 2:
+                prefixes.add(head)
+    codes = sorted(exact)[:_MAX_CODES]
+    heads = sorted(prefixes)[:_MAX_CODES]
+    if not codes and not heads:
+        return []
+    titles = []
+    for table in ctx.db.schema.tables:
+        code = next((c.name for c in table.columns if _CODE_COLUMN.search(c.name)), None)
+        title = next((c.name for c in table.columns if _TITLE_COLUMN.search(c.name)), None)
+        if code is None or title is None:
+            continue
+        where: list[exp.Expression] = [exp.column(code).isin(*(exp.Literal.string(c) for c in codes))] if codes else []
+        where += [exp.column(code).like(exp.Literal.string(h + "%")) for h in heads]
+        titles += _names(ctx, table.name, title, where)
+    return titles
 
 
 def _identifiers(ctx: SqlContext) -> set[str]:
@@ -386,15 +435,49 @@ def _identifiers(ctx: SqlContext) -> set[str]:
     return ctx.db.derived(("identifiers",), build)
 
 
+# Conditions named for a measure out of its range (medical terminology: a prefix of degree and a root for the measure):
+# "hypotension" is a low blood pressure, "hyperkalemia" a high potassium, "tachypnea" a fast breathing rate. A query that
+# reads the measure looks for the condition by its values, not by its name.
+_DEGREE_PREFIX = r"(?:hyper|hypo|tachy|brady|normo|a)?"
+_MEASURE_ROOTS = (
+    (r"tension|tensive", ("blood pressure", "arterial pressure", "arterial bp", "nbp", "abp", "systolic", "diastolic")),
+    (r"kal(?:a)?emi[ac]", ("potassium",)), (r"natr(?:a)?emi[ac]", ("sodium",)), (r"glyc(?:a)?emi[ac]", ("glucose",)),
+    (r"calc(?:a)?emi[ac]", ("calcium",)), (r"magnes(?:a)?emi[ac]", ("magnesium",)), (r"phosphat(?:a)?emi[ac]", ("phosph",)),
+    (r"chlor(?:a)?emi[ac]", ("chloride",)), (r"pnea|pneic", ("respiratory rate", "resp rate")),
+    (r"cardia|cardic", ("heart rate", "pulse")), (r"thermi[ac]", ("temperature",)), (r"fever|febrile", ("temperature",)),
+    (r"ox(?:a)?emi[ac]|oxi[ac]", ("o2", "oxygen", "spo2", "pao2", "po2")), (r"capni[ac]", ("co2", "pco2")),
+    (r"lactat?emi[ac]|lactic acidosis", ("lactate",)), (r"bilirubin(?:a)?emi[ac]", ("bilirubin",)),
+    (r"albumin(?:a)?emi[ac]", ("albumin",)), (r"an(?:a)?emi[ac]", ("hemoglobin", "hematocrit")),
+    (r"thrombocytopeni[ac]|thrombocytosis", ("platelet",)), (r"leukopeni[ac]|leukocytosis", ("white blood", "wbc")),
+    (r"neutropeni[ac]", ("neutrophil",)), (r"azotemi[ac]|uremi[ac]", ("urea nitrogen", "bun", "creatinine")),
+)
+_MEASURED_CONDITION = [(re.compile(rf"{_DEGREE_PREFIX}(?:{root})"), measures) for root, measures in _MEASURE_ROOTS]
+# Prefixes that make a word of another: a readmission is an admission again, a pre-admission one before it.
+_WORD_PREFIX = re.compile(r"^(?:re|pre|post)-?(?=[a-z]{4})")
+
+
+def _read_as_measure(value: str, in_sql: str) -> bool:
+    """The value is a condition named for a measure out of its range, and the query reads that measure."""
+    name, text = value.lower(), _normal(in_sql)
+    return any(pattern.fullmatch(name) and any(m in text for m in measures) for pattern, measures in _MEASURED_CONDITION)
+
+
+def _names_a_field(value: str, identifiers: set[str]) -> bool:
+    """The value is the name of a table or a column of the schema ("gender", "admission type", "transfer"), or such a
+    name with a prefix of repetition or time ("readmission"): what the query reads, not a value to look for."""
+    forms = {_normal(value), _WORD_PREFIX.sub("", _normal(value))}
+    return any({f, f + "s", f.removesuffix("s")} & identifiers for f in forms)
+
+
 def check_stated_values(ctx: SqlContext) -> CheckResult:
     """A drug, test or diagnosis the question names must be something the SQL looks for."""
     if ctx.tree is None:
         return NOTHING
     literals = [lit.this for lit in ctx.tree.find_all(exp.Literal)
                 if lit.is_string and any(w not in _PLAIN and not w.isdigit() for w in _words(lit.this))]
-    literals += _item_labels(ctx)
+    literals += _item_labels(ctx) + _code_titles(ctx)
     in_sql = " ".join(literals)
-    findings = []
+    missing: dict[str, list[str]] = {}  # a value the query never looks for -> the columns that hold it
     identifiers = _identifiers(ctx)
     columns = name_columns(ctx)
     nouns = condition_nouns(ctx.question)
@@ -406,10 +489,13 @@ def check_stated_values(ctx: SqlContext) -> CheckResult:
             words = [w for w in _words(value) if w not in _PLAIN]
             if not words or (len(words) == 1 and (len(words[0]) < 6 or re.search(r"(?:ed|ing|ly|ment|ness)$", words[0]))):
                 continue  # a short or inflected single word ("referred") is as likely a plain word of the question as a name
-            if {_normal(value), _normal(value) + "s", _normal(value).removesuffix("s")} & identifiers:
-                continue  # "gender", "admission type", "transfer": the name of a field or a table, which the query reads
-            if supported(value, in_sql) or any(supported(lit, value) for lit in literals):
+            if _names_a_field(value, identifiers):
+                continue  # "gender", "admission type", "readmission": the name of a field or a table, which the query reads
+            if supported(value, in_sql) or any(supported(lit, value) for lit in literals) or _read_as_measure(value, in_sql):
                 continue
-            findings.append(Finding("missing_value_filter", "warning",
-                                    f"The question names '{value}' ({table}.{column}); the query never looks for it."))
-    return found(*findings[:3])
+            same = next((v for v in missing if v.lower() == value.lower()), value)  # 'Heparin' the test, 'heparin' the drug
+            missing.setdefault(same, []).append(f"{table}.{column}")
+    # one finding per value, naming every column that holds it (a drug is in the orders, the eMAR and a lab's name)
+    return found(*(Finding("missing_value_filter", "warning",
+                           f"The question names '{value}' ({', '.join(columns)}); the query never looks for it.")
+                   for value, columns in list(missing.items())[:3]))

@@ -18,6 +18,7 @@ from ehrguard.verify.offline.lexicon import (
     RECORD_KINDS,
     REFERENCE_WORDS,
     SMALL_TALK_CUES,
+    TERMS_OF_ART,
     TIME_NOUNS,
     UNRESOLVED_REFERENCES,
     VAGUE_WORDS,
@@ -145,6 +146,24 @@ def _condition_names() -> re.Pattern[str]:
              if line and not line.startswith("#")]
     return re.compile(r"(?<![a-z])(?:" + "|".join(re.escape(n).replace(r"\ ", r"[\s-]+")
                                                 for n in sorted(names, key=len, reverse=True)) + r")(?![a-z])")
+
+
+_TERMS_OF_ART = re.compile(_lexicon_pattern(TERMS_OF_ART).pattern.replace(r"\ ", r"[\s-]+"), re.IGNORECASE)
+
+
+def mask_terms_of_art(question: str) -> str:
+    """``question`` with the clinical names that hold a word of degree ("critical care", "critically ill", "severe
+    sepsis": TERMS_OF_ART and the ICD-derived condition names) replaced by ``X``, as mask_values replaces the names the
+    query looks for: a model that learnt "critical" and "severe" as vague words reads the name, not the degree."""
+    text = question.translate(_TYPOGRAPHIC)  # one character for one: the spans found are the question's
+    lowered = text.lower()
+    spans = [m.span() for m in _TERMS_OF_ART.finditer(lowered)] + [m.span() for m in _condition_names().finditer(lowered)]
+    out, end = [], 0
+    for a, b in sorted(spans):
+        if a >= end:
+            out += [question[end:a], "X"]
+            end = b
+    return "".join(out) + question[end:]
 
 
 def _vague_hits(text: str) -> list[str]:

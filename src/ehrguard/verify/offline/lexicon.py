@@ -52,21 +52,27 @@ APPROXIMATE = ("roughly", "approximately", "about as", "more or less", "or so", 
                 "than usual", "than normal", "than expected", "than typical", "than before", "than others", "than most",
                 "than the norm", "above normal", "below normal", "out of range", "off the charts", "within limits")
 VAGUE_WORDS = QUANTIFIERS + RELATIVE + EVALUATIVE + APPROXIMATE
+# Clinical names with a word of degree in them: the word names, it does not grade. The question model reads them masked,
+# as it reads the names the query looks for (features.mask_terms_of_art).
+TERMS_OF_ART = (
+    # a fluid, a drug class
+    "normal saline", "low molecular weight",
+    # a laboratory's critical (panic) values are defined per test, whatever noun follows ("critical lab values",
+    # "critical lab rates", "critical laboratory results"); critical care is the ICU
+    "critical care", "critical value", "critical values", "critical lab", "critical labs", "critical laboratory",
+    "critical result", "critical results",
+    # ... and of general clinical English: ICU-level illness, oxygen delivery, assays, lipoproteins, the blood pressure
+    # conditions (hypertension, hypotension), statin intensity classes
+    "critically ill", "critically-ill", "critical illness", "high flow", "high-flow", "low flow", "low-flow",
+    "high sensitivity", "high-sensitivity", "high-density lipoprotein", "low-density lipoprotein",
+    "high density lipoprotein", "low density lipoprotein", "high blood pressure", "low blood pressure",
+    "high-intensity", "high intensity", "moderate-intensity", "moderate intensity", "low-intensity")
 # Fixed phrases in which a word above states no vagueness: a bound, a duration or an amount asked for, a name.
 # (A superlative, "the most frequent", is not vague either: features.py reads "most"/"least" + a word as one.)
 NOT_VAGUE = ("at most", "at least", "how long", "how much", "how many", "how often",
              "as long as", "as many as", "as much as", "as often as", "no longer", "long-term", "short-term", "in short",
-             "how old", "years old", "normal saline", "standard deviation", "low molecular weight", "high dose", "high-dose",
-             "low dose", "low-dose",
-             # clinical terms of art: a laboratory's critical (panic) values are defined per test; critical care is the ICU
-             "critical care", "critical value", "critical values", "critical lab value", "critical lab values", "critical labs",
-             "critical laboratory values", "critical result", "critical results",
-             # ... and of general clinical English: ICU-level illness, oxygen delivery, assays, lipoproteins, the blood
-             # pressure conditions (hypertension, hypotension), statin intensity classes
-             "critically ill", "critically-ill", "critical illness", "high flow", "high-flow", "low flow", "low-flow",
-             "high sensitivity", "high-sensitivity", "high-density lipoprotein", "low-density lipoprotein",
-             "high density lipoprotein", "low density lipoprotein", "high blood pressure", "low blood pressure",
-             "high-intensity", "high intensity", "moderate-intensity", "moderate intensity", "low-intensity")
+             "how old", "years old", "standard deviation", "high dose", "high-dose", "low dose", "low-dose") + TERMS_OF_ART
+
 
 # Words that refer to something named elsewhere; the demonstratives are read with the noun they determine.
 REFERENCE_WORDS = ("this", "that", "these", "those", "it", "its", "they", "them", "their", "theirs", "he", "she", "him",

@@ -9,7 +9,7 @@ from typing import Any
 
 from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES, WEIGHTS_DIR, QuestionModel, featurize
 from ehrguard.verify.offline.embedding import Embedder, load_embedder
-from ehrguard.verify.offline.features import QuestionCues, mask_values, question_cues
+from ehrguard.verify.offline.features import QuestionCues, mask_terms_of_art, mask_values, question_cues
 from ehrguard.verify.offline.lexicon import RECORD_KINDS
 
 MODEL_FILES = {"minilm": WEIGHTS_DIR / "question_model_minilm.npz", "lexical": WEIGHTS_DIR / "question_model_lexical.npz"}
@@ -80,6 +80,7 @@ class QuestionClassifier:
             question = _mask_read_kinds(question, asked, sql)
         if cues.unresolved:
             return _unresolved(cues)
+        question = mask_terms_of_art(question)
         if self.lexical is not None:
             quick = _assessment(self.lexical.probabilities(featurize([question], None, [cues]))[0], cues, "lexical (cascade)")
             if max(quick.category.values()) >= self.cascade:
