@@ -45,6 +45,15 @@ def test_a_verifier_error_is_recorded_and_never_scored(shared_data: Path, mimic_
     assert metrics["verifier_errors"] == 6 and metrics["graded"]["n"] == 0 and metrics["gold"]["kept"] == 0
 
 
+def test_a_corrected_gold_query_is_counted_apart_with_the_checks_behind_it():
+    gold = [{"model": "gold", "action": "preserve", "checks": []},
+            {"model": "gold", "action": "correct", "checks": ["unknown_value", "value_not_in_data"]},
+            {"model": "gold", "action": "ambiguous", "checks": [], "reason": "What do you mean by 'high'?"}]
+    metrics = clinsql_verify_metrics(gold)["gold"]
+    assert (metrics["kept"], metrics["abstained"], metrics["corrected"]) == (
+        1, {"ambiguous": 1}, {"unknown_value, value_not_in_data": 1})
+
+
 def test_the_cli_measures_the_published_models_sql_on_the_demo(shared_data: Path, mimic_iv_raw_db: Path, tmp_path: Path):
     out = tmp_path / "report"
     r = CliRunner().invoke(cli, ["bench", "clinsql-verify", "--db", str(mimic_iv_raw_db), "--data", str(shared_data / "clinsql"),

@@ -36,6 +36,19 @@ def test_unnest_of_structs_exposes_their_fields_as_columns():
     assert con.execute(sql).fetchall() == [("a", 1), ("b", 2)]
 
 
+def test_printf_formats_and_indexed_quantiles_read_as_bigquery_reads_them():
+    import sqlglot
+
+    # DuckDB's FORMAT reads {} (it returned the template untouched); PRINTF reads BigQuery's %-specifiers
+    assert duckdb.sql(to_duckdb("SELECT FORMAT('%.1f%%', 12.345), FORMAT('%d of %s', 3, 'x')")).fetchall() == [("12.3%", "3 of x")]
+    # a quantile read by its index is DuckDB's scalar APPROX_QUANTILE, which sqlglot reads back as it wrote it (the list
+    # form came back cast to DOUBLE and failed to run, so a repair of such a query was lost)
+    sql = to_duckdb("SELECT APPROX_QUANTILES(x, 4)[OFFSET(2)], APPROX_QUANTILES(x, 2 IGNORE NULLS)[OFFSET(2)] "
+                    "FROM UNNEST([1, 2, 3, 4, 5, NULL]) AS x")
+    again = sqlglot.parse_one(sql, read="duckdb").sql(dialect="duckdb")
+    assert duckdb.sql(sql).fetchall() == duckdb.sql(again).fetchall() == [(3, 5)]
+
+
 def test_constructs_without_a_duckdb_equivalent_are_errors_not_warnings():
     with pytest.raises(QueryExecutionError, match="Cannot transpile"):
         to_duckdb("SELECT ARRAY_AGG(x LIMIT 2) FROM t")

@@ -158,7 +158,10 @@ def clinsql_verify_metrics(records: list[dict[str, Any]]) -> dict[str, Any]:
         "gold": {"n": len(gold), "runs": sum(bool(r.get("runs")) for r in gold),
                  "kept": sum(r.get("action") == "preserve" for r in gold),
                  "verified": sum(r.get("status") == "verified" for r in gold),
-                 "abstained": dict(Counter(r["action"] for r in gold if r.get("action") in ("ambiguous", "unanswerable")))},
+                 "abstained": dict(Counter(r["action"] for r in gold if r.get("action") in ("ambiguous", "unanswerable"))),
+                 # a correction of a gold query is not a false alarm by itself: the report names the checks behind each
+                 "corrected": dict(Counter(", ".join(sorted(set(r.get("checks", [])))) or "none" for r in gold
+                                           if r.get("action") == "correct"))},
         "high_scored": {"n": len(high), "abstained": sum(r["action"] in ("ambiguous", "unanswerable") for r in high),
                         "kept": sum(r["action"] == "preserve" for r in high)},
         "by_model": {m: separation([r for r in graded if r["model"] == m]) for m in sorted({r["model"] for r in graded})},
@@ -202,7 +205,9 @@ def render_clinsql_verify(metrics: dict[str, Any], config: dict[str, Any]) -> st
     for model, s in metrics["by_model"].items():
         lines.append(f"| {model} | {s['n']} | {s['bad']} | {_num(s['auroc'])} | {_num(s['precision_at_90_recall'])} |")
     lines += ["", f"- gold queries kept: {_pct(g['kept'], g['n'])}; verified: {_pct(g['verified'], g['n'])}; "
-              f"run: {_pct(g['runs'], g['n'])}; abstained: {g['abstained'] or 'none'}",
+              f"run: {_pct(g['runs'], g['n'])}; abstained: {g['abstained'] or 'none'}; "
+              f"corrected: {sum(g.get('corrected', {}).values())}"
+              + (f" (the checks behind them: {'; '.join(f'{k} x{n}' for k, n in g['corrected'].items())})" if g.get("corrected") else ""),
               f"- high-scored queries (>= {HIGH_FROM}) abstained: {_pct(h['abstained'], h['n'])}",
               f"- verifier errors (recorded, not scored): {metrics['verifier_errors']}", "",
               "| check | on gold | on good | on bad |", "|---|---|---|---|"]

@@ -116,16 +116,15 @@ def boundary_diffs(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-def percentile_quantiles(tree: exp.Expression) -> exp.Expression:
-    """``APPROX_QUANTILES(x, n)[OFFSET(k)]`` -> ``PERCENTILE_DISC(k/n) WITHIN GROUP (ORDER BY x)``, and a whole
-    ``APPROX_QUANTILES(x, n)`` (the n+1 boundaries, nulls left out) -> ``PERCENTILE_DISC(ARRAY[0, 1/n, ..., 1]) ...``,
-    an array indexed like BigQuery's once sqlglot has shifted the offsets: the exact values at the same fractions."""
+def _indexed_quantiles(tree: exp.Expression, engine: str) -> list[tuple[exp.Expression, exp.Expression, int, int | None]]:
+    """Each ``APPROX_QUANTILES(x, n)`` with what it is read through: (the node to replace, x, n, the quantile k when it
+    is indexed by a literal ``[OFFSET(k)]`` — the bracket is then the node — else None)."""
+    out: list[tuple[exp.Expression, exp.Expression, int, int | None]] = []
     for node in list(tree.find_all(exp.ApproxQuantiles)):
         n = node.expression
         if not isinstance(n, exp.Literal) or n.is_string or not str(n.this).isdigit() or int(n.this) < 1:
-            raise QueryExecutionError("Cannot transpile to PostgreSQL: APPROX_QUANTILES needs a whole number of quantiles.")
+            raise QueryExecutionError(f"Cannot transpile to {engine}: APPROX_QUANTILES needs a whole number of quantiles.")
         count = int(n.this)
-        order = node.this.sql(dialect="postgres")
         target: exp.Expression = node
         while isinstance(target.parent, (exp.IgnoreNulls, exp.Paren)):
             target = target.parent
@@ -134,11 +133,32 @@ def percentile_quantiles(tree: exp.Expression) -> exp.Expression:
                 and isinstance(bracket.expressions[0], exp.Literal) and str(bracket.expressions[0].this).isdigit():
             index = int(bracket.expressions[0].this) - int(bracket.args.get("offset") or 0)
             if not 0 <= index <= count:
-                raise QueryExecutionError(f"Cannot transpile to PostgreSQL: quantile {index} of APPROX_QUANTILES(..., {count}).")
-            bracket.replace(sqlglot.parse_one(f"PERCENTILE_DISC({index / count:.10g}) WITHIN GROUP (ORDER BY {order})", read="postgres"))
-            continue
-        fractions = ", ".join(f"{k / count:.10g}" for k in range(count + 1))
-        target.replace(sqlglot.parse_one(f"PERCENTILE_DISC(ARRAY[{fractions}]) WITHIN GROUP (ORDER BY {order})", read="postgres"))
+                raise QueryExecutionError(f"Cannot transpile to {engine}: quantile {index} of APPROX_QUANTILES(..., {count}).")
+            out.append((bracket, node.this, count, index))
+        else:
+            out.append((target, node.this, count, None))
+    return out
+
+
+def percentile_quantiles(tree: exp.Expression) -> exp.Expression:
+    """``APPROX_QUANTILES(x, n)[OFFSET(k)]`` -> ``PERCENTILE_DISC(k/n) WITHIN GROUP (ORDER BY x)``, and a whole
+    ``APPROX_QUANTILES(x, n)`` (the n+1 boundaries, nulls left out) -> ``PERCENTILE_DISC(ARRAY[0, 1/n, ..., 1]) ...``,
+    an array indexed like BigQuery's once sqlglot has shifted the offsets: the exact values at the same fractions."""
+    for target, value, count, index in _indexed_quantiles(tree, "PostgreSQL"):
+        order = value.sql(dialect="postgres")
+        fractions = f"{index / count:.10g}" if index is not None else \
+            "ARRAY[" + ", ".join(f"{k / count:.10g}" for k in range(count + 1)) + "]"
+        target.replace(sqlglot.parse_one(f"PERCENTILE_DISC({fractions}) WITHIN GROUP (ORDER BY {order})", read="postgres"))
+    return tree
+
+
+def scalar_quantiles(tree: exp.Expression) -> exp.Expression:
+    """``APPROX_QUANTILES(x, n)[OFFSET(k)]`` -> DuckDB's ``APPROX_QUANTILE(x, k/n)``, the same value. sqlglot writes
+    the list form ``APPROX_QUANTILE(x, [0, ...])[k + 1]``, which runs but which sqlglot itself cannot read back (it
+    casts the list to DOUBLE): a repair of such a query then failed to run, and was lost."""
+    for target, value, count, index in _indexed_quantiles(tree, "DuckDB"):
+        if index is not None:
+            target.replace(exp.ApproxQuantile(this=value, quantile=exp.Literal.number(f"{index / count:.10g}")))
     return tree
 
 
@@ -344,7 +364,8 @@ def format_calls(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-RULES: tuple[Callable[[exp.Expression], exp.Expression], ...] = (local_tables, safe_calls, unnest_structs, printf_formats)
+RULES: tuple[Callable[[exp.Expression], exp.Expression], ...] = (local_tables, safe_calls, unnest_structs, printf_formats,
+                                                                 scalar_quantiles)
 POSTGRES_RULES: tuple[Callable[[exp.Expression], exp.Expression], ...] = (
     local_tables, plain_safe_calls, values_structs, boundary_diffs, percentile_quantiles, window_percentiles, word_boundaries,
     regexp_extracts, split_parts, struct_objects, datetime_truncs, any_values, format_calls, typed_union_nulls, numeric_rounding,
