@@ -170,9 +170,8 @@ PROFILES: dict[str, DatabaseProfile] = {
             _entities(("patient", "physionet-data.mimiciv_3_1_hosp.patients", "subject_id"),
                       ("admission", "physionet-data.mimiciv_3_1_hosp.admissions", "hadm_id"),
                       ("stay", "physionet-data.mimiciv_3_1_icu.icustays", "stay_id")),
-            person_ids=("subject_id",),
-            value_columns=_mimic_code_values("physionet-data.mimiciv_3_1_hosp", "physionet-data.mimiciv_3_1_icu"),
-            calibration="mimic_code",
+            # no value columns yet: the value index reads them with SQL BigQuery does not take (CAST ... AS TEXT)
+            person_ids=("subject_id",), calibration="mimic_code",
         ),
     )
 }

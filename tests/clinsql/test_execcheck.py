@@ -49,6 +49,17 @@ def test_printf_formats_and_indexed_quantiles_read_as_bigquery_reads_them():
     assert duckdb.sql(sql).fetchall() == duckdb.sql(again).fetchall() == [(3, 5)]
 
 
+def test_postgresql_rewrites_refuse_what_they_would_read_wrongly():
+    from ehrguard.clinsql.transpile import to_postgres
+
+    # a named window's partition is elsewhere; a computed offset is not shifted to 1-based arrays by sqlglot
+    with pytest.raises(QueryExecutionError, match="named window"):
+        to_postgres("SELECT PERCENTILE_CONT(x, 0.5) OVER w FROM t WINDOW w AS (PARTITION BY g)")
+    with pytest.raises(QueryExecutionError, match="computed offset"):
+        to_postgres("SELECT SPLIT(s, ',')[OFFSET(i)] FROM t")
+    assert "(STRING_TO_ARRAY(s, ','))[1]" in to_postgres("SELECT SPLIT(s, ',')[OFFSET(0)] FROM t")
+
+
 def test_constructs_without_a_duckdb_equivalent_are_errors_not_warnings():
     with pytest.raises(QueryExecutionError, match="Cannot transpile"):
         to_duckdb("SELECT ARRAY_AGG(x LIMIT 2) FROM t")

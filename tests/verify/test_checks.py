@@ -249,4 +249,12 @@ def test_a_name_the_query_reads_another_way_is_looked_for(mimic_iv_raw_db):
     readmitted = ("SELECT COUNT(DISTINCT a.subject_id) FROM mimiciv_hosp.admissions a JOIN mimiciv_hosp.admissions b "
                   "ON a.subject_id = b.subject_id AND b.admittime > a.dischtime")
     assert not dropped("How many patients had a readmission?", readmitted)
+    # found by a review: a drug holding a measure's word is no reading of the measure; a code's prefix shared by other
+    # dictionaries (HCPCS J1815 is insulin) names nothing; an item or a code the query keeps out is not looked for
+    assert dropped("How many hypokalemia patients received potassium chloride?",
+                   "SELECT COUNT(DISTINCT subject_id) FROM mimiciv_hosp.prescriptions WHERE drug = 'Potassium Chloride'")
+    assert dropped("How many pneumonia patients received insulin?",
+                   "SELECT COUNT(DISTINCT subject_id) FROM mimiciv_hosp.diagnoses_icd WHERE icd_code LIKE 'J18%'")
+    assert dropped("How many patients had a creatinine measured?",
+                   "SELECT COUNT(DISTINCT subject_id) FROM mimiciv_hosp.labevents WHERE itemid <> 50912")
 

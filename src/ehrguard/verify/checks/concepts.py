@@ -14,6 +14,7 @@ value columns with many distinct values (categorical columns such as gender hold
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from sqlglot import exp
 
@@ -364,12 +365,17 @@ def _item_labels(ctx: SqlContext) -> list[str]:
     if not any(c.name.lower() == "itemid" for c in ctx.tree.find_all(exp.Column)) and \
             not any(a.alias.lower() == "itemid" for a in ctx.tree.find_all(exp.Alias)):
         return []
-    ids = sorted({lit.this for lit in ctx.tree.find_all(exp.Literal)
-                  if not lit.is_string and lit.this.isdigit() and len(lit.this) >= 4})[:_MAX_CODES * 4]
+    ids = tuple(sorted({lit.this for lit in ctx.tree.find_all(exp.Literal)
+                        if not lit.is_string and lit.this.isdigit() and len(lit.this) >= 4 and not _excluded(lit)}))[:_MAX_CODES * 4]
     if not ids:
         return []
     return [name for table in ctx.db.schema.tables if table.column("itemid") is not None and table.column("label") is not None
             for name in _names(ctx, table.name, "label", [exp.column("itemid").isin(*(exp.Literal.number(i) for i in ids))])]
+
+
+def _excluded(node: Any) -> bool:
+    """A literal the query keeps out: under NOT, NOT LIKE, NOT IN or ``<>``."""
+    return negated(node) or node.find_ancestor(exp.NEQ) is not None
 
 
 def _names(ctx: SqlContext, table: str, column: str, conditions: list[exp.Expression]) -> list[str]:
@@ -400,6 +406,8 @@ def _code_titles(ctx: SqlContext) -> list[str]:
             column, cut = column.this, True
         if not (isinstance(column, exp.Column) and _CODE_COLUMN.search(column.name)):
             continue
+        if _excluded(node):
+            continue
         for lit in node.expressions if isinstance(node, exp.In) else [node.expression]:
             if not (isinstance(lit, exp.Literal) and lit.is_string):
                 continue
@@ -409,15 +417,14 @@ def _code_titles(ctx: SqlContext) -> list[str]:
                 exact.add(code)
             elif len(head) >= 2:
                 prefixes.add(head)
-    codes = sorted(exact)[:_MAX_CODES]
-    heads = sorted(prefixes)[:_MAX_CODES]
+    codes, heads = tuple(sorted(exact)[:_MAX_CODES]), tuple(sorted(prefixes)[:_MAX_CODES])
     if not codes and not heads:
         return []
     titles = []
-    for table in ctx.db.schema.tables:
+    for table in ctx.db.schema.tables:  # the ICD dictionaries: a HCPCS or DRG code sharing a prefix names other things
         code = next((c.name for c in table.columns if _CODE_COLUMN.search(c.name)), None)
         title = next((c.name for c in table.columns if _TITLE_COLUMN.search(c.name)), None)
-        if code is None or title is None:
+        if code is None or title is None or "icd" not in table.name.lower():
             continue
         where: list[exp.Expression] = [exp.column(code).isin(*(exp.Literal.string(c) for c in codes))] if codes else []
         where += [exp.column(code).like(exp.Literal.string(h + "%")) for h in heads]
@@ -445,7 +452,7 @@ _MEASURE_ROOTS = (
     (r"calc(?:a)?emi[ac]", ("calcium",)), (r"magnes(?:a)?emi[ac]", ("magnesium",)), (r"phosphat(?:a)?emi[ac]", ("phosph",)),
     (r"chlor(?:a)?emi[ac]", ("chloride",)), (r"pnea|pneic", ("respiratory rate", "resp rate")),
     (r"cardia|cardic", ("heart rate", "pulse")), (r"thermi[ac]", ("temperature",)), (r"fever|febrile", ("temperature",)),
-    (r"ox(?:a)?emi[ac]|oxi[ac]", ("o2", "oxygen", "spo2", "pao2", "po2")), (r"capni[ac]", ("co2", "pco2")),
+    (r"(?:hyp)?ox(?:a)?emi[ac]|(?:hyp)?oxi[ac]", ("o2", "oxygen", "spo2", "pao2", "po2")), (r"capni[ac]", ("co2", "pco2")),
     (r"lactat?emi[ac]|lactic acidosis", ("lactate",)), (r"bilirubin(?:a)?emi[ac]", ("bilirubin",)),
     (r"albumin(?:a)?emi[ac]", ("albumin",)), (r"an(?:a)?emi[ac]", ("hemoglobin", "hematocrit")),
     (r"thrombocytopeni[ac]|thrombocytosis", ("platelet",)), (r"leukopeni[ac]|leukocytosis", ("white blood", "wbc")),
@@ -456,10 +463,21 @@ _MEASURED_CONDITION = [(re.compile(rf"{_DEGREE_PREFIX}(?:{root})"), measures) fo
 _WORD_PREFIX = re.compile(r"^(?:re|pre|post)-?(?=[a-z]{4})")
 
 
-def _read_as_measure(value: str, in_sql: str) -> bool:
-    """The value is a condition named for a measure out of its range, and the query reads that measure."""
-    name, text = value.lower(), _normal(in_sql)
-    return any(pattern.fullmatch(name) and any(m in text for m in measures) for pattern, measures in _MEASURED_CONDITION)
+def _read_as_measure(value: str, measured: list[str]) -> bool:
+    """The value is a condition named for a measure out of its range, and the query reads that measure: an item it
+    names (a lab test, a chart item), not any text ('Potassium Chloride' is a drug)."""
+    name, text = value.lower(), " ".join(_normal(m) for m in measured)
+    return any(pattern.fullmatch(name) and any(f" {m}" in f" {text}" for m in measures) for pattern, measures in _MEASURED_CONDITION)
+
+
+def _measured_items(ctx: SqlContext, labels: list[str]) -> list[str]:
+    """The items the query reads: the labels of the item numbers it names, and the literals it compares with a label."""
+    assert ctx.tree is not None
+    compared = [lit.this for node in ctx.tree.find_all(exp.EQ, exp.In, exp.Like, exp.ILike)
+                if isinstance(node.this, exp.Column) and node.this.name.lower() == "label" and not _excluded(node)
+                for lit in (node.expressions if isinstance(node, exp.In) else [node.expression])
+                if isinstance(lit, exp.Literal) and lit.is_string]
+    return labels + compared
 
 
 def _names_a_field(value: str, identifiers: set[str]) -> bool:
@@ -475,8 +493,10 @@ def check_stated_values(ctx: SqlContext) -> CheckResult:
         return NOTHING
     literals = [lit.this for lit in ctx.tree.find_all(exp.Literal)
                 if lit.is_string and any(w not in _PLAIN and not w.isdigit() for w in _words(lit.this))]
-    literals += _item_labels(ctx) + _code_titles(ctx)
+    labels, titles = _item_labels(ctx), _code_titles(ctx)
+    literals += labels
     in_sql = " ".join(literals)
+    measured = _measured_items(ctx, labels)
     missing: dict[str, list[str]] = {}  # a value the query never looks for -> the columns that hold it
     identifiers = _identifiers(ctx)
     columns = name_columns(ctx)
@@ -491,7 +511,8 @@ def check_stated_values(ctx: SqlContext) -> CheckResult:
                 continue  # a short or inflected single word ("referred") is as likely a plain word of the question as a name
             if _names_a_field(value, identifiers):
                 continue  # "gender", "admission type", "readmission": the name of a field or a table, which the query reads
-            if supported(value, in_sql) or any(supported(lit, value) for lit in literals) or _read_as_measure(value, in_sql):
+            if supported(value, in_sql) or any(supported(lit, value) for lit in literals) or _read_as_measure(value, measured) \
+                    or any(supported(value, title) for title in titles):  # a code's title names it, as a whole
                 continue
             same = next((v for v in missing if v.lower() == value.lower()), value)  # 'Heparin' the test, 'heparin' the drug
             missing.setdefault(same, []).append(f"{table}.{column}")
