@@ -249,6 +249,11 @@ def test_a_name_the_query_reads_another_way_is_looked_for(mimic_iv_raw_db):
     readmitted = ("SELECT COUNT(DISTINCT a.subject_id) FROM mimiciv_hosp.admissions a JOIN mimiciv_hosp.admissions b "
                   "ON a.subject_id = b.subject_id AND b.admittime > a.dischtime")
     assert not dropped("How many patients had a readmission?", readmitted)
+    from ehrguard.verify.checks.concepts import _names_a_field
+
+    # only a visit's or a person's name takes the prefix: prealbumin is a test, though some table has an albumin column
+    assert _names_a_field("Readmission", {"albumin"}, {"admission", "admissions"})
+    assert not _names_a_field("Prealbumin", {"albumin"}, {"admission", "admissions"})
     # found by a review: a drug holding a measure's word is no reading of the measure; a code's prefix shared by other
     # dictionaries (HCPCS J1815 is insulin) names nothing; an item or a code the query keeps out is not looked for
     assert dropped("How many hypokalemia patients received potassium chloride?",

@@ -480,11 +480,14 @@ def _measured_items(ctx: SqlContext, labels: list[str]) -> list[str]:
     return labels + compared
 
 
-def _names_a_field(value: str, identifiers: set[str]) -> bool:
-    """The value is the name of a table or a column of the schema ("gender", "admission type", "transfer"), or such a
-    name with a prefix of repetition or time ("readmission"): what the query reads, not a value to look for."""
-    forms = {_normal(value), _WORD_PREFIX.sub("", _normal(value))}
-    return any({f, f + "s", f.removesuffix("s")} & identifiers for f in forms)
+def _names_a_field(value: str, identifiers: set[str], entities: set[str]) -> bool:
+    """The value is the name of a table or a column of the schema ("gender", "admission type", "transfer"), or the
+    name of one of the profile's visits or people with a prefix of repetition or time ("readmission"): what the query
+    reads, not a value to look for. (Only an entity's name takes a prefix: "prealbumin" is a test, whatever column
+    some derived table calls "albumin".)"""
+    plain, bare = _normal(value), _WORD_PREFIX.sub("", _normal(value))
+    return bool({plain, plain + "s", plain.removesuffix("s")} & identifiers
+                or bare != plain and {bare, bare + "s", bare.removesuffix("s")} & entities)
 
 
 def check_stated_values(ctx: SqlContext) -> CheckResult:
@@ -499,6 +502,8 @@ def check_stated_values(ctx: SqlContext) -> CheckResult:
     measured = _measured_items(ctx, labels)
     missing: dict[str, list[str]] = {}  # a value the query never looks for -> the columns that hold it
     identifiers = _identifiers(ctx)
+    entities = {_normal(e.name) for e in ctx.db.profile.entities} | {
+        _normal(e.table.rsplit(".", 1)[-1].replace("_", " ")) for e in ctx.db.profile.entities}
     columns = name_columns(ctx)
     nouns = condition_nouns(ctx.question)
     # a condition named by its adjective is looked for like its noun, unless the query reads diagnoses (by code, say)
@@ -509,7 +514,7 @@ def check_stated_values(ctx: SqlContext) -> CheckResult:
             words = [w for w in _words(value) if w not in _PLAIN]
             if not words or (len(words) == 1 and (len(words[0]) < 6 or re.search(r"(?:ed|ing|ly|ment|ness)$", words[0]))):
                 continue  # a short or inflected single word ("referred") is as likely a plain word of the question as a name
-            if _names_a_field(value, identifiers):
+            if _names_a_field(value, identifiers, entities):
                 continue  # "gender", "admission type", "readmission": the name of a field or a table, which the query reads
             if supported(value, in_sql) or any(supported(lit, value) for lit in literals) or _read_as_measure(value, measured) \
                     or any(supported(value, title) for title in titles):  # a code's title names it, as a whole
