@@ -261,12 +261,12 @@ def window_percentiles(tree: exp.Expression) -> exp.Expression:
         if not isinstance(fraction, exp.Literal) or fraction.is_string:
             raise QueryExecutionError("Cannot transpile to PostgreSQL: a windowed percentile needs a literal fraction.")
         partition = ", ".join(e.sql(dialect="postgres") for e in window.args.get("partition_by") or [])
-        over = f"OVER ({'PARTITION BY ' + partition + ' ' if partition else ''}ORDER BY {value.sql(dialect='postgres')} " \
+        column = value.sql(dialect="postgres")
+        over = f"OVER ({'PARTITION BY ' + partition + ' ' if partition else ''}ORDER BY {column} " \
                "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
         p = float(fraction.this)
         # PERCENTILE_DISC returns a value of the column, of its type; PERCENTILE_CONT interpolates, in double precision
-        item = value.sql(dialect="postgres") if isinstance(func, exp.PercentileDisc) else \
-            f"CAST({value.sql(dialect='postgres')} AS DOUBLE PRECISION)"
+        item = column if isinstance(func, exp.PercentileDisc) else f"CAST({column} AS DOUBLE PRECISION)"
         values = f"ARRAY_REMOVE(ARRAY_AGG({item}) {over}, NULL)"
         if isinstance(func, exp.PercentileDisc):
             text = f"({values})[GREATEST(CAST(CEIL({p!r} * CARDINALITY({values})) AS INT), 1)]"
@@ -293,12 +293,12 @@ def split_parts(tree: exp.Expression) -> exp.Expression:
     """``SPLIT(s, sep)`` -> ``STRING_TO_ARRAY(s, sep)``; an element of it, ``SPLIT(s, sep)[OFFSET(0)]``, is read from the
     parenthesised call (PostgreSQL indexes only a parenthesised function result)."""
     for node in list(tree.find_all(exp.Split)):
-        parent = node.parent
-        if isinstance(parent, exp.Bracket) and parent.this is node and not all(isinstance(e, exp.Literal) for e in parent.expressions):
+        bracket = node.parent if isinstance(node.parent, exp.Bracket) and node.parent.this is node else None
+        if bracket is not None and not all(isinstance(e, exp.Literal) for e in bracket.expressions):
             # sqlglot shifts only a literal offset to PostgreSQL's 1-based arrays: a computed one would read the next element
             raise QueryExecutionError("Cannot transpile to PostgreSQL: SPLIT(...)[OFFSET(i)] with a computed offset.")
         call = exp.Anonymous(this="STRING_TO_ARRAY", expressions=[node.this, node.expression])
-        node.replace(exp.Paren(this=call) if isinstance(node.parent, exp.Bracket) and node.parent.this is node else call)
+        node.replace(exp.Paren(this=call) if bracket is not None else call)
     return tree
 
 

@@ -463,21 +463,21 @@ _MEASURED_CONDITION = [(re.compile(rf"{_DEGREE_PREFIX}(?:{root})"), measures) fo
 _WORD_PREFIX = re.compile(r"^(?:re|pre|post)-?(?=[a-z]{4})")
 
 
-def _read_as_measure(value: str, measured: list[str]) -> bool:
+def _read_as_measure(value: str, measured: str) -> bool:
     """The value is a condition named for a measure out of its range, and the query reads that measure: an item it
-    names (a lab test, a chart item), not any text ('Potassium Chloride' is a drug)."""
-    name, text = value.lower(), " ".join(_normal(m) for m in measured)
-    return any(pattern.fullmatch(name) and any(f" {m}" in f" {text}" for m in measures) for pattern, measures in _MEASURED_CONDITION)
+    names (a lab test, a chart item; ``measured``, from :func:`_measured_items`), not any text ('Potassium Chloride' is a
+    drug)."""
+    name = value.lower()
+    return any(pattern.fullmatch(name) and any(f" {m}" in measured for m in measures) for pattern, measures in _MEASURED_CONDITION)
 
 
-def _measured_items(ctx: SqlContext, labels: list[str]) -> list[str]:
-    """The items the query reads: the labels of the item numbers it names, and the literals it compares with a label."""
+def _measured_items(ctx: SqlContext, labels: list[str]) -> str:
+    """The items the query reads, in normal form, each after a space: the labels of the item numbers it names, and the
+    literals it compares with a label."""
     assert ctx.tree is not None
-    compared = [lit.this for node in ctx.tree.find_all(exp.EQ, exp.In, exp.Like, exp.ILike)
-                if isinstance(node.this, exp.Column) and node.this.name.lower() == "label" and not _excluded(node)
-                for lit in (node.expressions if isinstance(node, exp.In) else [node.expression])
-                if isinstance(lit, exp.Literal) and lit.is_string]
-    return labels + compared
+    compared = [lit.this for _, column, lit in literal_comparisons(ctx.tree, {}, (exp.EQ, exp.In, exp.Like, exp.ILike))
+                if column == "label" and not _excluded(lit)]
+    return " " + " ".join(_normal(m) for m in labels + compared)
 
 
 def _names_a_field(value: str, identifiers: set[str], entities: set[str]) -> bool:
@@ -523,5 +523,5 @@ def check_stated_values(ctx: SqlContext) -> CheckResult:
             missing.setdefault(same, []).append(f"{table}.{column}")
     # one finding per value, naming every column that holds it (a drug is in the orders, the eMAR and a lab's name)
     return found(*(Finding("missing_value_filter", "warning",
-                           f"The question names '{value}' ({', '.join(columns)}); the query never looks for it.")
-                   for value, columns in list(missing.items())[:3]))
+                           f"The question names '{value}' ({', '.join(holding)}); the query never looks for it.")
+                   for value, holding in list(missing.items())[:3]))
