@@ -64,6 +64,8 @@ def test_a_draft_of_a_schema_never_seen(riverside: Path):
     assert {"visits.ward", "observations.test", "observations.unit", "persons.sex"} <= set(profile.value_columns)
     assert "observations.note" not in profile.value_columns and "persons.person_key" not in profile.value_columns
     assert profile.now == "2031-04-04 11:00:00"  # the data's latest instant, past the clock: a shifted extract
+    # the schema declares no keys; the data show what refers to what (the row numbers, unique everywhere, refer to nothing)
+    assert set(profile.foreign_keys) == {"visits.person_key -> persons.person_key", "observations.visit_key -> visits.visit_key"}
 
 
 def test_the_draft_of_the_demo_finds_the_shipped_entities(mimic_iv_db: Path):
@@ -71,6 +73,19 @@ def test_the_draft_of_the_demo_finds_the_shipped_entities(mimic_iv_db: Path):
     assert profile.entities == PROFILES["mimic_iv"].entities
     assert set(PROFILES["mimic_iv"].time_columns) <= set(profile.time_columns)
     assert {"d_labitems.label", "prescriptions.drug", "d_icd_diagnoses.long_title"} <= set(profile.value_columns)
+
+
+def test_the_draft_of_the_module_layout_finds_the_keys_it_does_not_declare(mimic_iv_raw_db: Path):
+    """mimic-code's DuckDB layout declares no foreign keys; both item dictionaries have an ``itemid``, and the data say
+    which one each table of events refers to. The ICD dictionaries are keyed by code and version: no one-column key."""
+    profile = draft_profile(open_database(mimic_iv_raw_db), "mimic_iv_raw")
+    keys = set(profile.foreign_keys)
+    assert {"mimiciv_hosp.labevents.itemid -> mimiciv_hosp.d_labitems.itemid",
+            "mimiciv_icu.chartevents.itemid -> mimiciv_icu.d_items.itemid",
+            "mimiciv_icu.chartevents.stay_id -> mimiciv_icu.icustays.stay_id",
+            "mimiciv_icu.icustays.hadm_id -> mimiciv_hosp.admissions.hadm_id"} <= keys
+    assert not [k for k in keys if "icd_code" in k or "labevents.itemid -> mimiciv_icu" in k]
+    assert set(PROFILES["mimic_iv_raw"].foreign_keys) - keys <= {k for k in PROFILES["mimic_iv_raw"].foreign_keys if "icd_code" in k}
 
 
 def test_a_table_with_one_row_per_stay_gives_the_person_the_stay_and_the_admission(eicu_db: Path):
@@ -97,3 +112,14 @@ def test_db_profile_writes_a_file_that_verify_uses(riverside: Path, tmp_path: Pa
     assert "count_without_distinct" in {f["check"] for f in verdict["findings"]}
     r = runner.invoke(cli, ["verify", "--db", str(riverside), "--db-id", str(tmp_path / "absent.toml"), "-q", "q", "-s", "SELECT 1"])
     assert r.exception is not None and "Cannot read the profile" in str(r.exception)
+
+
+def test_a_profile_s_foreign_keys_are_checked_when_it_loads(tmp_path: Path):
+    from ehrguard.errors import ConfigError
+
+    path = tmp_path / "clinic.toml"
+    path.write_text('db_id = "clinic"\nforeign_keys = ["labs.test_id -> lab_tests.test_id", " meds.drug_id->drugs.id "]\n')
+    assert load_profile(path).foreign_keys == ("labs.test_id -> lab_tests.test_id", "meds.drug_id -> drugs.id")
+    path.write_text('db_id = "clinic"\nforeign_keys = ["labs.test_id = lab_tests.test_id"]\n')
+    with pytest.raises(ConfigError, match="foreign_keys is a list of"):
+        load_profile(path)

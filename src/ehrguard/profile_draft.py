@@ -8,6 +8,8 @@ The owner of a schema knows what its tables mean; this draft saves the typing an
 * **time columns**: date/time types, and text columns whose sampled values all read as dates or date-times;
 * **value columns**: text columns with a few to some thousands of distinct values, the names and labels questions
   quote (not ids, not times, not free text);
+* **foreign keys** the schema does not declare: an id or code column unique in one table (a dictionary, an entity's
+  table) and repeated in another whose sampled values that one table holds;
 * **now**: when the latest time in the data is past the machine's clock (a date-shifted extract such as MIMIC's or
   EHRSQL's), that instant; else the real clock.
 
@@ -62,15 +64,16 @@ def _unique(db: Database, t: TableInfo, column: str) -> bool:
     return bool(rows) and rows[0][0] == rows[0][1] == rows[0][2] and rows[0][2] > 0
 
 
+def _repeats(db: Database, t: TableInfo, column: str) -> bool:
+    """Whether ``column`` holds a repeated value in a sample of ``t`` (cheap where counting every row is not)."""
+    col = _quote(db, column)
+    sample = [r[0] for r in _rows(db, f"SELECT {col} FROM {_table_ref(db, t)} WHERE {col} IS NOT NULL LIMIT 5000", 5000)]
+    return len(set(sample)) < len(sample)
+
+
 def _repeats_elsewhere(db: Database, column: str, home: TableInfo, tables: list[TableInfo]) -> bool:
     """Whether ``column`` holds a repeated value in a sample of another table that has it (up to three tables)."""
-    others = [t for t in tables if t is not home and t.column(column) is not None][:3]
-    for t in others:
-        col = _quote(db, column)
-        sample = [r[0] for r in _rows(db, f"SELECT {col} FROM {_table_ref(db, t)} WHERE {col} IS NOT NULL LIMIT 5000", 5000)]
-        if len(set(sample)) < len(sample):
-            return True
-    return False
+    return any(_repeats(db, t, column) for t in [t for t in tables if t is not home and t.column(column) is not None][:3])
 
 
 def _lookup(db: Database, t: TableInfo) -> bool:
@@ -164,6 +167,50 @@ def _columns(db: Database, tables: list[TableInfo], ids: set[str]) -> tuple[list
     return times, values, latest
 
 
+_KEY_NAME = re.compile(r"(^|_)(id|key|code|cd)$|id$", re.IGNORECASE)
+KEY_SAMPLE = 200  # distinct values of a referring column looked up in the table it may refer to
+KEY_SHARE = 0.95  # of them found there, for the key to be proposed
+
+
+def _share_found(db: Database, source: TableInfo, target: TableInfo, column: str) -> float:
+    """The share of a sample of ``source.column``'s distinct values that ``target.column`` holds."""
+    col = _quote(db, column)
+    sample = f"SELECT DISTINCT {col} AS v FROM (SELECT {col} FROM {_table_ref(db, source)} WHERE {col} IS NOT NULL LIMIT 5000) s"
+    rows = _rows(db, f"SELECT COUNT(*), SUM(CASE WHEN v IN (SELECT {col} FROM {_table_ref(db, target)}) THEN 1 ELSE 0 END) "
+                     f"FROM ({sample} LIMIT {KEY_SAMPLE}) d", 1)
+    return (rows[0][1] or 0) / rows[0][0] if rows and rows[0][0] else 0.0
+
+
+def _keys(db: Database, tables: list[TableInfo], entity_tables: set[str]) -> list[str]:
+    """Keys the schema does not declare: a column named as an id or a code that is unique in one table (a dictionary's
+    code, an entity's id) and repeats in another, whose values that table holds (``labevents.itemid`` ->
+    ``d_labitems.itemid``; ``chartevents.itemid`` -> ``d_items.itemid``, where both dictionaries have an ``itemid``).
+    A column whose values several such tables hold refers to the one that is an entity's table (``entity_tables``), else
+    gets none: the data do not say which it refers to."""
+    declared = {(t.qualified_name.lower(), fk.column.lower()) for t in tables for fk in t.foreign_keys}
+    holders: dict[str, list[TableInfo]] = {}
+    for t in tables:
+        for c in t.columns:
+            if _KEY_NAME.search(c.name):
+                holders.setdefault(c.name.lower(), []).append(t)
+    keys = []
+    for column, having in holders.items():
+        if len(having) < 2:
+            continue
+        repeated = [t for t in having if _repeats(db, t, column)]
+        homes = [t for t in having if t not in repeated and _unique(db, t, column)]
+        for source in repeated:
+            if (source.qualified_name.lower(), column) in declared:
+                continue
+            holding = [home.qualified_name for home in homes if _share_found(db, source, home, column) >= KEY_SHARE]
+            if len(holding) > 1:  # several tables hold every value (admissions and a summary of them): the entity's
+                holding = [name for name in holding if name in entity_tables]
+            if len(holding) == 1:
+                name = next(c.name for c in source.columns if c.name.lower() == column)
+                keys.append(f"{source.qualified_name}.{name} -> {holding[0]}.{name}")
+    return keys
+
+
 def draft_profile(db: Database, db_id: str) -> DatabaseProfile:
     """A first profile of ``db`` under the name ``db_id`` (see the module docstring for what is guessed and how)."""
     tables = read_schema(db).tables
@@ -177,7 +224,8 @@ def draft_profile(db: Database, db_id: str) -> DatabaseProfile:
             now = instant.replace("T", " ")
     person_ids = tuple(e.id_column for e in entities if e.name == "patient")
     return DatabaseProfile(db_id, f"Drafted by `ehrguard db profile` from {db.name}: check every line", db.dialect, now, entities,
-                           person_ids=person_ids, time_columns=tuple(times), value_columns=tuple(values))
+                           person_ids=person_ids, time_columns=tuple(times), value_columns=tuple(values),
+                           foreign_keys=tuple(_keys(db, tables, {e.table for e in entities})))
 
 
 __all__ = ["ENTITY_WORDS", "draft_profile"]

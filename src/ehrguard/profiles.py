@@ -17,6 +17,7 @@ Adding a database means adding one profile: to :data:`PROFILES` here, or in a TO
     file_name = "st_marys.sqlite"
     time_columns = ["encounters.start_time", "labs.taken_at"]
     value_columns = ["labs.test_name", "meds.drug"]
+    foreign_keys = ["labs.test_id -> lab_tests.test_id"]   # keys the schema does not declare
     calibration = "st_marys_calibration.json"   # optional: a fit from `ehrguard train calibration` on graded runs here
 
     [[entities]]
@@ -28,8 +29,9 @@ Adding a database means adding one profile: to :data:`PROFILES` here, or in a TO
 from __future__ import annotations
 
 import difflib
+import re
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -65,6 +67,10 @@ class DatabaseProfile:
     person_ids: tuple[str, ...] = ()
     time_columns: tuple[str, ...] = ()  # "table.column"
     value_columns: tuple[str, ...] = ()  # "table.column" text columns worth indexing; empty: every text column
+    # Keys the database does not declare, "table.column -> table.column" (a code to its dictionary, a visit's id to the
+    # visits' table): the checks that read a code by its dictionary's names, or a table by the one it refers to, use them
+    # as they use declared foreign keys.
+    foreign_keys: tuple[str, ...] = ()
     file_name: str = ""  # what `ehrguard db build` writes and the benchmarks look for
     source_folder: str = ""  # the public source's folder inside the data directory
     builder: str = ""  # the builder that makes it (`ehrguard db build NAME`)
@@ -86,10 +92,21 @@ class DatabaseProfile:
     def entity(self, name: EntityName) -> Entity | None:
         return next((e for e in self.entities if e.name == name), None)
 
+    def as_queried(self) -> DatabaseProfile:
+        """This profile with its entities' tables and its time columns named as a query's parse tree names them: the
+        table's own name, without its schema or project (``mimiciv_hosp.admissions`` -> ``admissions``), so that the
+        checks compare them with the tables a query reads on every layout."""
+        return replace(self, entities=tuple(replace(e, table=_own_name(e.table)) for e in self.entities),
+                       time_columns=tuple(f"{_own_name(t)}.{c}" for t, c in (q.rsplit(".", 1) for q in self.time_columns)))
+
     @property
     def fixed_now(self) -> bool:
         """The database has its own "now": questions about "this year" or "today" mean that instant, not the clock."""
         return self.now is not None
+
+
+def _own_name(table: str) -> str:
+    return table.rsplit(".", 1)[-1]
 
 
 def _entities(*triples: tuple[EntityName, str, str]) -> tuple[Entity, ...]:
@@ -108,6 +125,32 @@ def _mimic_code_values(hosp: str, icu: str) -> tuple[str, ...]:
             f"{hosp}.admissions.language", f"{hosp}.admissions.marital_status", f"{hosp}.admissions.race",
             f"{hosp}.patients.gender", f"{icu}.icustays.first_careunit", f"{icu}.icustays.last_careunit",
             f"{hosp}.transfers.careunit", f"{hosp}.transfers.eventtype")
+
+
+def _mimic_code_keys(hosp: str, icu: str) -> tuple[str, ...]:
+    """The keys of MIMIC-IV in its module layout that the EHRSQL schema declares and mimic-code's DuckDB and BigQuery
+    copies do not: visits to their admission, items and codes to their dictionaries."""
+    visits = [f"{hosp}.{t}.hadm_id -> {hosp}.admissions.hadm_id" for t in ("diagnoses_icd", "procedures_icd", "labevents",
+              "prescriptions", "microbiologyevents", "transfers")] + [f"{icu}.icustays.hadm_id -> {hosp}.admissions.hadm_id"]
+    items = [f"{icu}.{t}.itemid -> {icu}.d_items.itemid" for t in ("chartevents", "inputevents", "outputevents", "procedureevents",
+                                                                  "datetimeevents", "ingredientevents")]
+    stays = [f"{icu}.{t}.stay_id -> {icu}.icustays.stay_id" for t in ("chartevents", "inputevents", "outputevents", "procedureevents")]
+    return (f"{hosp}.admissions.subject_id -> {hosp}.patients.subject_id", *visits,
+            f"{hosp}.diagnoses_icd.icd_code -> {hosp}.d_icd_diagnoses.icd_code",
+            f"{hosp}.procedures_icd.icd_code -> {hosp}.d_icd_procedures.icd_code",
+            f"{hosp}.labevents.itemid -> {hosp}.d_labitems.itemid", *items, *stays)
+
+
+def _mimic_code_times(hosp: str, icu: str) -> tuple[str, ...]:
+    """The time columns of MIMIC-IV in its module layout: when visits start and end and when events were charted,
+    started or stopped (the columns the EHRSQL schema's profile names, where they sit there, and the tables it lacks)."""
+    return (f"{hosp}.admissions.admittime", f"{hosp}.admissions.dischtime", f"{hosp}.admissions.deathtime",
+            f"{hosp}.procedures_icd.chartdate", f"{hosp}.labevents.charttime", f"{hosp}.prescriptions.starttime",
+            f"{hosp}.prescriptions.stoptime", f"{hosp}.pharmacy.starttime", f"{hosp}.pharmacy.stoptime", f"{hosp}.emar.charttime",
+            f"{hosp}.microbiologyevents.charttime", f"{hosp}.transfers.intime", f"{hosp}.transfers.outtime",
+            f"{icu}.icustays.intime", f"{icu}.icustays.outtime", f"{icu}.chartevents.charttime", f"{icu}.inputevents.starttime",
+            f"{icu}.inputevents.endtime", f"{icu}.outputevents.charttime", f"{icu}.procedureevents.starttime",
+            f"{icu}.procedureevents.endtime")
 
 
 PROFILES: dict[str, DatabaseProfile] = {
@@ -154,7 +197,8 @@ PROFILES: dict[str, DatabaseProfile] = {
             "mimic_iv_raw", "MIMIC-IV in its module layout (DuckDB: mimiciv_hosp, mimiciv_icu, mimiciv_derived)", "duckdb", None,
             _entities(("patient", "mimiciv_hosp.patients", "subject_id"), ("admission", "mimiciv_hosp.admissions", "hadm_id"),
                       ("stay", "mimiciv_icu.icustays", "stay_id")),
-            person_ids=("subject_id",), value_columns=_mimic_code_values("mimiciv_hosp", "mimiciv_icu"),
+            person_ids=("subject_id",), time_columns=_mimic_code_times("mimiciv_hosp", "mimiciv_icu"),
+            value_columns=_mimic_code_values("mimiciv_hosp", "mimiciv_icu"), foreign_keys=_mimic_code_keys("mimiciv_hosp", "mimiciv_icu"),
             file_name="mimic_iv_raw.duckdb", source_folder="mimic-iv-demo-2.2", builder="mimic_iv_raw", calibration="mimic_code",
         ),
         DatabaseProfile(
@@ -162,7 +206,8 @@ PROFILES: dict[str, DatabaseProfile] = {
             "postgres", None,
             _entities(("patient", "mimiciv_hosp.patients", "subject_id"), ("admission", "mimiciv_hosp.admissions", "hadm_id"),
                       ("stay", "mimiciv_icu.icustays", "stay_id")),
-            person_ids=("subject_id",), value_columns=_mimic_code_values("mimiciv_hosp", "mimiciv_icu"),
+            person_ids=("subject_id",), time_columns=_mimic_code_times("mimiciv_hosp", "mimiciv_icu"),
+            value_columns=_mimic_code_values("mimiciv_hosp", "mimiciv_icu"), foreign_keys=_mimic_code_keys("mimiciv_hosp", "mimiciv_icu"),
             source_folder="mimic-iv-demo-2.2", builder="mimic_iv_raw", calibration="mimic_code",
         ),
         DatabaseProfile(
@@ -172,6 +217,8 @@ PROFILES: dict[str, DatabaseProfile] = {
                       ("stay", "physionet-data.mimiciv_3_1_icu.icustays", "stay_id")),
             # no value columns yet: the value index reads them with SQL BigQuery does not take (CAST ... AS TEXT)
             person_ids=("subject_id",), calibration="mimic_code",
+            time_columns=_mimic_code_times("physionet-data.mimiciv_3_1_hosp", "physionet-data.mimiciv_3_1_icu"),
+            foreign_keys=_mimic_code_keys("physionet-data.mimiciv_3_1_hosp", "physionet-data.mimiciv_3_1_icu"),
         ),
     )
 }
@@ -263,6 +310,7 @@ def profile_from_dict(data: dict[str, Any], *, where: str = "profile") -> Databa
     values["entities"] = _entities_from(values.get("entities", []), where)
     for name in ("person_ids", "time_columns", "value_columns"):
         values[name] = _names(values.get(name, []), name, where, qualified=name != "person_ids")
+    values["foreign_keys"] = _keys(values.get("foreign_keys", []), where)
     if not values["person_ids"]:
         values["person_ids"] = tuple(dict.fromkeys(e.id_column for e in values["entities"] if e.name == "patient"))
     if values.get("answer_rule", "ehrsql") not in ("ehrsql", "mimicsql"):
@@ -272,6 +320,19 @@ def profile_from_dict(data: dict[str, Any], *, where: str = "profile") -> Databa
             raise ConfigError(f"{where}: {name} is a string.")
     values["calibration"] = _calibration(values.get("calibration", ""), where)
     return DatabaseProfile(**values)
+
+
+_KEY = re.compile(r"\s*([\w.-]+\.\w+)\s*->\s*([\w.-]+\.\w+)\s*")
+
+
+def _keys(value: Any, where: str) -> tuple[str, ...]:
+    """A profile's foreign keys, each written "table.column -> table.column" (the tables may carry their schema)."""
+    from ehrguard.errors import ConfigError
+
+    if not isinstance(value, list) or not all(isinstance(v, str) and _KEY.fullmatch(v) for v in value):
+        raise ConfigError(f'{where}: foreign_keys is a list of "table.column -> table.column" strings '
+                          '(e.g. "labs.test_id -> lab_tests.test_id").')
+    return tuple(" -> ".join(_KEY.fullmatch(v).groups()) for v in value)  # type: ignore[union-attr]
 
 
 def _calibration(value: str, where: str) -> str:
@@ -326,7 +387,7 @@ def profile_to_toml(profile: DatabaseProfile, *, header: str = "") -> str:
             lines.append(f"{name} = {_toml_value(getattr(profile, name))}")
     if profile.answer_rule != "ehrsql":
         lines.append(f"answer_rule = {_toml_value(profile.answer_rule)}")
-    for name in ("person_ids", "time_columns", "value_columns"):
+    for name in ("person_ids", "time_columns", "value_columns", "foreign_keys"):
         values = getattr(profile, name)
         if len(values) > 3:
             lines.append(f"{name} = [\n" + "".join(f"    {_toml_value(v)},\n" for v in values) + "]")

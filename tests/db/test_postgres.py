@@ -262,6 +262,19 @@ def test_clinsql_bigquery_sql_runs_transpiled_on_postgresql(postgres_url: str, d
     assert one("SELECT m.v FROM (SELECT 1 AS x) CROSS JOIN UNNEST([STRUCT(1 AS k, 'a' AS v)]) AS m") == ("a",)
     assert one("SELECT COUNT(*), SUM(hi) FROM (SELECT 'a' AS n, NULL AS hi UNION ALL SELECT 'b', 4.0 UNION ALL SELECT 'c', NULL)") == (
         3, pytest.approx(4.0))
+    # a NULL typed by literals of its union: whole numbers, decimals with them, typed dates
+    assert one("SELECT SUM(n), MAX(d) FROM (SELECT NULL AS n, NULL AS d UNION ALL SELECT 2, DATE '2150-01-02' "
+               "UNION ALL SELECT 1.5, NULL)") == (pytest.approx(3.5), "2150-01-02")
+    # ANY_VALUE of any type (MIN has no boolean form), NULLs passed over as BigQuery passes them
+    assert one("SELECT ANY_VALUE(b), ANY_VALUE(x) FROM (SELECT NULL AS x, TRUE AS b UNION ALL SELECT 'a', TRUE)") == (True, "a")
+    with pytest.raises(QueryExecutionError, match="HAVING"):
+        to_postgres("SELECT ANY_VALUE(x HAVING MAX y) FROM t")
+    # weeks: ISO weeks start on Monday, BigQuery's WEEK on Sunday, WEEK(SATURDAY) on Saturday (2150-01-01 is a Thursday)
+    weeks = one("SELECT DATETIME_TRUNC(DATETIME '2150-01-01 13:45:00', ISOWEEK), DATETIME_TRUNC(DATETIME '2150-01-01 13:45:00', WEEK), "
+                "DATETIME_TRUNC(DATETIME '2150-01-01 13:45:00', WEEK(SATURDAY)), DATETIME_TRUNC(DATETIME '2150-01-04 08:00:00', WEEK)")
+    assert [str(w)[:10] for w in weeks] == ["2149-12-29", "2149-12-28", "2149-12-27", "2150-01-04"]
+    with pytest.raises(QueryExecutionError, match="ISOYEAR"):
+        to_postgres("SELECT DATETIME_TRUNC(t, ISOYEAR) FROM x")
     # the validation split's gold queries (the CLI picks the transpiler from the database's dialect)
     r = CliRunner().invoke(cli, ["clinsql", "execcheck", "--split", str(shared_data / "clinsql" / "validation"), "--db",
                                  postgres_url, "--json"])

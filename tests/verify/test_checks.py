@@ -263,3 +263,47 @@ def test_a_name_the_query_reads_another_way_is_looked_for(mimic_iv_raw_db):
     assert dropped("How many patients had a creatinine measured?",
                    "SELECT COUNT(DISTINCT subject_id) FROM mimiciv_hosp.labevents WHERE itemid <> 50912")
 
+
+
+def test_the_module_layout_knows_its_keys_and_its_times(mimic_iv_raw_db):
+    """mimic-code's layout declares no foreign keys and names its tables with their schema: the profile's keys and time
+    columns, read as queries name the tables, give it the checks the EHRSQL schema has: an item read for another the
+    question names, visits kept only when they have ended."""
+    from ehrguard import verify
+
+    wrong_item = verify("What was the last heart rate of patient 10000032?",
+                        "SELECT valuenum FROM mimiciv_icu.chartevents WHERE subject_id = 10000032 AND itemid = 220210 "
+                        "ORDER BY charttime DESC LIMIT 1", db=mimic_iv_raw_db)
+    assert "wrong_code" in {f.check for f in wrong_item.findings} and "itemid = 220045" in wrong_item.sql
+    ended = verify("How many ICU stays were there in 2150?",
+                   "SELECT COUNT(*) FROM mimiciv_icu.icustays WHERE outtime IS NOT NULL AND EXTRACT(YEAR FROM intime) = 2150",
+                   db=mimic_iv_raw_db)
+    assert "unasked_ended" in {f.check for f in ended.findings} and ended.status != "verified"
+    right = verify("What was the last heart rate of patient 10000032?",
+                   "SELECT valuenum FROM mimiciv_icu.chartevents WHERE subject_id = 10000032 AND itemid = 220045 "
+                   "ORDER BY charttime DESC LIMIT 1", db=mimic_iv_raw_db)
+    assert right.action == "preserve" and not [f for f in right.findings if f.severity == "error"]
+
+
+def test_a_profile_adds_the_keys_a_schema_does_not_declare(mimic_iv_raw_db):
+    raw = DatabaseContext(open_database(mimic_iv_raw_db), "mimic_iv_raw", mimic_iv_raw_db)
+    keys = {(fk.column, fk.ref_table, fk.ref_column) for fk in raw.schema.require_table("mimiciv_icu.chartevents").foreign_keys}
+    assert {("itemid", "d_items", "itemid"), ("stay_id", "icustays", "stay_id")} <= keys
+    # a key to a table or column this database lacks is passed over; one it declares is not added twice
+    schema = raw.schema.with_keys(["mimiciv_icu.chartevents.itemid -> mimiciv_icu.d_items.itemid",
+                                   "mimiciv_hosp.nowhere.itemid -> mimiciv_icu.d_items.itemid",
+                                   "mimiciv_icu.chartevents.nothing -> mimiciv_icu.d_items.itemid"])
+    assert schema.require_table("chartevents").foreign_keys == raw.schema.require_table("chartevents").foreign_keys
+
+
+def test_a_repair_of_literals_keeps_the_query_as_written(ctx):
+    """A value's spelling repaired in the user's own text: comments, layout and letter case stay, and nothing of the
+    query passes through the SQL writer (whose rendering of another construct could otherwise lose the repair)."""
+    sql = "select count(*)  -- every one of them\nfrom patients\nwhere gender = 'F'"
+    checked = run_checks("How many female patients are there?", sql, ctx)
+    assert "unknown_value" in {f.check for f in checked.findings}
+    assert repair(checked) == sql.replace("'F'", "'f'")
+    # an edit of more than literals is written from the tree
+    widened = run_checks("How many patients are there?", "select count(subject_id) from admissions", ctx)
+    fixed = repair(widened)
+    assert fixed is not None and "DISTINCT" in fixed.upper()

@@ -276,3 +276,44 @@ def test_a_correction_by_a_known_question_says_how_it_reads_last_year(mimic_iv_d
     assert month.startswith("It reads 'last month' as the calendar month")
     assert time_reading("How many patients were prescribed furosemide this year?") == ""  # no other reading to warn of
     assert time_reading("How many patients were prescribed furosemide?") == ""
+
+
+def test_high_and_abnormal_read_by_the_records_reference_ranges_are_no_guess(mimic_iv_raw_db):
+    """"High potassium" has no threshold the question states; a query that compares each result with the laboratory's
+    own reference range (or its abnormal flag) reads the word as the records define it, and is not asked back. A
+    threshold of the query's own choosing is still a guess."""
+    from ehrguard import verify
+    from ehrguard.verify.offline.question import QuestionClassifier
+
+    classifier = QuestionClassifier()
+    question = "How many patients had an abnormally high potassium?"
+    base = ("SELECT COUNT(DISTINCT l.subject_id) FROM mimiciv_hosp.labevents l JOIN mimiciv_hosp.d_labitems d "
+            "ON l.itemid = d.itemid WHERE d.label = 'Potassium' AND ")
+    ranged = classifier.assess(question, base + "l.valuenum > l.ref_range_upper")
+    flagged = classifier.assess(question, base + "l.flag = 'abnormal'")
+    guessed = classifier.assess(question, base + "l.valuenum > 5.0")
+    assert ranged.cues.vague == flagged.cues.vague == () and guessed.cues.vague
+    assert ranged.category["ambiguous"] < guessed.category["ambiguous"]
+    assert verify(question, base + "l.valuenum > l.ref_range_upper", db=mimic_iv_raw_db).action != "ambiguous"
+    # only a comparison reads the range: selecting it beside the values defines nothing
+    shown = classifier.assess(question, base.replace("COUNT(DISTINCT l.subject_id)", "l.ref_range_upper") + "l.valuenum > 5.0")
+    assert shown.cues.vague == guessed.cues.vague
+
+
+def test_an_item_read_by_its_number_is_masked_by_its_labels_words(mimic_iv_raw_db):
+    """A query that reads ``itemid = 220181`` looks for 'Non Invasive Blood Pressure mean': the question's "blood
+    pressure" is that item's name, masked as a name the query looks for, not a field the records lack."""
+    from ehrguard import verify
+    from ehrguard.verify.offline.features import mask_values
+
+    labels = ("Non Invasive Blood Pressure mean",)
+    sql = "SELECT valuenum FROM chartevents WHERE itemid = 220181"
+    assert mask_values("What was patient 10000032's blood pressure?", sql, labels) == "What was patient 10000032's X?"
+    assert mask_values("Was the blood-pressure mean high?", sql, labels) == "Was the X high?"
+    # one word names the item only when it is long enough to be a name of its own ("mean" is not)
+    assert mask_values("What was the mean value?", sql, labels) == "What was the mean value?"
+    assert mask_values("What was the blood pressure?", None, labels) == "What was the blood pressure?"
+    question = "What was patient 10000032's blood pressure?"
+    read = verify(question, "SELECT valuenum FROM mimiciv_icu.chartevents WHERE subject_id = 10000032 AND itemid = 220181 "
+                            "ORDER BY charttime DESC LIMIT 1", db=mimic_iv_raw_db)
+    assert read.action == "preserve" and read.details["question"]["category"]["answerable"] > 0.5

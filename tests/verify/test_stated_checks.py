@@ -851,3 +851,17 @@ def test_a_bin_edge_in_a_case_is_no_bound(ctx):
     sql = ("SELECT CASE WHEN age < 65 THEN 'under 65' WHEN age < 80 THEN '65-79' ELSE '80+' END AS band, COUNT(*) "
            "FROM admissions GROUP BY band")
     assert "wrong_bound" not in checks_of(ctx, "How many admissions fall in each age band: under 65, 65-79, 80 and over?", sql)
+
+
+def test_a_number_stated_in_another_unit_of_measure_is_used_converted(eicu_ctx):
+    """"220 lbs" against weights the records hold in kilograms: a query comparing with 99.8 (or 100) uses the stated
+    number; it is never "repaired" to compare kilograms with 220. Temperatures convert by their formula."""
+    question = "How many patients weighed more than 220 lbs at admission?"
+    for converted in ("99.8", "100"):
+        sql = f"SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE admissionweight > {converted}"
+        assert "missing_stated_number" not in checks_of(eicu_ctx, question, sql), converted
+    other = run_checks(question, "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE admissionweight > 80", eicu_ctx)
+    assert "missing_stated_number" in {f.check for f in other.findings} and repair(other) is None
+    fever = "How many patients had a temperature above 101.3 °F?"
+    assert "missing_stated_number" not in checks_of(eicu_ctx, fever, "SELECT COUNT(DISTINCT patientunitstayid) FROM "
+                                                                     "vitalperiodic WHERE temperature > 38.5")

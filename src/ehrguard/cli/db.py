@@ -200,7 +200,7 @@ def values_command(db_path: str, table: str, column: str, literal: str, k: int, 
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the TOML here (default: stdout).")
 def profile_command(db_path: str, db_id: str | None, out: Path | None) -> None:
     """Draft a profile (TOML) of a database from its schema and its data: entities and their ids, time columns, value
-    columns, its "now". Edit it, then pass --db-id FILE.toml."""
+    columns, the keys its schema does not declare, its "now". Edit it, then pass --db-id FILE.toml."""
     from ehrguard.profile_draft import draft_profile
     from ehrguard.profiles import profile_to_toml
 
@@ -211,7 +211,8 @@ def profile_command(db_path: str, db_id: str | None, out: Path | None) -> None:
     if out:
         out.write_text(text)
         console.print(f"Wrote {out}: {len(profile.entities)} entities, {len(profile.time_columns)} time columns, "
-                      f"{len(profile.value_columns)} value columns, now {profile.now or 'the clock'}")
+                      f"{len(profile.value_columns)} value columns, {len(profile.foreign_keys)} undeclared keys, "
+                      f"now {profile.now or 'the clock'}")
     else:
         click.echo(text, nl=False)
 

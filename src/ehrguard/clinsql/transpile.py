@@ -220,10 +220,25 @@ def _union_branches(node: exp.Expression) -> list[exp.Select]:
     return [node] if isinstance(node, exp.Select) else []
 
 
+def _literal_type(cell: exp.Expression) -> str | None:
+    """The PostgreSQL type a literal gives a column: a whole number BIGINT, a decimal NUMERIC (PostgreSQL's own choice
+    for such literals), text TEXT, a typed literal (``DATE '2150-01-01'``, ``CAST('...' AS TIMESTAMP)``) its type."""
+    if isinstance(cell, exp.Literal):
+        if cell.is_string:
+            return "TEXT"
+        return "BIGINT" if re.fullmatch(r"-?\d+", cell.this) else "NUMERIC"
+    if isinstance(cell, exp.Neg) and isinstance(cell.this, exp.Literal) and not cell.this.is_string:
+        return _literal_type(cell.this)
+    if isinstance(cell, exp.Cast) and isinstance(cell.this, exp.Literal):
+        return cell.to.sql(dialect="postgres")
+    return None
+
+
 def typed_union_nulls(tree: exp.Expression) -> exp.Expression:
-    """A bare ``NULL`` in one branch of a UNION and a number in another: BigQuery types the column from every branch,
+    """A bare ``NULL`` in one branch of a UNION and a literal in another: BigQuery types the column from every branch,
     PostgreSQL takes the NULL as text ("UNION types text and numeric cannot be matched"). The NULL is cast to the type
-    the other branches' literals give the column."""
+    the other branches' literals give the column (NUMERIC when whole and decimal numbers meet); branches whose literals
+    disagree otherwise are left to the database's own error."""
     for union in list(tree.find_all(exp.Union)):
         if isinstance(union.parent, exp.Union):
             continue  # the outermost union of a chain reads every branch
@@ -231,12 +246,12 @@ def typed_union_nulls(tree: exp.Expression) -> exp.Expression:
         if len(branches) < 2 or len({len(b.expressions) for b in branches}) != 1:
             continue
         for i in range(len(branches[0].expressions)):
-            cells = [b.expressions[i].unalias() for b in branches]
-            numbers = [c for c in cells if isinstance(c, exp.Literal) and not c.is_string]
-            texts = [c for c in cells if isinstance(c, exp.Literal) and c.is_string]
-            if bool(numbers) == bool(texts):
+            kinds = {kind for b in branches if (kind := _literal_type(b.expressions[i].unalias())) is not None}
+            if kinds == {"BIGINT", "NUMERIC"}:
+                kinds = {"NUMERIC"}
+            if len(kinds) != 1:
                 continue
-            kind = "DOUBLE PRECISION" if numbers else "TEXT"
+            kind = kinds.pop()
             for branch in branches:
                 cell = branch.expressions[i]
                 null = cell.this if isinstance(cell, exp.Alias) else cell
@@ -316,20 +331,37 @@ def struct_objects(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+_WEEKDAYS = ("MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY")
+
+
 def datetime_truncs(tree: exp.Expression) -> exp.Expression:
-    """``DATETIME_TRUNC(t, HOUR)`` -> ``DATE_TRUNC('HOUR', t)`` (sqlglot writes the TIMESTAMP form, not this one)."""
+    """``DATETIME_TRUNC(t, HOUR)`` -> ``DATE_TRUNC('HOUR', t)`` (sqlglot writes the TIMESTAMP form, not this one).
+    PostgreSQL's weeks start on Monday, as ISOWEEK's do; a week that starts on another day (``WEEK`` is Sunday's,
+    ``WEEK(SATURDAY)``) is the Monday week of the moment shifted by the days between, shifted back. ISOYEAR has no
+    counterpart and is refused."""
     for node in list(tree.find_all(exp.DatetimeTrunc)):
-        unit = node.args.get("unit")
-        if not isinstance(unit, exp.Var):
-            raise QueryExecutionError("Cannot transpile to PostgreSQL: DATETIME_TRUNC to a week that starts on a given day.")
-        node.replace(exp.TimestampTrunc(this=node.this, unit=exp.var(unit.name.upper())))
+        unit, value = node.args.get("unit"), node.this.sql(dialect="postgres")
+        if isinstance(unit, exp.WeekStart) and unit.this.name.upper() in _WEEKDAYS:
+            days = (7 - _WEEKDAYS.index(unit.this.name.upper())) % 7
+            node.replace(sqlglot.parse_one(f"(DATE_TRUNC('WEEK', {value} + INTERVAL '{days} days') - INTERVAL '{days} days')",
+                                           read="postgres"))
+        elif isinstance(unit, exp.Var) and unit.name.upper() != "ISOYEAR":
+            node.replace(exp.TimestampTrunc(this=node.this, unit=exp.var("WEEK" if unit.name.upper() == "ISOWEEK" else unit.name.upper())))
+        else:
+            raise QueryExecutionError(f"Cannot transpile to PostgreSQL: DATETIME_TRUNC to {unit.sql(dialect='bigquery') if unit else '?'}.")
     return tree
 
 
 def any_values(tree: exp.Expression) -> exp.Expression:
-    """``ANY_VALUE(x)`` (PostgreSQL 16 and later) -> ``MIN(x)``: a value of the group, as ANY_VALUE promises."""
+    """``ANY_VALUE(x)`` (PostgreSQL 16 and later) -> the first of the group's non-NULL values,
+    ``(ARRAY_AGG(x) FILTER (WHERE x IS NOT NULL))[1]``: a value of the group as BigQuery's ANY_VALUE returns it (NULLs
+    ignored), for a value of any type (``MIN`` has no boolean or JSON form). ``ANY_VALUE(x HAVING MAX y)`` (the value of
+    the row with the largest y) is refused."""
     for node in list(tree.find_all(exp.AnyValue)):
-        node.replace(exp.Min(this=node.this))
+        if node.args.get("max") is not None or node.args.get("min") is not None or isinstance(node.this, exp.HavingMax):
+            raise QueryExecutionError("Cannot transpile to PostgreSQL: ANY_VALUE(... HAVING MAX/MIN ...).")
+        value = node.this.sql(dialect="postgres")
+        node.replace(sqlglot.parse_one(f"(ARRAY_AGG({value}) FILTER (WHERE {value} IS NOT NULL))[1]", read="postgres"))
     return tree
 
 

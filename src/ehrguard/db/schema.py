@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,22 @@ class Schema:
             raise SchemaLookupError(f"No column {column!r} in {found.qualified_name}.{hint} "
                                     f"Its columns: ehrguard db schema --db DB --table {found.qualified_name}")
         return found, col
+
+    def with_keys(self, keys: Iterable[str]) -> Schema:
+        """This schema with the foreign keys ``keys`` (``"table.column -> table.column"``, a profile's) added where the
+        database does not declare them; a key naming a table or column this database lacks is passed over."""
+        tables = {id(t): TableInfo(t.name, t.columns, list(t.foreign_keys), t.ddl, t.namespace) for t in self.tables}
+        out = Schema(self.dialect, list(tables.values()))
+        for key in keys:
+            source, target = (part.strip().rsplit(".", 1) for part in key.split("->"))
+            table, ref = out.table(source[0]), out.table(target[0])
+            if table is None or ref is None or table.column(source[1]) is None or ref.column(target[1]) is None:
+                continue
+            fk = ForeignKey(source[1], ref.name, target[1])
+            if not any((f.column.lower(), f.ref_table.lower(), f.ref_column.lower()) ==
+                       (fk.column.lower(), fk.ref_table.lower(), fk.ref_column.lower()) for f in table.foreign_keys):
+                table.foreign_keys.append(fk)
+        return out
 
     def only(self, table: str) -> Schema:
         """This schema with one table only (a SchemaLookupError when it has no such table)."""

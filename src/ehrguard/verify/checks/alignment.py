@@ -108,7 +108,7 @@ def _is_time(ctx: SqlContext, column: exp.Column, tables: dict[str, str]) -> boo
     """A column that holds moments: named by the profile, else by its declared type or its name."""
     name = column.name.lower()
     owner = tables.get(column.table.lower(), column.table.lower())
-    if f"{owner}.{name}" in ctx.db.profile.time_columns or any(c.endswith("." + name) for c in ctx.db.profile.time_columns):
+    if f"{owner}.{name}" in ctx.profile.time_columns or any(c.endswith("." + name) for c in ctx.profile.time_columns):
         return True
     return bool(re.search(r"(?:time|date)$|^(?:dob|dod)$", name))
 
@@ -434,7 +434,7 @@ def check_text_numbers(ctx: SqlContext) -> CheckResult:
 
 
 def _discharge_columns(ctx: SqlContext) -> set[str]:
-    return {c.rsplit(".", 1)[1] for c in ctx.db.profile.time_columns if re.search(r"disch|outtime", c.rsplit(".", 1)[1])}
+    return {c.rsplit(".", 1)[1] for c in ctx.profile.time_columns if re.search(r"disch|outtime", c.rsplit(".", 1)[1])}
 
 
 def _is_null(node: exp.Is) -> bool:
@@ -500,7 +500,7 @@ def _open_stay_condition(ctx: SqlContext, discharge: set[str]) -> exp.Expression
     if not isinstance(tree, exp.Select) or tree.args.get("joins") or sum(1 for _ in tree.find_all(exp.Select)) != 1:
         return None
     tables = list(tree.find_all(exp.Table))
-    visits = {e.table.lower() for e in ctx.db.profile.entities if e.name != "patient"}
+    visits = {e.table.lower() for e in ctx.profile.entities if e.name != "patient"}
     info = ctx.db.schema.table(tables[0].name) if len(tables) == 1 and tables[0].name.lower() in visits else None
     ends = [c.name for c in info.columns if c.name.lower() in discharge] if info is not None else []
     if len(ends) != 1:
@@ -940,10 +940,10 @@ _LATE_WORDS = ("last", "latest", "final", "most recent")
 
 def visit_start(ctx: SqlContext, entity: str) -> str | None:
     """The column a visit of this kind starts at (admission: the hospital admission time; stay: the unit's)."""
-    table = next((e.table for e in ctx.db.profile.entities if e.name == entity), None)
+    table = next((e.table for e in ctx.profile.entities if e.name == entity), None)
     if table is None:
         return None
-    starts = [c.rsplit(".", 1)[1] for c in ctx.db.profile.time_columns if c.rsplit(".", 1)[0] == table and re.search(r"admit|intime", c)]
+    starts = [c.rsplit(".", 1)[1] for c in ctx.profile.time_columns if c.rsplit(".", 1)[0] == table and re.search(r"admit|intime", c)]
     prefer = "hosp" if entity == "admission" else "unit"
     return next((c for c in starts if prefer in c), starts[0] if len(starts) == 1 else None)
 

@@ -20,6 +20,7 @@ from ehrguard.lazy import cached_property
 from ehrguard.verify.verdict import Finding
 
 if TYPE_CHECKING:
+    from ehrguard.profiles import DatabaseProfile
     from ehrguard.verify.methods import DatabaseContext
 
 # A check executes the candidate at most once, under this limit: verification answers in milliseconds, and a query
@@ -48,6 +49,11 @@ class SqlContext:
             return None
         trees = [t for t in trees if t is not None]
         return cast("exp.Expression", trees[0]) if len(trees) == 1 else None
+
+    @property
+    def profile(self) -> DatabaseProfile:
+        """The database's profile with its tables named as queries name them (see ``DatabaseProfile.as_queried``)."""
+        return self.db.derived(("profile as queried",), self.db.profile.as_queried)
 
     @property
     def dialect(self) -> str:
@@ -214,7 +220,7 @@ class Checked:
 def visits_by_id(ctx: SqlContext, tree: exp.Expression) -> list[tuple[exp.Column, exp.Literal, str]]:
     """Every ``visit_id = literal`` in the tree (an admission or a stay named by its number; the profile's entities
     other than the patient): the column, the literal and the table of that kind of visit."""
-    visits = {e.id_column.lower(): e.table for e in ctx.db.profile.entities if e.name != "patient"}
+    visits = {e.id_column.lower(): e.table for e in ctx.profile.entities if e.name != "patient"}
     out = []
     for eq in tree.find_all(exp.EQ):
         column, literal = eq.this, eq.expression
@@ -259,7 +265,7 @@ def stored_table(ctx: SqlContext, name: str) -> exp.Table:
 
 def quoted_names(ctx: SqlContext, table: str, column: str) -> tuple[str, str]:
     """A table and a column as the database's dialect writes them, quoted (mixed-case or reserved names stay valid)."""
-    source = exp.to_table(table)
+    source = stored_table(ctx, table)
     for part in ("this", "db", "catalog"):
         if isinstance(ident := source.args.get(part), exp.Identifier):
             ident.set("quoted", True)

@@ -83,7 +83,7 @@ def item_labels(ctx: SqlContext, tree: exp.Expression) -> list[str]:
 def _visit_tables(ctx: SqlContext) -> set[str]:
     """The tables of the profile's patients and visits (admissions, icustays): they name the visit, not a side of
     anything."""
-    return {e.table.lower() for e in ctx.db.profile.entities}
+    return {e.table.lower() for e in ctx.profile.entities}
 
 
 def _what_the_query_reads(ctx: SqlContext, tree: exp.Expression) -> list[tuple[str, bool]]:
@@ -120,9 +120,9 @@ def _visit_sides_returned(ctx: SqlContext, tree: exp.Expression) -> list[str]:
     if not isinstance(tree, exp.Select):
         return []
     kinds: dict[str, set[str]] = {}
-    for e in ctx.db.profile.entities:
+    for e in ctx.profile.entities:
         kinds.setdefault(e.table.lower(), set()).add(e.name)
-    times = {c.lower() for c in ctx.db.profile.time_columns}
+    times = {c.lower() for c in ctx.profile.time_columns}
     tables, _ = aliases(tree)
     sides = []
     for expression in tree.expressions:

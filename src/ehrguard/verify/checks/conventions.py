@@ -9,7 +9,7 @@ from functools import partial
 
 from sqlglot import exp
 
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TextEdit, TreeEdit, data_fact, found, quoted_names
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TextEdit, TreeEdit, data_fact, found, quoted_names, stored_table
 from ehrguard.verify.checks.concepts import name_columns_by_table
 from ehrguard.verify.checks.keys import rename
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
@@ -304,7 +304,7 @@ def check_counts_people(ctx: SqlContext) -> CheckResult:
 def _person_link(ctx: SqlContext, table: exp.Table, person: str) -> tuple[exp.Column, TreeEdit] | None:
     """The patients' table joined to a table of events that has no patient id, by the foreign key the schema declares
     from one to the other (eICU's ``medication.patientunitstayid`` -> ``patient``): the patient id column, and the join."""
-    home = next((e.table for e in ctx.db.profile.entities if e.id_column.lower() == person.lower()), None)
+    home = next((e.table for e in ctx.profile.entities if e.id_column.lower() == person.lower()), None)
     info = ctx.db.schema.table(table.name)
     if home is None or info is None:
         return None
@@ -317,16 +317,16 @@ def _person_link(ctx: SqlContext, table: exp.Table, person: str) -> tuple[exp.Co
 
     def join(select: exp.Expression) -> None:
         if isinstance(select, exp.Select):
-            select.join(exp.to_table(home), on=condition.copy(), copy=False)
+            select.join(stored_table(ctx, home), on=condition.copy(), copy=False)
 
     return exp.column(person, table=home), TreeEdit(join, target=table.find_ancestor(exp.Select))
 
 
 def visit_ids(ctx: SqlContext) -> set[str]:
     """The id columns of visits (hospital admissions, ICU stays) where the profile also names the patients' own id."""
-    if not any(e.name == "patient" for e in ctx.db.profile.entities):
+    if not any(e.name == "patient" for e in ctx.profile.entities):
         return set()
-    return {e.id_column.lower() for e in ctx.db.profile.entities if e.name != "patient"}
+    return {e.id_column.lower() for e in ctx.profile.entities if e.name != "patient"}
 
 
 def check_counts_visits(ctx: SqlContext) -> CheckResult:
@@ -335,8 +335,8 @@ def check_counts_visits(ctx: SqlContext) -> CheckResult:
     patients' table joined by the foreign key the schema declares."""
     if ctx.tree is None or not counts_people(ctx.question) or _COUNTS_VISITS.search(ctx.question):
         return NOTHING
-    person = next((e.id_column.lower() for e in ctx.db.profile.entities if e.name == "patient"), None)
-    visits = {e.id_column.lower(): e.name for e in ctx.db.profile.entities if e.name != "patient"} if person else {}
+    person = next((e.id_column.lower() for e in ctx.profile.entities if e.name == "patient"), None)
+    visits = {e.id_column.lower(): e.name for e in ctx.profile.entities if e.name != "patient"} if person else {}
     tables, _ = aliases(ctx.tree)
     findings, edits = [], []
     for count in ctx.tree.find_all(exp.Count):
@@ -386,7 +386,7 @@ def check_counted_visit(ctx: SqlContext) -> CheckResult:
     asked = {k for m in _COUNTED_VISIT.finditer(ctx.question) for k, v in m.groupdict().items() if v}
     if asked == {"admission"} and _ICU_WORDS.search(ctx.question):
         return NOTHING  # "admissions to the ICU" are ICU stays: the question says which kind elsewhere
-    visits: dict[str, str] = {e.name: e.id_column.lower() for e in ctx.db.profile.entities if e.name in ("stay", "admission")}
+    visits: dict[str, str] = {e.name: e.id_column.lower() for e in ctx.profile.entities if e.name in ("stay", "admission")}
     if len(asked) != 1 or len(visits) != 2:
         return NOTHING
     wanted = visits[asked.pop()]

@@ -78,7 +78,7 @@ def check_counted_join(ctx: SqlContext) -> CheckResult:
     if len(counts) != 1 or source is None or not isinstance(source.this, exp.Table):
         return NOTHING
     kind = next((k for k, pattern in _COUNTED_VISITS if pattern.search(ctx.question)), None)
-    entity = next((e for e in ctx.db.profile.entities if e.name == kind), None)
+    entity = next((e for e in ctx.profile.entities if e.name == kind), None)
     info = ctx.db.schema.table(source.this.name)
     if entity is None or info is None or info.column(entity.id_column) is None or info.name.lower() != entity.table.lower():
         return NOTHING  # the query counts the rows of the visits' own table: events counted "during admissions" are events

@@ -39,7 +39,7 @@ from ehrguard.verify.verdict import Finding
 
 def entity_columns(ctx: SqlContext) -> dict[str, str]:
     """Id column -> the entity it identifies (patient, admission, stay), from the profile."""
-    return {e.id_column.lower(): e.name for e in ctx.db.profile.entities}
+    return {e.id_column.lower(): e.name for e in ctx.profile.entities}
 
 
 def _has_column(ctx: SqlContext, table: str, column: str) -> bool:
@@ -337,7 +337,7 @@ def check_coarse_joins(ctx: SqlContext) -> CheckResult:
     if ctx.tree is None:
         return NOTHING
     ids, tables, pairs = _links(ctx, ctx.tree)
-    order = [e.id_column.lower() for e in ctx.db.profile.entities]  # coarse to fine: patient, admission, stay
+    order = [e.id_column.lower() for e in ctx.profile.entities]  # coarse to fine: patient, admission, stay
     kept: dict[str, set[tuple[str, str]]] = {}  # visit id column -> (table it is kept in, the literal)
     for node in ctx.tree.find_all(exp.EQ):
         col, lit = node.this, node.expression
@@ -408,7 +408,7 @@ def _visit_filtered(ctx: SqlContext, visit: str, joined: tuple[str, str], tables
     """A condition of the query's WHERE on a column of the visit's own table (one of the two joined), other than an
     id: the visits it keeps (``date(admissions.admittime) = '2100-08-12'``). The condition's text, or None."""
     assert ctx.tree is not None
-    home = next((e.table.lower() for e in ctx.db.profile.entities if e.id_column.lower() == visit), None)
+    home = next((e.table.lower() for e in ctx.profile.entities if e.id_column.lower() == visit), None)
     where = ctx.tree.args.get("where") if isinstance(ctx.tree, exp.Select) else None
     if home not in joined or where is None:
         return None
@@ -439,7 +439,7 @@ VISIT_BY_PLACE = re.compile(rf"\b{_PLACE} (?:{'|'.join(_ONE_VISIT.values())})\b"
 def named_visits(ctx: SqlContext) -> set[str]:
     """The id columns of the visits the question names one of by its place (first, last, current, ...)."""
     out = set()
-    for entity in ctx.db.profile.entities:
+    for entity in ctx.profile.entities:
         noun = _ONE_VISIT.get(entity.name)
         if noun and re.search(rf"\b{_PLACE} {noun}\b", ctx.question, re.IGNORECASE):
             out.add(entity.id_column.lower())
@@ -448,7 +448,7 @@ def named_visits(ctx: SqlContext) -> set[str]:
 
 def _states_entity(ctx: SqlContext, column: str) -> bool:
     """The question states an id of the entity ``column`` identifies (a number the data holds in that column)."""
-    home = next((e.table for e in ctx.db.profile.entities if e.id_column.lower() == column), None)
+    home = next((e.table for e in ctx.profile.entities if e.id_column.lower() == column), None)
     if home is None:
         return False
     for number in re.findall(r"(?<![\w.])\d{3,}(?![\w.])", ctx.question):
@@ -522,7 +522,7 @@ def check_id_kinds(ctx: SqlContext) -> CheckResult:
     if ctx.tree is None:
         return NOTHING
     ids = entity_columns(ctx)
-    homes = {e.id_column.lower(): e.table for e in ctx.db.profile.entities}
+    homes = {e.id_column.lower(): e.table for e in ctx.profile.entities}
     tables, _ = aliases(ctx.tree)
     findings: list[Finding] = []
     edits: list[Edit] = []
@@ -555,7 +555,7 @@ def check_codes(ctx: SqlContext) -> CheckResult:
     query reads (``chartevents`` for the heart rate). Entity ids are left to the id checks."""
     if ctx.tree is None or not referenced_keys(ctx):
         return NOTHING
-    entities = {e.id_column.lower() for e in ctx.db.profile.entities}
+    entities = {e.id_column.lower() for e in ctx.profile.entities}
     tables = aliases(ctx.tree)[0]
     findings: list[Finding] = []
     edits: list[Edit] = []
@@ -659,8 +659,9 @@ def label_column(ctx: SqlContext, table: str) -> str | None:
     """A dictionary's column of names, when the profile indexes it as a value column."""
     info = ctx.db.schema.table(table)
     names = [c.name for c in (info.columns if info is not None else ()) if c.name.lower() in ("label", "name", "title", "long_title")]
-    indexed = {v.lower() for v in ctx.db.profile.value_columns}
-    return next((n for n in names if f"{table}.{n.lower()}" in indexed), None)
+    own = info.name.lower() if info is not None else table.lower()
+    indexed = {tuple(v.lower().rsplit(".", 2)[-2:]) for v in ctx.db.profile.value_columns}  # (table, column), schema aside
+    return next((n for n in names if (own, n.lower()) in indexed), None)
 
 
 def name_of(ctx: SqlContext, dictionary: str, code_column: str, label: str, code: str) -> str | None:

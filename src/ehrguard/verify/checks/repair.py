@@ -34,8 +34,41 @@ def repair(checked: Checked) -> str | None:
         targets = [copy if e.target is None else counterpart[id(e.target)] for e in tree_edits]
         for edit, node in zip(tree_edits, targets, strict=True):
             edit.apply(node)
-        sql = copy.sql(dialect=ctx.dialect)  # in the database's own dialect (PostgreSQL's too, not SQLite's)
+        # Only literals changed (a value's spelling, a code's dot): the user's text with those literals replaced, so
+        # that the rest of the query stays as written (a construct sqlglot writes back otherwise cannot lose the repair);
+        # else the edited tree, in the database's own dialect (PostgreSQL's too, not SQLite's).
+        sql = _spliced(ctx.sql, ctx.tree, copy, ctx.dialect) or copy.sql(dialect=ctx.dialect)
     for text_edit in checked.edits:
         if isinstance(text_edit, TextEdit):
             sql = text_edit.apply(sql)
     return sql if sql != ctx.sql else None
+
+
+def _spliced(sql: str, tree: exp.Expression, edited: exp.Expression, dialect: str) -> str | None:
+    """``sql`` with the literals that differ between ``tree`` (its parse) and ``edited`` written in their place, when
+    nothing else differs and the parser recorded where each such literal stands in the text; else None."""
+    originals: list[exp.Expression] = list(tree.walk())  # type: ignore[arg-type]
+    copies: list[exp.Expression] = list(edited.walk())  # type: ignore[arg-type]
+    if len(originals) != len(copies):
+        return None
+    changes: list[tuple[int, int, str]] = []
+    for a, b in zip(originals, copies, strict=True):
+        if type(a) is not type(b):
+            return None
+        plain_a = {k: v for k, v in a.args.items() if not isinstance(v, (exp.Expression, list))}
+        plain_b = {k: v for k, v in b.args.items() if not isinstance(v, (exp.Expression, list))}
+        if not isinstance(a, exp.Literal):
+            if plain_a != plain_b:
+                return None
+            continue
+        if plain_a == plain_b:
+            continue
+        start, end = a.meta.get("start"), a.meta.get("end")
+        if not isinstance(start, int) or not isinstance(end, int) or sql[start:end + 1] != a.sql(dialect=dialect):
+            return None
+        changes.append((start, end + 1, b.sql(dialect=dialect)))
+    if not changes:
+        return None
+    for start, end, text in sorted(changes, reverse=True):
+        sql = sql[:start] + text + sql[end:]
+    return sql

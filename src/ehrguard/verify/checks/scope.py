@@ -29,6 +29,7 @@ from ehrguard.verify.checks.base import (
     drop_conjunct,
     found,
     quoted_names,
+    stored_table,
     top_condition,
     visits_by_id,
 )
@@ -109,14 +110,14 @@ def check_visit_scope(ctx: SqlContext) -> CheckResult:
         return NOTHING
     tables, _ = aliases(ctx.tree)
     read = {t.name.lower() for t in ctx.tree.find_all(exp.Table)}
-    profile = ctx.db.profile
+    profile = ctx.profile
     findings = []
     edits: list[Edit] = []
     for entity in profile.entities:
         column, home = entity.id_column.lower(), entity.table.lower()
         if column not in named or not read - {home} or _states_visit_id(ctx, column):
             continue
-        times = {c.split(".", 1)[1].lower() for c in profile.time_columns if c.split(".", 1)[0].lower() == home}
+        times = {c.rsplit(".", 1)[1].lower() for c in profile.time_columns if c.rsplit(".", 1)[0].lower() == home}
         if any(_scopes(ctx.tree, c, column, times, home, tables) for c in ctx.tree.find_all(exp.Column)):
             continue
         noun = "hospital admission" if entity.name == "admission" else "stay"
@@ -162,7 +163,7 @@ def _scope_to_visit(ctx: SqlContext, entity: str, visit: str, home: str,
     if len(kept) != 1 or len(holders) != 1:
         return None
     late = next(iter(ends)) in ("last", "latest", "final", "most recent")
-    pick = exp.select(visit).from_(home).where(exp.column(person[0]).eq(kept[0].copy())).order_by(
+    pick = exp.select(visit).from_(stored_table(ctx, home)).where(exp.column(person[0]).eq(kept[0].copy())).order_by(
         f"{start} DESC" if late else start).limit(1)
     qualifier = holders[0] if any(t.alias for t in ctx.tree.find_all(exp.Table)) or len(tables) > 1 else None
     return exp.column(visit, table=qualifier).eq(exp.Subquery(this=pick)), ctx.tree
@@ -243,13 +244,13 @@ def check_unstated_visit(ctx: SqlContext) -> CheckResult:
     kept = _patients_kept(where, person[0])
     if len(kept) != 1 or visits_by_id(ctx, ctx.tree):
         return NOTHING  # a visit named by its id says which one
-    named = [e for e in ctx.db.profile.entities if (pattern := _SOME_VISIT.get(e.name)) is not None and pattern.search(ctx.question)
+    named = [e for e in ctx.profile.entities if (pattern := _SOME_VISIT.get(e.name)) is not None and pattern.search(ctx.question)
              and not (e.name == "admission" and _SOME_VISIT["stay"].search(ctx.question))]
     if ordered:  # the query chose the visit by its own times ("ORDER BY admittime DESC LIMIT 1"): those visits
         named = ordered
     elif not named:  # "the length of stay" names no kind of visit: the one whose table the query reads
         read = {t.name.lower() for t in ctx.tree.find_all(exp.Table)}
-        named = [e for e in ctx.db.profile.entities if e.name in _SOME_VISIT and e.table.lower() in read]
+        named = [e for e in ctx.profile.entities if e.name in _SOME_VISIT and e.table.lower() in read]
     for entity in named:
         info = ctx.db.schema.table(entity.table)
         if info is None or info.column(person[0]) is None:
@@ -290,7 +291,7 @@ def _visits_ordered(ctx: SqlContext, tree: exp.Select) -> list[Entity]:
     if order is None:
         return []
     tables, _ = aliases(tree)
-    times = {c.lower() for c in ctx.db.profile.time_columns}
+    times = {c.lower() for c in ctx.profile.time_columns}
     out = []
     for key in order.expressions:
         column = key.this
@@ -299,7 +300,7 @@ def _visits_ordered(ctx: SqlContext, tree: exp.Select) -> list[Entity]:
         owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
         if owner is None or f"{owner}.{column.name}".lower() not in times:
             continue
-        held = [e for e in ctx.db.profile.entities if e.name in _SOME_VISIT and e.table.lower() == owner.lower()]
+        held = [e for e in ctx.profile.entities if e.name in _SOME_VISIT and e.table.lower() == owner.lower()]
         if len(held) > 1:  # one table holds several kinds of visit (eICU's ``patient``): the column's name says which
             held = [e for e in held if e.name == ("stay" if re.search(r"unit|icu", column.name, re.IGNORECASE) else "admission")]
         out += [e for e in held if e not in out]
@@ -324,8 +325,8 @@ def check_unasked_ended(ctx: SqlContext) -> CheckResult:
     if not isinstance(ctx.tree, exp.Select) or _ENDED_ASKED.search(ctx.question):
         return NOTHING
     where = ctx.tree.args.get("where")
-    homes = {e.table.lower() for e in ctx.db.profile.entities if e.name != "patient"}
-    ends = {c.split(".", 1)[1].lower() for c in ctx.db.profile.time_columns if c.split(".", 1)[0].lower() in homes
+    homes = {e.table.lower() for e in ctx.profile.entities if e.name != "patient"}
+    ends = {c.rsplit(".", 1)[1].lower() for c in ctx.profile.time_columns if c.rsplit(".", 1)[0].lower() in homes
             and re.search(r"disch|outtime|end", c, re.IGNORECASE)}
     for node in where.find_all(exp.Not) if where is not None else ():
         test = node.this

@@ -142,7 +142,7 @@ def check_stated_numbers(ctx: SqlContext) -> CheckResult:
     if not stated:
         return NOTHING
     in_sql = _sql_numbers(ctx.sql, ctx.tree)
-    missing = [(n, v) for n, v in stated if not _restated(v, in_sql)]
+    missing = [(n, v) for n, v in stated if not _restated(v, in_sql) and not _restated_in_other_unit(question, n, v, in_sql)]
     if missing:  # a patient the query names by one of their visits' ids
         kept = {n for n in _numbers(_without_people(question, _people_of_visits(ctx, ctx.tree)))}
         missing = [(n, v) for n, v in missing if n in kept]
@@ -182,6 +182,52 @@ _WINDOW = re.compile(r"^\s*([-+]?)\s*(\d+(?:\.\d+)?)\s*(minute|hour|day|week|mon
 _EXACT = {("week", "day"): 7, ("day", "hour"): 24, ("hour", "minute"): 60, ("week", "hour"): 168, ("year", "month"): 12,
           ("day", "minute"): 1440}
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In)
+
+
+# Units of measure people state and records may hold in another unit of the same kind (general physics): the factor
+# to the kind's base unit. A stated "220 lbs" is used by a query comparing a weight in kilograms with 99.8.
+_MEASURES: dict[str, tuple[str, float]] = {
+    "kg": ("mass", 1.0), "kgs": ("mass", 1.0), "kilogram": ("mass", 1.0), "kilograms": ("mass", 1.0), "g": ("mass", 1e-3),
+    "gram": ("mass", 1e-3), "grams": ("mass", 1e-3), "mg": ("mass", 1e-6), "lb": ("mass", 0.45359237),
+    "lbs": ("mass", 0.45359237), "pound": ("mass", 0.45359237), "pounds": ("mass", 0.45359237), "oz": ("mass", 0.028349523125),
+    "ounce": ("mass", 0.028349523125), "ounces": ("mass", 0.028349523125),
+    "meter": ("length", 1.0), "meters": ("length", 1.0), "metre": ("length", 1.0),
+    "metres": ("length", 1.0), "cm": ("length", 0.01), "mm": ("length", 1e-3),
+    "inch": ("length", 0.0254), "inches": ("length", 0.0254), "ft": ("length", 0.3048), "foot": ("length", 0.3048),
+    "feet": ("length", 0.3048),
+    "l": ("volume", 1.0), "liter": ("volume", 1.0), "liters": ("volume", 1.0), "litre": ("volume", 1.0),
+    "litres": ("volume", 1.0), "ml": ("volume", 1e-3), "dl": ("volume", 0.1), "cc": ("volume", 1e-3),
+    "fahrenheit": ("temperature", 0.0), "celsius": ("temperature", 0.0),
+}
+# A bare letter names a unit only after a degree sign ("101 °F"); "in" and "m" are words or minutes as often as units.
+_MEASURE_AFTER = re.compile(r"\s*(?:(?:°\s*|degrees?\s+)(f|c|fahrenheit|celsius)|("
+                            + "|".join(sorted(_MEASURES, key=len, reverse=True)) + r"))\b", re.I)
+_MEASURE_TOLERANCE = 0.015  # a converted threshold is written rounded: 220 lbs as 99.8, 100 or 99.79 kg
+
+
+def _measure_after(question: str, number: str) -> str | None:
+    """The unit of measure the question writes right after a number ("220 lbs", "101.3 °F"), else None."""
+    text = _thousands(question)
+    for match in re.finditer(rf"(?<![\w.]){re.escape(number)}(?![\w.])", text):
+        if (unit := _MEASURE_AFTER.match(text, match.end())) is not None:
+            word = (unit.group(1) or unit.group(2)).lower()
+            return {"f": "fahrenheit", "c": "celsius"}.get(word, word)
+    return None
+
+
+def _converted(value: float, unit: str) -> list[float]:
+    """The same quantity in every other unit of its kind (Fahrenheit and Celsius by their own formula)."""
+    kind, factor = _MEASURES[unit]
+    if kind == "temperature":
+        return [(value - 32) * 5 / 9] if unit == "fahrenheit" else [value * 9 / 5 + 32]
+    return [value * factor / other for name, (k, other) in _MEASURES.items() if k == kind and other != factor]
+
+
+def _restated_in_other_unit(question: str, text: str, value: float, in_sql: set[float]) -> bool:
+    """The number states a quantity in a unit of measure, and the query uses it converted to another unit (rounded)."""
+    unit = _measure_after(question, text)
+    return unit is not None and any(abs(v - x) <= _MEASURE_TOLERANCE * max(abs(v), 1e-9)
+                                    for v in _converted(value, unit) for x in in_sql)
 
 
 def _stated_unit(question: str, number: str) -> str | None:
@@ -230,6 +276,8 @@ def _substitution(ctx: SqlContext, tree: exp.Expression, missing: list[tuple[str
     stated number it never uses (converted when the query counts the window in a smaller unit). None unless exactly one
     of each is there and their units agree: with two candidates either way, which replaces which is a guess."""
     (text, value), = missing
+    if _measure_after(ctx.question, text) is not None:
+        return None  # "220 lbs": the records may hold the measure in another unit; the number is not theirs to take
     free = [(lit, v, unit) for lit, v, unit in _slots(tree, set(entity_columns(ctx))) if not any(_restated(n, {v}) for n in stated)]
     if len(free) != 1:
         return None
@@ -287,7 +335,7 @@ def _id_condition(ctx: SqlContext, tree: exp.Expression, number: str) -> tuple[s
     if where is not None and {c.name.lower() for c in where.find_all(exp.Column)} & set(ids):
         return None  # the query does keep to some entity: which one it should be is the substitution's question
     owners = []
-    for entity in ctx.db.profile.entities:
+    for entity in ctx.profile.entities:
         try:
             found_id = holds_id(ctx, entity.table, entity.id_column, exp.Literal(this=number, is_string=False))
         except DatabaseError:
@@ -317,7 +365,7 @@ def _category_columns(ctx: SqlContext) -> list[tuple[str, str]]:
     (a group is a group of patients, admissions or stays; an event's kind is not)."""
     out = []
     ids = entity_columns(ctx)
-    for table in dict.fromkeys(e.table for e in ctx.db.profile.entities):
+    for table in dict.fromkeys(e.table for e in ctx.profile.entities):
         info = ctx.db.schema.table(table)
         if info is None:
             continue
@@ -535,7 +583,7 @@ def check_icu_scope(ctx: SqlContext) -> CheckResult:
     the whole hospital stay beside the ICU's (tables without the ICU stay's id column), and the query reads nothing of
     an ICU stay: no table that holds the stay id, no stay id. Its answer takes in the whole hospital stay. A schema
     whose visits are ICU stays (eICU: one table holds both) is never asked."""
-    stay, admission = ctx.db.profile.entity("stay"), ctx.db.profile.entity("admission")
+    stay, admission = ctx.profile.entity("stay"), ctx.profile.entity("admission")
     if ctx.tree is None or stay is None or admission is None or not _ICU.search(mask_values(ctx.question, ctx.sql)):
         return NOTHING
     if stay.table.lower() == admission.table.lower():

@@ -184,7 +184,7 @@ def check_patient_ids(ctx: SqlContext) -> CheckResult:
     """Patient ids compared in the query exist."""
     if ctx.tree is None:
         return NOTHING
-    patient_tables = {e.id_column: e.table for e in ctx.db.profile.entities if e.name == "patient"}
+    patient_tables = {e.id_column: e.table for e in ctx.profile.entities if e.name == "patient"}
     findings = []
     for col, lit in ids_compared(ctx.tree, patient_tables):
         table = patient_tables[col.name.lower()]

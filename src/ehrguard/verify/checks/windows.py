@@ -449,7 +449,7 @@ def _conjuncts(node: exp.Expr) -> Iterator[exp.Expr]:
 
 
 def _is_time_column(ctx: SqlContext, owner: str, name: str) -> bool:
-    if f"{owner}.{name}" in ctx.db.profile.time_columns:
+    if f"{owner}.{name}" in ctx.profile.time_columns:
         return True
     table = ctx.db.schema.table(owner)
     info = table.column(name) if table is not None else None
@@ -476,7 +476,7 @@ def sql_window(ctx: SqlContext) -> SqlWindow | None | bool:
                 continue
             key = next(iter(keys))
             assert key is not None
-            if not _is_time_column(ctx, *key.split(".", 1)):
+            if not _is_time_column(ctx, *key.rsplit(".", 1)):
                 continue
             if id(atom) not in direct or atom.find(exp.Select, exp.Subquery) is not None:
                 return False  # under OR / NOT / CASE, or against a subquery: not a plain window
@@ -497,7 +497,7 @@ def reads_no_time(ctx: SqlContext) -> bool:
     """The query reads no time at all: no time column anywhere (a condition, or an age computed from a birth date
     for "how old was he in 2100") and no date written anywhere."""
     assert ctx.tree is not None
-    time_names = {c.rsplit(".", 1)[1] for c in ctx.db.profile.time_columns}
+    time_names = {c.rsplit(".", 1)[1] for c in ctx.profile.time_columns}
     if any(c.name.lower() in time_names or _TIME_NAME.search(c.name.lower()) for c in ctx.tree.find_all(exp.Column)):
         return False
     return not any(lit.is_string and _DATE_TEXT.search(lit.this) for lit in ctx.tree.find_all(exp.Literal))
@@ -524,7 +524,7 @@ def _column_key(ctx: SqlContext, column: exp.Column, names: dict[str, str]) -> s
 
 def _literal(ctx: SqlContext, column: str, moment: datetime) -> exp.Expression:
     """``moment`` as the column holds it: a timestamp (DATE/TIMESTAMP columns) or text in the column's own layout."""
-    table, name = column.split(".", 1)
+    table, name = column.rsplit(".", 1)
     info = ctx.db.schema.table(table)
     declared = (info.column(name).type if info is not None and info.column(name) is not None else "").lower()  # type: ignore[union-attr]
     if ctx.dialect != "sqlite" and re.search(r"date|time", declared):
@@ -535,7 +535,7 @@ def _literal(ctx: SqlContext, column: str, moment: datetime) -> exp.Expression:
 
 
 def _holds_dates_only(ctx: SqlContext, column: str) -> bool:
-    table, name = column.split(".", 1)
+    table, name = column.rsplit(".", 1)
     source, quoted = quoted_names(ctx, table, name)
     return data_fact(ctx, ("dates_only", column), f"SELECT {quoted} FROM {source} WHERE {quoted} IS NOT NULL LIMIT 1",
                      lambda rows: bool(rows) and len(str(rows[0][0])) == 10)

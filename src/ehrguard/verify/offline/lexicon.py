@@ -74,6 +74,17 @@ NOT_VAGUE = ("at most", "at least", "how long", "how much", "how many", "how oft
              "how old", "years old", "standard deviation", "high dose", "high-dose", "low dose", "low-dose") + TERMS_OF_ART
 
 
+# Words a laboratory's reference range defines for each test (a result above its range is "high", outside it "abnormal"),
+# from the vocabulary of laboratory reports (the H / L / A flags and their words): where the query compares results with
+# the records' own reference ranges or flags, the question's word has the records' meaning, not a threshold to guess.
+RANGE_WORDS = ("abnormal", "abnormally", "normal", "high", "low", "elevated", "raised", "decreased", "reduced",
+               "out of range", "out-of-range", "outside the normal range", "outside the reference range",
+               "above the normal range", "below the normal range", "above normal", "below normal")
+# Columns that hold such a range or flag (MIMIC-IV's labevents.ref_range_lower / ref_range_upper / flag, and the
+# names other laboratory schemas give them).
+RANGE_COLUMN = r"ref(?:erence)?_?range|normal_?(?:low|high|min|max|range|lower|upper)|(?:^|_)flag$|abnormal"
+
+
 # Words that refer to something named elsewhere; the demonstratives are read with the noun they determine.
 REFERENCE_WORDS = ("this", "that", "these", "those", "it", "its", "they", "them", "their", "theirs", "he", "she", "him",
                    "his", "her", "hers", "itself", "themselves", "himself", "herself")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES, WEIGHTS_DIR, QuestionModel, featurize
 from ehrguard.verify.offline.embedding import Embedder, load_embedder
 from ehrguard.verify.offline.features import QuestionCues, mask_terms_of_art, mask_values, question_cues
-from ehrguard.verify.offline.lexicon import RECORD_KINDS
+from ehrguard.verify.offline.lexicon import RANGE_COLUMN, RANGE_WORDS, RECORD_KINDS
 
 MODEL_FILES = {"minilm": WEIGHTS_DIR / "question_model_minilm.npz", "lexical": WEIGHTS_DIR / "question_model_lexical.npz"}
 
@@ -66,10 +67,14 @@ class QuestionClassifier:
     def name(self) -> str:
         return "minilm" if self.embedder is not None else "lexical"
 
-    def assess(self, question: str, sql: str | None = None, held: frozenset[str] = frozenset()) -> QuestionAssessment:
-        """Class probabilities for ``question``; ``sql`` (the candidate) lets the names it uses be masked first, and
-        ``held`` names the kinds of record this database holds: asking for one is no sign the records lack it."""
-        question = mask_values(question, sql)
+    def assess(self, question: str, sql: str | None = None, held: frozenset[str] = frozenset(),
+               labels: tuple[str, ...] = ()) -> QuestionAssessment:
+        """Class probabilities for ``question``; ``sql`` (the candidate) lets the names it uses be masked first (and
+        ``labels``, the names of what it reads by number), and ``held`` names the kinds of record this database holds:
+        asking for one is no sign the records lack it."""
+        question = mask_values(question, sql, labels)
+        if _reads_reference_ranges(sql):  # "high", "abnormal": as the records' reference ranges define them
+            question = _RANGE_WORDS.sub("X", question)
         cues = question_cues(question)
         if held and set(cues.missing) & held:
             asked = set(cues.missing) & held
@@ -97,6 +102,27 @@ def _mask_read_kinds(question: str, kinds: set[str], sql: str | None) -> str:
         if kind.name in kinds and kind.masked and any(name in table for name in kind.schema for table in tables):
             question = kind.cue.sub("X", question)
     return question
+
+
+_RANGE_WORDS = re.compile(r"\b(?:" + "|".join(sorted((re.escape(w) for w in RANGE_WORDS), key=len, reverse=True)) + r")\b",
+                          re.IGNORECASE)
+_RANGE_COLUMN = re.compile(RANGE_COLUMN, re.IGNORECASE)
+
+
+def _reads_reference_ranges(sql: str | None) -> bool:
+    """The query compares something with a column of reference ranges or abnormal flags (``valuenum >
+    ref_range_upper``, ``flag = 'abnormal'``): it reads "high" and "abnormal" as the records define them."""
+    if not sql or not _RANGE_COLUMN.search(sql):
+        return False
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        trees = sqlglot.parse(sql, read="sqlite")
+    except (sqlglot.errors.SqlglotError, RecursionError):
+        return False
+    return any(_RANGE_COLUMN.search(c.name) and c.find_ancestor(exp.Predicate, exp.Case, exp.If) is not None
+               for tree in trees if tree is not None for c in tree.find_all(exp.Column))
 
 
 def _tables_read(sql: str | None) -> set[str]:
