@@ -167,7 +167,9 @@ def _columns(db: Database, tables: list[TableInfo], ids: set[str]) -> tuple[list
     return times, values, latest
 
 
-_KEY_NAME = re.compile(r"(^|_)(id|key|code|cd)$|id$", re.IGNORECASE)
+# An id or a code by its name: "..._id", "itemid", "patientunitstayid", "..._key", "..._code"; not the words that end so.
+_KEY_NAME = re.compile(r"(^|_)(id|key|code|cd)$|(?<!flu)(?<!ac)(?<!lip)(?<!liqu)(?<!val)(?<!sol)(?<!rap)(?<!hum)(?<!pa)(?<!vo)id$",
+                       re.IGNORECASE)
 KEY_SAMPLE = 200  # distinct values of a referring column looked up in the table it may refer to
 KEY_SHARE = 0.95  # of them found there, for the key to be proposed
 

@@ -29,7 +29,6 @@ Adding a database means adding one profile: to :data:`PROFILES` here, or in a TO
 from __future__ import annotations
 
 import difflib
-import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -322,17 +321,25 @@ def profile_from_dict(data: dict[str, Any], *, where: str = "profile") -> Databa
     return DatabaseProfile(**values)
 
 
-_KEY = re.compile(r"\s*([\w.-]+\.\w+)\s*->\s*([\w.-]+\.\w+)\s*")
+def _key(text: Any) -> str | None:
+    """A key "table.column -> table.column" in normal form (the tables may carry their schema; any name without a
+    dot or an arrow), or None when it is not one."""
+    sides = text.split("->") if isinstance(text, str) else []
+    parts = [side.strip().rsplit(".", 1) for side in sides]
+    if len(parts) != 2 or not all(len(p) == 2 and all(x.strip() for x in p) for p in parts):
+        return None
+    return " -> ".join(".".join(x.strip() for x in p) for p in parts)
 
 
 def _keys(value: Any, where: str) -> tuple[str, ...]:
-    """A profile's foreign keys, each written "table.column -> table.column" (the tables may carry their schema)."""
+    """A profile's foreign keys, each written "table.column -> table.column"."""
     from ehrguard.errors import ConfigError
 
-    if not isinstance(value, list) or not all(isinstance(v, str) and _KEY.fullmatch(v) for v in value):
+    keys = [_key(v) for v in value] if isinstance(value, list) else [None]
+    if None in keys:
         raise ConfigError(f'{where}: foreign_keys is a list of "table.column -> table.column" strings '
                           '(e.g. "labs.test_id -> lab_tests.test_id").')
-    return tuple(" -> ".join(_KEY.fullmatch(v).groups()) for v in value)  # type: ignore[union-attr]
+    return tuple(k for k in keys if k is not None)
 
 
 def _calibration(value: str, where: str) -> str:

@@ -58,6 +58,17 @@ def test_postgresql_rewrites_refuse_what_they_would_read_wrongly():
     with pytest.raises(QueryExecutionError, match="computed offset"):
         to_postgres("SELECT SPLIT(s, ',')[OFFSET(i)] FROM t")
     assert "(STRING_TO_ARRAY(s, ','))[1]" in to_postgres("SELECT SPLIT(s, ',')[OFFSET(0)] FROM t")
+    # ANY_VALUE: of a group, its first non-NULL value (any type); over a window, MIN (a filtered aggregate is no window)
+    assert "(ARRAY_AGG(b) FILTER(WHERE b IS NOT NULL))[1]" in to_postgres("SELECT ANY_VALUE(b) FROM t GROUP BY g")
+    assert "MIN(x) OVER (PARTITION BY g)" in to_postgres("SELECT ANY_VALUE(x) OVER (PARTITION BY g) FROM t")
+    with pytest.raises(QueryExecutionError, match="HAVING"):
+        to_postgres("SELECT ANY_VALUE(x HAVING MAX y) FROM t")
+    with pytest.raises(QueryExecutionError, match="ISOYEAR"):
+        to_postgres("SELECT DATETIME_TRUNC(t, ISOYEAR) FROM x")
+    # a NULL typed as its union's literals type the column: whole numbers, decimals with them, a typed date
+    assert "CAST(NULL AS BIGINT)" in to_postgres("SELECT NULL AS n UNION ALL SELECT 2")
+    assert "CAST(NULL AS DECIMAL)" in to_postgres("SELECT NULL AS n UNION ALL SELECT 2 UNION ALL SELECT 1.5")
+    assert "CAST(NULL AS DATE)" in to_postgres("SELECT NULL AS d UNION ALL SELECT DATE '2150-01-02'")
 
 
 def test_constructs_without_a_duckdb_equivalent_are_errors_not_warnings():

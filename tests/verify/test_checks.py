@@ -279,6 +279,9 @@ def test_the_module_layout_knows_its_keys_and_its_times(mimic_iv_raw_db):
                    "SELECT COUNT(*) FROM mimiciv_icu.icustays WHERE outtime IS NOT NULL AND EXTRACT(YEAR FROM intime) = 2150",
                    db=mimic_iv_raw_db)
     assert "unasked_ended" in {f.check for f in ended.findings} and ended.status != "verified"
+    nobody = verify("How many lab tests did patient 99999999 have?",
+                    "SELECT COUNT(*) FROM mimiciv_hosp.labevents WHERE subject_id = 99999999", db=mimic_iv_raw_db)
+    assert "unknown_patient" in {f.check for f in nobody.findings} and nobody.status != "verified"
     right = verify("What was the last heart rate of patient 10000032?",
                    "SELECT valuenum FROM mimiciv_icu.chartevents WHERE subject_id = 10000032 AND itemid = 220045 "
                    "ORDER BY charttime DESC LIMIT 1", db=mimic_iv_raw_db)
@@ -294,6 +297,13 @@ def test_a_profile_adds_the_keys_a_schema_does_not_declare(mimic_iv_raw_db):
                                    "mimiciv_hosp.nowhere.itemid -> mimiciv_icu.d_items.itemid",
                                    "mimiciv_icu.chartevents.nothing -> mimiciv_icu.d_items.itemid"])
     assert schema.require_table("chartevents").foreign_keys == raw.schema.require_table("chartevents").foreign_keys
+    # the keys are shown as a query must write them, with their schema
+    assert "FOREIGN KEY(itemid) REFERENCES mimiciv_icu.d_items(itemid)" in raw.schema.render_ddl()
+    # ... and the checks that read what a dictionary's items are kept in (d_items.linksto) reach this layout
+    from ehrguard.verify.checks.base import SqlContext
+    from ehrguard.verify.checks.keys import kind_columns
+
+    assert kind_columns(SqlContext("q", "SELECT 1", raw))[("d_items", "itemid")][0] == "linksto"
 
 
 def test_a_repair_of_literals_keeps_the_query_as_written(ctx):

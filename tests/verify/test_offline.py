@@ -295,9 +295,19 @@ def test_high_and_abnormal_read_by_the_records_reference_ranges_are_no_guess(mim
     assert ranged.cues.vague == flagged.cues.vague == () and guessed.cues.vague
     assert ranged.category["ambiguous"] < guessed.category["ambiguous"]
     assert verify(question, base + "l.valuenum > l.ref_range_upper", db=mimic_iv_raw_db).action != "ambiguous"
-    # only a comparison reads the range: selecting it beside the values defines nothing
+    # only a comparison with a measured value reads the range: selecting it, or testing it is there, defines nothing
     shown = classifier.assess(question, base.replace("COUNT(DISTINCT l.subject_id)", "l.ref_range_upper") + "l.valuenum > 5.0")
     assert shown.cues.vague == guessed.cues.vague
+    present = classifier.assess(question, base + "l.ref_range_upper IS NOT NULL AND l.valuenum > 5.0")
+    assert present.cues.vague == guessed.cues.vague
+    # a threshold the query chose for another measure may be what another degree word asks: nothing is masked
+    both = classifier.assess("How many patients had an abnormal potassium and a high heart rate?",
+                             base + "l.valuenum > l.ref_range_upper AND c.valuenum > 100")
+    assert set(both.cues.vague) >= {"abnormal", "high"}
+    from ehrguard.verify.offline.features import mask_range_words
+
+    assert (mask_range_words("Low-dose aspirin, normal saline or high blood pressure with an abnormal HIGH sodium?")
+            == "Low-dose aspirin, normal saline or high blood pressure with an X X sodium?")
 
 
 def test_an_item_read_by_its_number_is_masked_by_its_labels_words(mimic_iv_raw_db):

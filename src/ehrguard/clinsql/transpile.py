@@ -355,11 +355,14 @@ def datetime_truncs(tree: exp.Expression) -> exp.Expression:
 def any_values(tree: exp.Expression) -> exp.Expression:
     """``ANY_VALUE(x)`` (PostgreSQL 16 and later) -> the first of the group's non-NULL values,
     ``(ARRAY_AGG(x) FILTER (WHERE x IS NOT NULL))[1]``: a value of the group as BigQuery's ANY_VALUE returns it (NULLs
-    ignored), for a value of any type (``MIN`` has no boolean or JSON form). ``ANY_VALUE(x HAVING MAX y)`` (the value of
-    the row with the largest y) is refused."""
+    ignored), for a value of any type (``MIN`` has no boolean or JSON form); over a window, ``MIN``.
+    ``ANY_VALUE(x HAVING MAX y)`` (the value of the row with the largest y) is refused."""
     for node in list(tree.find_all(exp.AnyValue)):
         if node.args.get("max") is not None or node.args.get("min") is not None or isinstance(node.this, exp.HavingMax):
             raise QueryExecutionError("Cannot transpile to PostgreSQL: ANY_VALUE(... HAVING MAX/MIN ...).")
+        if isinstance(node.parent, exp.Window):  # a filtered aggregate cannot be indexed as a window function
+            node.replace(exp.Min(this=node.this))
+            continue
         value = node.this.sql(dialect="postgres")
         node.replace(sqlglot.parse_one(f"(ARRAY_AGG({value}) FILTER (WHERE {value} IS NOT NULL))[1]", read="postgres"))
     return tree

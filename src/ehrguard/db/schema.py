@@ -97,7 +97,7 @@ class Schema:
                 {
                     "name": t.qualified_name,
                     "columns": [c.__dict__ for c in t.columns],
-                    "foreign_keys": [fk.__dict__ for fk in t.foreign_keys],
+                    "foreign_keys": [{**fk.__dict__, "ref_table": self._qualified(fk.ref_table)} for fk in t.foreign_keys],
                 }
                 for t in self.tables
             ],
@@ -111,9 +111,14 @@ class Schema:
                 parts.append(t.ddl.strip().rstrip(";") + ";")
                 continue
             lines = [f"    {c.name} {c.type}{' NOT NULL' if c.not_null else ''}" for c in t.columns]
-            lines += [f"    FOREIGN KEY({fk.column}) REFERENCES {fk.ref_table}({fk.ref_column})" for fk in t.foreign_keys]
+            lines += [f"    FOREIGN KEY({fk.column}) REFERENCES {self._qualified(fk.ref_table)}({fk.ref_column})" for fk in t.foreign_keys]
             parts.append(f"CREATE TABLE {t.qualified_name}\n(\n" + ",\n".join(lines) + "\n);")
         return "\n\n".join(parts)
+
+    def _qualified(self, table: str) -> str:
+        """A table's name as a query must write it (with its schema where it has one)."""
+        info = self.table(table)
+        return info.qualified_name if info is not None else table
 
     def render_compact(self, types: bool = False) -> str:
         """One line per table: ``table(col, col, ...)``, or ``table(col TYPE, ...)`` with ``types``."""

@@ -29,6 +29,7 @@ from ehrguard.verify.checks.base import (
     add_condition,
     data_fact,
     found,
+    stored_table,
     visits_by_id,
 )
 from ehrguard.verify.checks.concepts import name_columns, named_values
@@ -351,7 +352,7 @@ def _numbers_in_text(ctx: SqlContext, table: str, column: str) -> str:
         numbers = [m.group(1) for v in values if (m := re.match(pattern, v))]
         return len(values) >= 5 and len(numbers) >= 0.9 * len(values) and len({len(n) for n in numbers}) > 1
 
-    sql = f"SELECT DISTINCT {column} FROM {table} WHERE {column} IS NOT NULL LIMIT 200"
+    sql = f"SELECT DISTINCT {column} FROM {stored_table(ctx, table).sql(dialect=ctx.dialect)} WHERE {column} IS NOT NULL LIMIT 200"
     if data_fact(ctx, ("numbers_in_text", table, column), sql, lambda rows: share(rows, r"([-+]?\d+(?:\.\d+)?)$")):
         return "numbers"
     if data_fact(ctx, ("numbers_lead_text", table, column), sql, lambda rows: share(rows, r"[-+]?(\d+)(?:\.\d+)?(?![\d.])")):
@@ -571,7 +572,8 @@ def _other_value(ctx: SqlContext, column: exp.Column, value: str) -> str | None:
         return None
 
     def read() -> tuple[str, ...]:
-        sql = f"SELECT DISTINCT {column.name} FROM {table} WHERE {column.name} IS NOT NULL LIMIT 3"
+        source = stored_table(ctx, table).sql(dialect=ctx.dialect)
+        sql = f"SELECT DISTINCT {column.name} FROM {source} WHERE {column.name} IS NOT NULL LIMIT 3"
         try:
             return tuple(str(r[0]) for r in ctx.db.db.execute(sql, timeout_s=5).rows)
         except DatabaseError:

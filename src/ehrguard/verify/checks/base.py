@@ -258,9 +258,28 @@ def rows_and(ctx: SqlContext, select: exp.Select, count: exp.Expression) -> tupl
 
 
 def stored_table(ctx: SqlContext, name: str) -> exp.Table:
-    """A table of the schema as a query reads it: with its schema (``mimiciv_hosp.d_labitems``) where it has one."""
-    info = ctx.db.schema.table(name)
+    """A table of the schema as a query reads it: with its schema (``mimiciv_hosp.d_labitems``) where it has one; a
+    name without its schema is the profile's table of that name first (a database holding ``mimiciii.admissions``
+    beside ``mimiciv_hosp.admissions`` is read where the profile says)."""
+    qualified = _profile_tables(ctx).get(name.lower(), name)
+    info = ctx.db.schema.table(qualified) or ctx.db.schema.table(name)
     return exp.to_table(info.qualified_name if info is not None else name)
+
+
+def _profile_tables(ctx: SqlContext) -> dict[str, str]:
+    """The tables the profile names with their schema, by their own name (a name two schemas share is left out)."""
+
+    def read() -> dict[str, str]:
+        profile = ctx.db.profile
+        named = [e.table for e in profile.entities] + [c.rsplit(".", 1)[0] for c in (*profile.time_columns, *profile.value_columns)]
+        named += [side.strip().rsplit(".", 1)[0] for key in profile.foreign_keys for side in key.split("->")]
+        by_name: dict[str, set[str]] = {}
+        for table in named:
+            if "." in table:
+                by_name.setdefault(table.rsplit(".", 1)[1].lower(), set()).add(table)
+        return {name: next(iter(tables)) for name, tables in by_name.items() if len(tables) == 1}
+
+    return ctx.db.derived(("profile tables",), read)
 
 
 def quoted_names(ctx: SqlContext, table: str, column: str) -> tuple[str, str]:

@@ -234,7 +234,7 @@ def kind_columns(ctx: SqlContext) -> dict[tuple[str, str], tuple[str, dict[str, 
                 if other.name.lower() == column or not any(k in other.type.lower() for k in ("char", "text", "string")):
                     continue
                 # a bounded sample: a column with a handful of values would otherwise be read to the end of a large table
-                sample = exp.select(exp.column(other.name)).from_(exp.to_table(table)).limit(KIND_SAMPLE).subquery("sample")
+                sample = exp.select(exp.column(other.name)).from_(stored_table(ctx, table)).limit(KIND_SAMPLE).subquery("sample")
                 query = exp.select(exp.column(other.name)).distinct().from_(sample).limit(len(tables) + 1)
                 try:
                     values = [str(r[0]) for r in ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows if r[0] is not None]

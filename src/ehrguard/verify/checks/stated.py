@@ -201,8 +201,14 @@ _MEASURES: dict[str, tuple[str, float]] = {
 }
 # A bare letter names a unit only after a degree sign ("101 °F"); "in" and "m" are words or minutes as often as units.
 _MEASURE_AFTER = re.compile(r"\s*(?:(?:°\s*|degrees?\s+)(f|c|fahrenheit|celsius)|("
-                            + "|".join(sorted(_MEASURES, key=len, reverse=True)) + r"))\b", re.I)
-_MEASURE_TOLERANCE = 0.015  # a converted threshold is written rounded: 220 lbs as 99.8, 100 or 99.79 kg
+                            + "|".join(sorted(_MEASURES, key=len, reverse=True)) + r"))\b(?!\s*(?:/|per\b))", re.I)
+# A converted threshold is written rounded: 220 lbs as 99.8, 100 or 99.79 kg; a temperature to a tenth of a degree.
+_MEASURE_TOLERANCE = 0.015
+_TEMPERATURE_TOLERANCE = 0.15
+# Units the records of these databases do not keep (they measure in metric units and Celsius): a number stated in one
+# is not the query's to take as it is.
+_IMPERIAL = frozenset({"lb", "lbs", "pound", "pounds", "oz", "ounce", "ounces", "inch", "inches", "ft", "foot", "feet",
+                       "fahrenheit"})
 
 
 def _measure_after(question: str, number: str) -> str | None:
@@ -226,8 +232,11 @@ def _converted(value: float, unit: str) -> list[float]:
 def _restated_in_other_unit(question: str, text: str, value: float, in_sql: set[float]) -> bool:
     """The number states a quantity in a unit of measure, and the query uses it converted to another unit (rounded)."""
     unit = _measure_after(question, text)
-    return unit is not None and any(abs(v - x) <= _MEASURE_TOLERANCE * max(abs(v), 1e-9)
-                                    for v in _converted(value, unit) for x in in_sql)
+    if unit is None:
+        return False
+    temperature = _MEASURES[unit][0] == "temperature"
+    return any(abs(v - x) <= (_TEMPERATURE_TOLERANCE if temperature else _MEASURE_TOLERANCE * max(abs(v), 1e-9))
+               for v in _converted(value, unit) for x in in_sql)
 
 
 def _stated_unit(question: str, number: str) -> str | None:
@@ -276,8 +285,8 @@ def _substitution(ctx: SqlContext, tree: exp.Expression, missing: list[tuple[str
     stated number it never uses (converted when the query counts the window in a smaller unit). None unless exactly one
     of each is there and their units agree: with two candidates either way, which replaces which is a guess."""
     (text, value), = missing
-    if _measure_after(ctx.question, text) is not None:
-        return None  # "220 lbs": the records may hold the measure in another unit; the number is not theirs to take
+    if _measure_after(ctx.question, text) in _IMPERIAL:
+        return None  # "220 lbs": the records hold the measure in another unit; the number is not the query's to take
     free = [(lit, v, unit) for lit, v, unit in _slots(tree, set(entity_columns(ctx))) if not any(_restated(n, {v}) for n in stated)]
     if len(free) != 1:
         return None

@@ -21,6 +21,7 @@ from ehrguard.verify.checks.base import (
     ids_compared,
     negated,
     quoted_names,
+    stored_table,
 )
 from ehrguard.verify.checks.schema_refs import aliases, all_columns, owner_table
 from ehrguard.verify.verdict import Finding
@@ -193,7 +194,8 @@ def check_patient_ids(ctx: SqlContext) -> CheckResult:
         quoted = lit.this if not lit.is_string else lit.this.replace("'", "''")
         value = quoted if not lit.is_string else f"'{quoted}'"
         try:
-            hit = ctx.db.db.execute(f"SELECT 1 FROM {table} WHERE {col.name} = {value} LIMIT 1", timeout_s=5)
+            source = stored_table(ctx, table).sql(dialect=ctx.dialect)
+            hit = ctx.db.db.execute(f"SELECT 1 FROM {source} WHERE {col.name} = {value} LIMIT 1", timeout_s=5)
         except DatabaseError:
             continue
         if not hit.rows:

@@ -15,6 +15,7 @@ from ehrguard.verify.offline.lexicon import (
     NOT_VAGUE,
     OUT_OF_SCOPE_CUES,
     PREPOSITION,
+    RANGE_WORDS,
     RECORD_KINDS,
     REFERENCE_WORDS,
     SMALL_TALK_CUES,
@@ -183,6 +184,21 @@ def mask_terms_of_art(question: str) -> str:
             out += [question[end:a], "X"]
             end = b
     return "".join(out) + question[end:]
+
+
+_RANGE_WORDS = re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(w) for w in sorted(RANGE_WORDS, key=len, reverse=True))
+                          + r")(?![\w-])", re.IGNORECASE)
+
+
+def mask_range_words(question: str) -> str:
+    """``question`` with the words a laboratory's reference range defines ("high", "abnormal": RANGE_WORDS) replaced by
+    ``X``, outside compounds ("low-dose") and the fixed phrases that hold one ("normal saline", "high blood pressure")."""
+    lowered = question.translate(_TYPOGRAPHIC).lower()
+    kept = [m.span() for m in _NOT_VAGUE.finditer(lowered)]
+    spans = [m.span() for m in _RANGE_WORDS.finditer(lowered) if not any(a <= m.start() < b for a, b in kept)]
+    for a, b in sorted(spans, reverse=True):
+        question = question[:a] + "X" + question[b:]
+    return question
 
 
 def _vague_hits(text: str) -> list[str]:

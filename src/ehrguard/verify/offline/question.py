@@ -10,8 +10,8 @@ from typing import Any
 
 from ehrguard.verify.offline.classifier import CATEGORY_OF, CLASSES, WEIGHTS_DIR, QuestionModel, featurize
 from ehrguard.verify.offline.embedding import Embedder, load_embedder
-from ehrguard.verify.offline.features import QuestionCues, mask_terms_of_art, mask_values, question_cues
-from ehrguard.verify.offline.lexicon import RANGE_COLUMN, RANGE_WORDS, RECORD_KINDS
+from ehrguard.verify.offline.features import QuestionCues, mask_range_words, mask_terms_of_art, mask_values, question_cues
+from ehrguard.verify.offline.lexicon import RANGE_COLUMN, RECORD_KINDS
 
 MODEL_FILES = {"minilm": WEIGHTS_DIR / "question_model_minilm.npz", "lexical": WEIGHTS_DIR / "question_model_lexical.npz"}
 
@@ -74,7 +74,7 @@ class QuestionClassifier:
         asking for one is no sign the records lack it."""
         question = mask_values(question, sql, labels)
         if _reads_reference_ranges(sql):  # "high", "abnormal": as the records' reference ranges define them
-            question = _RANGE_WORDS.sub("X", question)
+            question = mask_range_words(question)
         cues = question_cues(question)
         if held and set(cues.missing) & held:
             asked = set(cues.missing) & held
@@ -104,25 +104,35 @@ def _mask_read_kinds(question: str, kinds: set[str], sql: str | None) -> str:
     return question
 
 
-_RANGE_WORDS = re.compile(r"\b(?:" + "|".join(sorted((re.escape(w) for w in RANGE_WORDS), key=len, reverse=True)) + r")\b",
-                          re.IGNORECASE)
 _RANGE_COLUMN = re.compile(RANGE_COLUMN, re.IGNORECASE)
+# A number the query chose for a measured value ("valuenum > 100"): a degree word may be that threshold's, not a range's.
+_MEASURED_VALUE = re.compile(r"value|result|num$|amount|rate$|level", re.IGNORECASE)
 
 
 def _reads_reference_ranges(sql: str | None) -> bool:
-    """The query compares something with a column of reference ranges or abnormal flags (``valuenum >
-    ref_range_upper``, ``flag = 'abnormal'``): it reads "high" and "abnormal" as the records define them."""
-    if not sql or not _RANGE_COLUMN.search(sql):
+    """The query compares measured values with the records' reference ranges or abnormal flags (``valuenum >
+    ref_range_upper``, ``flag = 'abnormal'``) and with no threshold of its own (``valuenum > 5.0``): it reads "high"
+    and "abnormal" as the records define them."""
+    if not sql or not re.search(r"range|normal|flag", sql, re.IGNORECASE):  # a quick look before parsing
         return False
     import sqlglot
     from sqlglot import exp
 
     try:
-        trees = sqlglot.parse(sql, read="sqlite")
+        trees = [t for t in sqlglot.parse(sql, read="sqlite") if t is not None]
     except (sqlglot.errors.SqlglotError, RecursionError):
         return False
-    return any(_RANGE_COLUMN.search(c.name) and c.find_ancestor(exp.Predicate, exp.Case, exp.If) is not None
-               for tree in trees if tree is not None for c in tree.find_all(exp.Column))
+    ranged = chosen = False
+    for tree in trees:
+        for node in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ, exp.Between, exp.In):
+            names = [c.name for c in node.find_all(exp.Column)]
+            numbers = [lit for lit in node.find_all(exp.Literal) if not lit.is_string]
+            if any(_RANGE_COLUMN.search(n) for n in names):
+                # a range against a measured column, or a flag against its word; not a range tested for presence
+                ranged |= any(not _RANGE_COLUMN.search(n) for n in names) or any(lit.is_string for lit in node.find_all(exp.Literal))
+            elif numbers and any(_MEASURED_VALUE.search(n) and not n.lower().endswith("id") for n in names):
+                chosen = True
+    return ranged and not chosen
 
 
 def _tables_read(sql: str | None) -> set[str]:
