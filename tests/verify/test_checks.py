@@ -282,6 +282,13 @@ def test_the_module_layout_knows_its_keys_and_its_times(mimic_iv_raw_db):
     nobody = verify("How many lab tests did patient 99999999 have?",
                     "SELECT COUNT(*) FROM mimiciv_hosp.labevents WHERE subject_id = 99999999", db=mimic_iv_raw_db)
     assert "unknown_patient" in {f.check for f in nobody.findings} and nobody.status != "verified"
+    # 'Glucose' names items of blood and of urine here (the EHRSQL builds' label equality is their own convention)
+    glucose = ("SELECT AVG(l.valuenum) FROM mimiciv_hosp.labevents l JOIN mimiciv_hosp.d_labitems d ON l.itemid = d.itemid "
+               "WHERE l.subject_id = 10000032 AND d.label = 'Glucose'")
+    mixed = verify("What was the average glucose of patient 10000032?", glucose, db=mimic_iv_raw_db)
+    assert "mixed_specimens" in {f.check for f in mixed.findings} and mixed.status != "verified"
+    blood = verify("What was the average glucose of patient 10000032?", glucose + " AND d.fluid = 'Blood'", db=mimic_iv_raw_db)
+    assert "mixed_specimens" not in {f.check for f in blood.findings}
     right = verify("What was the last heart rate of patient 10000032?",
                    "SELECT valuenum FROM mimiciv_icu.chartevents WHERE subject_id = 10000032 AND itemid = 220045 "
                    "ORDER BY charttime DESC LIMIT 1", db=mimic_iv_raw_db)

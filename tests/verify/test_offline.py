@@ -308,22 +308,3 @@ def test_high_and_abnormal_read_by_the_records_reference_ranges_are_no_guess(mim
 
     assert (mask_range_words("Low-dose aspirin, normal saline or high blood pressure with an abnormal HIGH sodium?")
             == "Low-dose aspirin, normal saline or high blood pressure with an X X sodium?")
-
-
-def test_an_item_read_by_its_number_is_masked_by_its_labels_words(mimic_iv_raw_db):
-    """A query that reads ``itemid = 220181`` looks for 'Non Invasive Blood Pressure mean': the question's "blood
-    pressure" is that item's name, masked as a name the query looks for, not a field the records lack."""
-    from ehrguard import verify
-    from ehrguard.verify.offline.features import mask_values
-
-    labels = ("Non Invasive Blood Pressure mean",)
-    sql = "SELECT valuenum FROM chartevents WHERE itemid = 220181"
-    assert mask_values("What was patient 10000032's blood pressure?", sql, labels) == "What was patient 10000032's X?"
-    assert mask_values("Was the blood-pressure mean high?", sql, labels) == "Was the X high?"
-    # one word names the item only when it is long enough to be a name of its own ("mean" is not)
-    assert mask_values("What was the mean value?", sql, labels) == "What was the mean value?"
-    assert mask_values("What was the blood pressure?", None, labels) == "What was the blood pressure?"
-    question = "What was patient 10000032's blood pressure?"
-    read = verify(question, "SELECT valuenum FROM mimiciv_icu.chartevents WHERE subject_id = 10000032 AND itemid = 220181 "
-                            "ORDER BY charttime DESC LIMIT 1", db=mimic_iv_raw_db)
-    assert read.action == "preserve" and read.details["question"]["category"]["answerable"] > 0.5

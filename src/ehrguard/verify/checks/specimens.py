@@ -126,7 +126,7 @@ def check_specimen(ctx: SqlContext) -> CheckResult:
 
 def _items_by_label(ctx: SqlContext, tables: dict[str, str]) -> list[Finding]:
     """Lab items chosen by a pattern on their label (``itemid IN (SELECT itemid FROM d_labitems WHERE label LIKE
-    '%sodium%')``) whose values the query reads from ``labevents`` without showing which item each is, when the items
+    '%sodium%')``), or by a label several items share outside the EHRSQL builds, whose values the query reads from ``labevents`` without showing which item each is, when the items
     its conditions keep are measured in several fluids with rows in the records and the question names none of them
     (or another one): blood and urine values are read as one."""
     assert ctx.tree is not None
@@ -137,9 +137,13 @@ def _items_by_label(ctx: SqlContext, tables: dict[str, str]) -> list[Finding]:
     if "labevents" not in read or returned & {"label", "itemid"}:
         return []  # no values read, or each shown (or grouped) with its item
     findings = []
-    for table, column, lit in literal_comparisons(ctx.tree, tables, (exp.Like,)):
+    # A label named whole (``label = 'glucose'``) is the EHRSQL builds' own way of naming a test, whatever fluids its
+    # items are measured in (their question banks' answers read it so); elsewhere ('Glucose' in MIMIC-IV's own layout:
+    # blood, urine and other fluids) it keeps several specimens as a pattern does.
+    kinds = (exp.Like,) if ctx.db.profile.bank else (exp.Like, exp.EQ)
+    for table, column, lit in literal_comparisons(ctx.tree, tables, kinds):
         if owner_table(ctx, table, column, tables) != "d_labitems" or column != "label" or negated(lit):
-            continue  # a label named whole (``label = 'glucose'``) is the EHRSQL builds' own way of naming a test
+            continue
         kept = _items_kept(ctx, lit)
         if kept is None:
             continue
@@ -155,7 +159,8 @@ def _items_by_label(ctx: SqlContext, tables: dict[str, str]) -> list[Finding]:
             continue
         where = ", ".join(fluids[:-1]) + " and " + fluids[-1]
         asked = f"the question asks about {stated[0].name}" if stated else "the question names no specimen"
-        findings.append(Finding("mixed_specimens", "warning", f"The query reads every lab item whose label is like '{lit.this}', "
+        how = "is like" if isinstance(lit.parent, exp.Like) else "is"
+        findings.append(Finding("mixed_specimens", "warning", f"The query reads every lab item whose label {how} '{lit.this}', "
                                 f"measured in {where}, as one test; {asked}.", ctx.span_of(f"'{lit.this}'")))
     return findings
 

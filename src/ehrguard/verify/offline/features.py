@@ -44,23 +44,8 @@ SQL_STRING_LITERAL = re.compile(r"'((?:[^']|'')*)'")
 _NOT_A_NAME = re.compile(r"^(?:[\d\s:%/.\-]*|(?:year|month|week|day|hour|minute|second|quarter|epoch|dow|doy)s?)$")
 
 
-def _words_of_label(question: str, label: str) -> str | None:
-    """The longest run of a label's words the question writes as whole words ("blood pressure" of 'Non Invasive Blood
-    Pressure mean'): several words, or one of six letters or more; None when the question writes none."""
-    words = re.findall(r"[a-z0-9]+", label.lower())
-    for n in range(len(words), 0, -1):
-        for i in range(len(words) - n + 1):
-            run = words[i:i + n]
-            if n == 1 and len(run[0]) < 6:
-                continue
-            if re.search(r"(?<![a-z0-9])" + r"[\s-]+".join(map(re.escape, run)) + r"(?![a-z0-9])", question):
-                return r"[\s-]+".join(map(re.escape, run))
-    return None
-
-
-def mask_values(question: str, sql: str | None, labels: tuple[str, ...] = ()) -> str:
-    """Replace the values the SQL names (its string literals found in the question) by ``X``, and the words of the
-    ``labels`` of what it reads by number (an item's label for ``itemid = 220181``) that the question writes.
+def mask_values(question: str, sql: str | None) -> str:
+    """Replace the values the SQL names (its string literals found in the question) by ``X``.
 
     A drug, lab test or diagnosis name can contain words that would otherwise look vague or
     referential ("sepsis - severe", "that" in a long title); the candidate SQL has already
@@ -71,10 +56,6 @@ def mask_values(question: str, sql: str | None, labels: tuple[str, ...] = ()) ->
     lowered = question.lower()
     names = {m.group(1).replace("''", "'").lower() for m in SQL_STRING_LITERAL.finditer(sql)}
     spans: list[tuple[int, int]] = []
-    for label in labels:
-        if (run := _words_of_label(lowered, label)) is not None:
-            spans += [m.span() for m in re.finditer(r"(?<![a-z0-9])" + run + r"(?![a-z0-9])", lowered)
-                      if not any(a <= m.start() < b for a, b in spans)]
     for name in sorted(names, key=lambda n: (-len(n), n)):  # ties by text: a set's order varies between processes
         if len(name) < 4 or _NOT_A_NAME.match(name):
             continue

@@ -67,12 +67,10 @@ class QuestionClassifier:
     def name(self) -> str:
         return "minilm" if self.embedder is not None else "lexical"
 
-    def assess(self, question: str, sql: str | None = None, held: frozenset[str] = frozenset(),
-               labels: tuple[str, ...] = ()) -> QuestionAssessment:
-        """Class probabilities for ``question``; ``sql`` (the candidate) lets the names it uses be masked first (and
-        ``labels``, the names of what it reads by number), and ``held`` names the kinds of record this database holds:
-        asking for one is no sign the records lack it."""
-        question = mask_values(question, sql, labels)
+    def assess(self, question: str, sql: str | None = None, held: frozenset[str] = frozenset()) -> QuestionAssessment:
+        """Class probabilities for ``question``; ``sql`` (the candidate) lets the names it uses be masked first, and
+        ``held`` names the kinds of record this database holds: asking for one is no sign the records lack it."""
+        question = mask_values(question, sql)
         if _reads_reference_ranges(sql):  # "high", "abnormal": as the records' reference ranges define them
             question = mask_range_words(question)
         cues = question_cues(question)

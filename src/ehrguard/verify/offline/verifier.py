@@ -21,7 +21,6 @@ from ehrguard.evaluation.execution_match import answers_match, canonical_answer
 from ehrguard.profiles import DatabaseProfile
 from ehrguard.verify.checks import Checked, repair, run_checks
 from ehrguard.verify.checks.base import EXECUTION_MAX_ROWS, EXECUTION_TIMEOUT_S
-from ehrguard.verify.checks.contrasts import item_labels
 from ehrguard.verify.checks.grounding import held_kinds
 from ehrguard.verify.checks.values import literal_comparisons
 from ehrguard.verify.methods import Case, DatabaseContext, register_method
@@ -205,10 +204,8 @@ class OfflineVerifier:
     def gather(self, case: Case) -> Evidence:
         """The evidence about one case: the question's assessment, the candidate's checks, the known question it
         fits (template bank first, then the form bank) and a local repair, each looked for only when it can matter."""
+        assessment = self.classifier.assess(case.question, case.sql, held_kinds(case.context))
         checked = run_checks(case.question, case.sql, case.context)
-        # the items it reads by number are named in the question by their labels' words, which the models read masked
-        labels = tuple(item_labels(checked.ctx, checked.ctx.tree)) if checked.ctx.tree is not None else ()
-        assessment = self.classifier.assess(case.question, case.sql, held_kinds(case.context), labels)
         no_query = any(f.check == "abstained" for f in checked.findings)
         search = not no_query and not self.policy.refuses_whatever_the_sql(assessment)
         known = self._template_opinion(checked) if self.use_templates and search else None
