@@ -126,9 +126,10 @@ def check_specimen(ctx: SqlContext) -> CheckResult:
 
 def _items_by_label(ctx: SqlContext, tables: dict[str, str]) -> list[Finding]:
     """Lab items chosen by a pattern on their label (``itemid IN (SELECT itemid FROM d_labitems WHERE label LIKE
-    '%sodium%')``), or by a label several items share outside the EHRSQL builds, whose values the query reads from ``labevents`` without showing which item each is, when the items
-    its conditions keep are measured in several fluids with rows in the records and the question names none of them
-    (or another one): blood and urine values are read as one."""
+    '%sodium%')``), or by a label several items share outside the EHRSQL builds, whose values the query reads from
+    ``labevents`` without showing which item each is, when the items its conditions keep are measured in several fluids
+    with rows in the records and the question names none of them (or another one): blood and urine values are read as
+    one."""
     assert ctx.tree is not None
     read = {t.name.lower() for t in ctx.tree.find_all(exp.Table)}
     shown = [e for e in ctx.tree.expressions] + list((ctx.tree.args.get("group") or exp.Group()).expressions) \
