@@ -167,8 +167,9 @@ def _columns(db: Database, tables: list[TableInfo], ids: set[str]) -> tuple[list
     return times, values, latest
 
 
-# An id or a code by its name: "..._id", "itemid", "patientunitstayid", "..._key", "..._code"; not the words that end so.
-_KEY_NAME = re.compile(r"(^|_)(id|key|code|cd)$|(?<!flu)(?<!ac)(?<!lip)(?<!liqu)(?<!val)(?<!sol)(?<!rap)(?<!hum)(?<!pa)(?<!vo)id$",
+# An id or a code by its name: "..._id", "..._key", "..._code", "..._cd", or an entity's or item's name run into "id"
+# ("itemid", "patientunitstayid", "uniquepid"); not the words that end so ("fluid", "opioid", "thyroid").
+_KEY_NAME = re.compile(r"(^|_)(id|key|code|cd)$|(?:item|stay|unit|patient|visit|subject|row|person|encounter|order|admission|p)id$",
                        re.IGNORECASE)
 KEY_SAMPLE = 200  # distinct values of a referring column looked up in the table it may refer to
 KEY_SHARE = 0.95  # of them found there, for the key to be proposed

@@ -289,6 +289,9 @@ def test_the_module_layout_knows_its_keys_and_its_times(mimic_iv_raw_db):
     assert "mixed_specimens" in {f.check for f in mixed.findings} and mixed.status != "verified"
     blood = verify("What was the average glucose of patient 10000032?", glucose + " AND d.fluid = 'Blood'", db=mimic_iv_raw_db)
     assert "mixed_specimens" not in {f.check for f in blood.findings}
+    apart = verify("What was the average glucose of patient 10000032?", glucose.replace("SELECT AVG", "SELECT d.fluid, AVG")
+                   + " GROUP BY d.fluid", db=mimic_iv_raw_db)
+    assert "mixed_specimens" not in {f.check for f in apart.findings}
     right = verify("What was the last heart rate of patient 10000032?",
                    "SELECT valuenum FROM mimiciv_icu.chartevents WHERE subject_id = 10000032 AND itemid = 220045 "
                    "ORDER BY charttime DESC LIMIT 1", db=mimic_iv_raw_db)
@@ -324,3 +327,18 @@ def test_a_repair_of_literals_keeps_the_query_as_written(ctx):
     widened = run_checks("How many patients are there?", "select count(subject_id) from admissions", ctx)
     fixed = repair(widened)
     assert fixed is not None and "DISTINCT" in fixed.upper()
+
+
+def test_a_lab_label_named_whole_is_the_ehrsql_builds_own_test_under_any_profile(mimic_iv_db, tmp_path):
+    """The EHRSQL builds' dictionary keeps no fluid: ``label = 'glucose'`` is their way of naming the test, also in a
+    copy of such a file that ehrguard does not recognise by name (read with the generic profile)."""
+    import shutil
+
+    from ehrguard import verify
+
+    copy = tmp_path / "hospital.sqlite"
+    shutil.copy(mimic_iv_db, copy)
+    sql = ("SELECT AVG(labevents.valuenum) FROM labevents WHERE labevents.subject_id = 10000032 AND labevents.itemid IN "
+           "(SELECT itemid FROM d_labitems WHERE label = 'glucose')")
+    for db in (mimic_iv_db, copy):
+        assert "mixed_specimens" not in {f.check for f in verify("What was the average glucose of patient 10000032?", sql, db=db).findings}

@@ -304,6 +304,13 @@ def test_high_and_abnormal_read_by_the_records_reference_ranges_are_no_guess(mim
     both = classifier.assess("How many patients had an abnormal potassium and a high heart rate?",
                              base + "l.valuenum > l.ref_range_upper AND c.valuenum > 100")
     assert set(both.cues.vague) >= {"abnormal", "high"}
+    from ehrguard.verify.offline.question import _reads_reference_ranges
+
+    # the flag set, a count of such results, a diagnosis' sequence number beside the range: still read by the range
+    assert _reads_reference_ranges("SELECT COUNT(*) FROM labevents WHERE itemid = 50971 AND flag IS NOT NULL")
+    assert _reads_reference_ranges(base + "l.valuenum > l.ref_range_upper GROUP BY l.subject_id HAVING COUNT(*) >= 3")
+    assert _reads_reference_ranges(base + "l.valuenum > l.ref_range_upper AND d.seq_num = 1")
+    assert not _reads_reference_ranges("SELECT COUNT(*) FROM admissions WHERE hospital_expire_flag = 1")
     from ehrguard.verify.offline.features import mask_range_words
 
     assert (mask_range_words("Low-dose aspirin, normal saline or high blood pressure with an abnormal HIGH sodium?")

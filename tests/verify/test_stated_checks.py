@@ -865,3 +865,16 @@ def test_a_number_stated_in_another_unit_of_measure_is_used_converted(eicu_ctx):
     fever = "How many patients had a temperature above 101.3 °F?"
     assert "missing_stated_number" not in checks_of(eicu_ctx, fever, "SELECT COUNT(DISTINCT patientunitstayid) FROM "
                                                                      "vitalperiodic WHERE temperature > 38.5")
+
+
+def test_a_number_stated_with_its_unit_is_not_put_where_the_records_keep_another(mimic_iv_raw_db):
+    """MIMIC-IV keeps temperatures in °F and °C and weights in kg and lbs: a query comparing °F with 100 uses "38 °C";
+    one comparing pounds with 200 does not use "100 kg", but the stated number is never written in its place."""
+    from ehrguard.verify.api import database_context
+
+    ctx = database_context(mimic_iv_raw_db)
+    fahrenheit = "SELECT COUNT(DISTINCT subject_id) FROM mimiciv_icu.chartevents WHERE itemid = 223761 AND valuenum > 100"
+    assert "missing_stated_number" not in checks_of(ctx, "How many patients had a temperature above 38 °C?", fahrenheit)
+    pounds = run_checks("How many patients weighed more than 100 kg?", "SELECT COUNT(DISTINCT subject_id) FROM "
+                        "mimiciv_icu.chartevents WHERE itemid = 226531 AND valuenum > 200", ctx)
+    assert "missing_stated_number" in {f.check for f in pounds.findings} and repair(pounds) is None

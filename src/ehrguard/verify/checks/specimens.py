@@ -135,13 +135,15 @@ def _items_by_label(ctx: SqlContext, tables: dict[str, str]) -> list[Finding]:
     shown = [e for e in ctx.tree.expressions] + list((ctx.tree.args.get("group") or exp.Group()).expressions) \
         if isinstance(ctx.tree, exp.Select) else []
     returned = {c.name.lower() for e in shown for c in e.find_all(exp.Column)}
-    if "labevents" not in read or returned & {"label", "itemid"}:
-        return []  # no values read, or each shown (or grouped) with its item
+    if "labevents" not in read or returned & {"label", "itemid", "fluid", "category"}:
+        return []  # no values read, or each shown (or grouped) with its item or its fluid
     findings = []
     # A label named whole (``label = 'glucose'``) is the EHRSQL builds' own way of naming a test, whatever fluids its
-    # items are measured in (their question banks' answers read it so); elsewhere ('Glucose' in MIMIC-IV's own layout:
-    # blood, urine and other fluids) it keeps several specimens as a pattern does.
-    kinds = (exp.Like,) if ctx.db.profile.bank else (exp.Like, exp.EQ)
+    # items are measured in (their dictionary keeps no fluid, and their question banks' answers read it so); where the
+    # dictionary says each item's fluid ('Glucose' in MIMIC-IV's own layout: blood, urine and other fluids) it keeps
+    # several specimens as a pattern does.
+    labels = ctx.db.schema.table("d_labitems")
+    kinds = (exp.Like, exp.EQ) if labels is not None and labels.column("fluid") is not None else (exp.Like,)
     for table, column, lit in literal_comparisons(ctx.tree, tables, kinds):
         if owner_table(ctx, table, column, tables) != "d_labitems" or column != "label" or negated(lit):
             continue

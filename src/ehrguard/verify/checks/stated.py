@@ -202,13 +202,11 @@ _MEASURES: dict[str, tuple[str, float]] = {
 # A bare letter names a unit only after a degree sign ("101 °F"); "in" and "m" are words or minutes as often as units.
 _MEASURE_AFTER = re.compile(r"\s*(?:(?:°\s*|degrees?\s+)(f|c|fahrenheit|celsius)|("
                             + "|".join(sorted(_MEASURES, key=len, reverse=True)) + r"))\b(?!\s*(?:/|per\b))", re.I)
-# A converted threshold is written rounded: 220 lbs as 99.8, 100 or 99.79 kg; a temperature to a tenth of a degree.
+# A converted threshold is written rounded: 220 lbs as 99.8, 100 or 99.79 kg; a temperature to about a third of a
+# degree Celsius (38 °C as 100 °F, 38.5 °C as 101 °F; 101 °F is not 38 °C).
 _MEASURE_TOLERANCE = 0.015
-_TEMPERATURE_TOLERANCE = 0.15
-# Units the records of these databases do not keep (they measure in metric units and Celsius): a number stated in one
-# is not the query's to take as it is.
-_IMPERIAL = frozenset({"lb", "lbs", "pound", "pounds", "oz", "ounce", "ounces", "inch", "inches", "ft", "foot", "feet",
-                       "fahrenheit"})
+_TEMPERATURE_TOLERANCE = {"celsius": 0.3, "fahrenheit": 0.54}  # in the unit converted to
+
 
 
 def _measure_after(question: str, number: str) -> str | None:
@@ -234,9 +232,10 @@ def _restated_in_other_unit(question: str, text: str, value: float, in_sql: set[
     unit = _measure_after(question, text)
     if unit is None:
         return False
-    temperature = _MEASURES[unit][0] == "temperature"
-    return any(abs(v - x) <= (_TEMPERATURE_TOLERANCE if temperature else _MEASURE_TOLERANCE * max(abs(v), 1e-9))
-               for v in _converted(value, unit) for x in in_sql)
+    if _MEASURES[unit][0] == "temperature":
+        tolerance = _TEMPERATURE_TOLERANCE["celsius" if unit == "fahrenheit" else "fahrenheit"]
+        return any(abs(v - x) <= tolerance for v in _converted(value, unit) for x in in_sql)
+    return any(abs(v - x) <= _MEASURE_TOLERANCE * max(abs(v), 1e-9) for v in _converted(value, unit) for x in in_sql)
 
 
 def _stated_unit(question: str, number: str) -> str | None:
@@ -285,8 +284,9 @@ def _substitution(ctx: SqlContext, tree: exp.Expression, missing: list[tuple[str
     stated number it never uses (converted when the query counts the window in a smaller unit). None unless exactly one
     of each is there and their units agree: with two candidates either way, which replaces which is a guess."""
     (text, value), = missing
-    if _measure_after(ctx.question, text) in _IMPERIAL:
-        return None  # "220 lbs": the records hold the measure in another unit; the number is not the query's to take
+    if _measure_after(ctx.question, text) is not None:
+        return None  # "220 lbs", "38 °C": the records may hold the measure in another unit (MIMIC-IV keeps temperatures
+        # in °F and °C, weights in kg and lbs); the number is not the query's to take as it is
     free = [(lit, v, unit) for lit, v, unit in _slots(tree, set(entity_columns(ctx))) if not any(_restated(n, {v}) for n in stated)]
     if len(free) != 1:
         return None

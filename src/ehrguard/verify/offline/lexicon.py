@@ -82,7 +82,8 @@ RANGE_WORDS = ("abnormal", "abnormally", "normal", "high", "low", "elevated", "r
                "above the normal range", "below the normal range", "above normal", "below normal")
 # Columns that hold such a range or flag (MIMIC-IV's labevents.ref_range_lower / ref_range_upper / flag, and the
 # names other laboratory schemas give them).
-RANGE_COLUMN = r"ref(?:erence)?_?range|normal_?(?:low|high|min|max|range|lower|upper)|^(?:abnormal_?)?flag$|^abnormal"
+RANGE_COLUMN = (r"ref(?:erence)?_?range|normal_?(?:low|high|min|max|range|lower|upper)"
+                r"|^(?:(?:abn(?:ormal)?|lab|result)_?)?flag$|^(?:is_)?abnormal")
 
 
 # Words that refer to something named elsewhere; the demonstratives are read with the noun they determine.

@@ -104,7 +104,7 @@ def _mask_read_kinds(question: str, kinds: set[str], sql: str | None) -> str:
 
 _RANGE_COLUMN = re.compile(RANGE_COLUMN, re.IGNORECASE)
 # A number the query chose for a measured value ("valuenum > 100"): a degree word may be that threshold's, not a range's.
-_MEASURED_VALUE = re.compile(r"value|result|num$|amount|rate$|level", re.IGNORECASE)
+_MEASURED_VALUE = re.compile(r"^value|valuenum$|result|amount|rate$|level", re.IGNORECASE)
 
 
 def _reads_reference_ranges(sql: str | None) -> bool:
@@ -122,7 +122,13 @@ def _reads_reference_ranges(sql: str | None) -> bool:
         return False
     ranged = chosen = False
     for tree in trees:
-        for node in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ, exp.Between, exp.In):
+        for node in tree.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ, exp.Between, exp.In, exp.Is):
+            if isinstance(node, exp.Is):  # ``flag IS NOT NULL``: the flag is set where a result is out of its range
+                ranged |= isinstance(node.parent, exp.Not) and isinstance(node.this, exp.Column) and \
+                    _RANGE_COLUMN.search(node.this.name) is not None and "flag" in node.this.name.lower()
+                continue
+            if node.find(exp.AggFunc) is not None:
+                continue  # a count of results compared with a number ("at least 3"): no threshold on a value
             names = [c.name for c in node.find_all(exp.Column)]
             numbers = [lit for lit in node.find_all(exp.Literal) if not lit.is_string]
             if any(_RANGE_COLUMN.search(n) for n in names):
