@@ -342,3 +342,25 @@ def test_a_lab_label_named_whole_is_the_ehrsql_builds_own_test_under_any_profile
            "(SELECT itemid FROM d_labitems WHERE label = 'glucose')")
     for db in (mimic_iv_db, copy):
         assert "mixed_specimens" not in {f.check for f in verify("What was the average glucose of patient 10000032?", sql, db=db).findings}
+
+
+def test_a_table_two_schemas_share_is_read_where_the_profile_says(tmp_path):
+    """A database holding ``archive.admissions`` beside ``mimic.admissions``: the checks name the profile's tables without
+    their schema, and every probe of one (and the columns read of it) goes to the profile's schema."""
+    import duckdb
+
+    from ehrguard.profiles import DatabaseProfile, Entity
+    from ehrguard.verify.checks.base import SqlContext, stored_info, stored_table
+
+    path = tmp_path / "two.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE SCHEMA archive; CREATE SCHEMA mimic; CREATE TABLE archive.admissions (hadm_id INTEGER, note TEXT); "
+                "CREATE TABLE mimic.admissions (hadm_id INTEGER, subject_id INTEGER); INSERT INTO mimic.admissions VALUES (1, 7)")
+    con.close()
+    profile = DatabaseProfile("two", dialect="duckdb", entities=(Entity("admission", "mimic.admissions", "hadm_id"),))
+    ctx = SqlContext("q", "SELECT 1", DatabaseContext(open_database(path), "two", path, profile=profile))
+    assert ctx.profile.entities[0].table == "admissions"
+    assert ctx.db.schema.table("admissions").namespace == "archive"  # the first of the two by name alone
+    assert stored_table(ctx, "admissions").sql(dialect="duckdb") == "mimic.admissions"
+    info = stored_info(ctx, "admissions")
+    assert info is not None and info.column("subject_id") is not None and info.column("note") is None

@@ -20,6 +20,7 @@ from ehrguard.lazy import cached_property
 from ehrguard.verify.verdict import Finding
 
 if TYPE_CHECKING:
+    from ehrguard.db.schema import TableInfo
     from ehrguard.profiles import DatabaseProfile
     from ehrguard.verify.methods import DatabaseContext
 
@@ -257,12 +258,16 @@ def rows_and(ctx: SqlContext, select: exp.Select, count: exp.Expression) -> tupl
     return (rows[0][0], rows[0][1]) if rows and rows[0][0] is not None and rows[0][1] is not None else None
 
 
+def stored_info(ctx: SqlContext, name: str) -> TableInfo | None:
+    """The schema's table ``name`` names: a name without its schema is the profile's table of that name first (a
+    database holding ``mimiciii.admissions`` beside ``mimiciv_hosp.admissions`` is read where the profile says)."""
+    return ctx.db.schema.table(_profile_tables(ctx).get(name.lower(), name)) or ctx.db.schema.table(name)
+
+
 def stored_table(ctx: SqlContext, name: str) -> exp.Table:
-    """A table of the schema as a query reads it: with its schema (``mimiciv_hosp.d_labitems``) where it has one; a
-    name without its schema is the profile's table of that name first (a database holding ``mimiciii.admissions``
-    beside ``mimiciv_hosp.admissions`` is read where the profile says)."""
-    qualified = _profile_tables(ctx).get(name.lower(), name)
-    info = ctx.db.schema.table(qualified) or ctx.db.schema.table(name)
+    """A table of the schema as a query reads it: with its schema (``mimiciv_hosp.d_labitems``) where it has one (the
+    table :func:`stored_info` finds)."""
+    info = stored_info(ctx, name)
     return exp.to_table(info.qualified_name if info is not None else name)
 
 

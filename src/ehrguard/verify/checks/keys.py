@@ -29,7 +29,18 @@ from sqlglot import exp
 
 from ehrguard.db.lexicon import normal_form
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, add_condition, found, ids_compared, stored_table
+from ehrguard.verify.checks.base import (
+    NOTHING,
+    CheckResult,
+    Edit,
+    SqlContext,
+    TreeEdit,
+    add_condition,
+    found,
+    ids_compared,
+    stored_info,
+    stored_table,
+)
 from ehrguard.verify.checks.concepts import named_values, supported
 from ehrguard.verify.checks.lab_items import lab_items
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
@@ -229,7 +240,7 @@ def kind_columns(ctx: SqlContext) -> dict[tuple[str, str], tuple[str, dict[str, 
         out: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
         for (table, column), refers in referenced.items():
             tables = refers or referring.get((table, column), set())
-            info = ctx.db.schema.table(table) if len(tables) > 1 else None
+            info = stored_info(ctx, table) if len(tables) > 1 else None  # the table the probe below reads
             for other in info.columns if info is not None else ():
                 if other.name.lower() == column or not any(k in other.type.lower() for k in ("char", "text", "string")):
                     continue
