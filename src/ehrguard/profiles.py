@@ -91,6 +91,10 @@ class DatabaseProfile:
     def entity(self, name: EntityName) -> Entity | None:
         return next((e for e in self.entities if e.name == name), None)
 
+    def key_pairs(self) -> tuple[KeyPair, ...]:
+        """``foreign_keys`` read: ((table, column), (referred table, column)) each."""
+        return tuple(pair for key in self.foreign_keys if (pair := _key_sides(key)) is not None)
+
     def as_queried(self) -> DatabaseProfile:
         """This profile with its entities' tables and its time columns named as a query's parse tree names them: the
         table's own name, without its schema or project (``mimiciv_hosp.admissions`` -> ``admissions``), so that the
@@ -321,14 +325,23 @@ def profile_from_dict(data: dict[str, Any], *, where: str = "profile") -> Databa
     return DatabaseProfile(**values)
 
 
-def _key(text: Any) -> str | None:
-    """A key "table.column -> table.column" in normal form (the tables may carry their schema; any name without a
-    dot or an arrow), or None when it is not one."""
-    sides = text.split("->") if isinstance(text, str) else []
-    parts = [side.strip().rsplit(".", 1) for side in sides]
+KeyPair = tuple[tuple[str, str], tuple[str, str]]
+
+
+def _key_sides(text: Any) -> KeyPair | None:
+    """A key "table.column -> table.column" as ((table, column), (table, column)) (the tables may carry their schema;
+    any name without a dot or an arrow), or None when it is not one."""
+    parts = [side.strip().rsplit(".", 1) for side in text.split("->")] if isinstance(text, str) else []
     if len(parts) != 2 or not all(len(p) == 2 and all(x.strip() for x in p) for p in parts):
         return None
-    return " -> ".join(".".join(x.strip() for x in p) for p in parts)
+    (table, column), (ref_table, ref_column) = ([x.strip() for x in p] for p in parts)
+    return (table, column), (ref_table, ref_column)
+
+
+def _key(text: Any) -> str | None:
+    """A key "table.column -> table.column" in normal form, or None when it is not one."""
+    sides = _key_sides(text)
+    return " -> ".join(".".join(side) for side in sides) if sides is not None else None
 
 
 def _keys(value: Any, where: str) -> tuple[str, ...]:

@@ -303,9 +303,11 @@ def test_a_profile_adds_the_keys_a_schema_does_not_declare(mimic_iv_raw_db):
     keys = {(fk.column, fk.ref_table, fk.ref_column) for fk in raw.schema.require_table("mimiciv_icu.chartevents").foreign_keys}
     assert {("itemid", "d_items", "itemid"), ("stay_id", "icustays", "stay_id")} <= keys
     # a key to a table or column this database lacks is passed over; one it declares is not added twice
-    schema = raw.schema.with_keys(["mimiciv_icu.chartevents.itemid -> mimiciv_icu.d_items.itemid",
-                                   "mimiciv_hosp.nowhere.itemid -> mimiciv_icu.d_items.itemid",
-                                   "mimiciv_icu.chartevents.nothing -> mimiciv_icu.d_items.itemid"])
+    from ehrguard.profiles import DatabaseProfile
+
+    schema = raw.schema.with_keys(DatabaseProfile("keys", foreign_keys=(
+        "mimiciv_icu.chartevents.itemid -> mimiciv_icu.d_items.itemid", "mimiciv_hosp.nowhere.itemid -> mimiciv_icu.d_items.itemid",
+        "mimiciv_icu.chartevents.nothing -> mimiciv_icu.d_items.itemid")).key_pairs())
     assert schema.require_table("chartevents").foreign_keys == raw.schema.require_table("chartevents").foreign_keys
     # the keys are shown as a query must write them, with their schema
     assert "FOREIGN KEY(itemid) REFERENCES mimiciv_icu.d_items(itemid)" in raw.schema.render_ddl()

@@ -70,13 +70,12 @@ class Schema:
                                     f"Its columns: ehrguard db schema --db DB --table {found.qualified_name}")
         return found, col
 
-    def with_keys(self, keys: Iterable[str]) -> Schema:
-        """This schema with the foreign keys ``keys`` (``"table.column -> table.column"``, a profile's) added where the
-        database does not declare them; a key naming a table or column this database lacks is passed over."""
-        tables = {id(t): TableInfo(t.name, t.columns, list(t.foreign_keys), t.ddl, t.namespace) for t in self.tables}
-        out = Schema(self.dialect, list(tables.values()))
-        for key in keys:
-            source, target = (part.strip().rsplit(".", 1) for part in key.split("->"))
+    def with_keys(self, keys: Iterable[tuple[tuple[str, str], tuple[str, str]]]) -> Schema:
+        """This schema with the foreign keys ``keys`` (((table, column), (referred table, column)) each: a profile's
+        ``key_pairs()``) added where the database does not declare them; a key naming a table or column this database
+        lacks is passed over."""
+        out = Schema(self.dialect, [TableInfo(t.name, t.columns, list(t.foreign_keys), t.ddl, t.namespace) for t in self.tables])
+        for source, target in keys:
             table, ref = out.table(source[0]), out.table(target[0])
             if table is None or ref is None or table.column(source[1]) is None or ref.column(target[1]) is None:
                 continue

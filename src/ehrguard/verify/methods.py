@@ -61,7 +61,7 @@ class DatabaseContext:
         from ehrguard.db.schema import read_schema
 
         with self._lock:
-            return read_schema(self.db).with_keys(self.profile.foreign_keys)
+            return read_schema(self.db).with_keys(self.profile.key_pairs())
 
     @cached_property
     def values(self) -> ValueIndex:

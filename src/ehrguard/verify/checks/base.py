@@ -277,7 +277,7 @@ def _profile_tables(ctx: SqlContext) -> dict[str, str]:
     def read() -> dict[str, str]:
         profile = ctx.db.profile
         named = [e.table for e in profile.entities] + [c.rsplit(".", 1)[0] for c in (*profile.time_columns, *profile.value_columns)]
-        named += [side.strip().rsplit(".", 1)[0] for key in profile.foreign_keys for side in key.split("->")]
+        named += [table for pair in profile.key_pairs() for table, _ in pair]
         by_name: dict[str, set[str]] = {}
         for table in named:
             if "." in table:

@@ -503,7 +503,7 @@ def check_stated_values(ctx: SqlContext) -> CheckResult:
     missing: dict[str, list[str]] = {}  # a value the query never looks for -> the columns that hold it
     identifiers = _identifiers(ctx)
     entities = {_normal(e.name) for e in ctx.profile.entities} | {
-        _normal(e.table.rsplit(".", 1)[-1].replace("_", " ")) for e in ctx.profile.entities}
+        _normal(e.table.replace("_", " ")) for e in ctx.profile.entities}
     columns = name_columns(ctx)
     nouns = condition_nouns(ctx.question)
     # a condition named by its adjective is looked for like its noun, unless the query reads diagnoses (by code, say)

@@ -208,15 +208,19 @@ _MEASURE_TOLERANCE = 0.015
 _TEMPERATURE_TOLERANCE = {"celsius": 0.3, "fahrenheit": 0.54}  # in the unit converted to
 
 
+def _unit_after(question: str, number: str, unit: re.Pattern[str]) -> re.Match[str] | None:
+    """The first match of ``unit`` right after the number where the question writes it, else None."""
+    text = _thousands(question)
+    return next((m for n in re.finditer(rf"(?<![\w.]){re.escape(number)}(?![\w.])", text)
+                 if (m := unit.match(text, n.end())) is not None), None)
+
 
 def _measure_after(question: str, number: str) -> str | None:
     """The unit of measure the question writes right after a number ("220 lbs", "101.3 °F"), else None."""
-    text = _thousands(question)
-    for match in re.finditer(rf"(?<![\w.]){re.escape(number)}(?![\w.])", text):
-        if (unit := _MEASURE_AFTER.match(text, match.end())) is not None:
-            word = (unit.group(1) or unit.group(2)).lower()
-            return {"f": "fahrenheit", "c": "celsius"}.get(word, word)
-    return None
+    if (unit := _unit_after(question, number, _MEASURE_AFTER)) is None:
+        return None
+    word = (unit.group(1) or unit.group(2)).lower()
+    return {"f": "fahrenheit", "c": "celsius"}.get(word, word)
 
 
 def _converted(value: float, unit: str) -> list[float]:
@@ -240,11 +244,8 @@ def _restated_in_other_unit(question: str, text: str, value: float, in_sql: set[
 
 def _stated_unit(question: str, number: str) -> str | None:
     """The time unit the question writes right after a number ("within 3 days" -> day), else None."""
-    text = _thousands(question)
-    for match in re.finditer(rf"(?<![\w.]){re.escape(number)}(?![\w.])", text):
-        if (unit := _UNIT_AFTER.match(text, match.end())) is not None:
-            return unit.group(1).lower()
-    return None
+    unit = _unit_after(question, number, _UNIT_AFTER)
+    return unit.group(1).lower() if unit is not None else None
 
 
 def _slots(tree: exp.Expression, entities: set[str]) -> list[tuple[exp.Literal, float, str | None]]:

@@ -159,6 +159,11 @@ def mask_terms_of_art(question: str) -> str:
     text = question.translate(_TYPOGRAPHIC)  # one character for one: the spans found are the question's
     lowered = text.lower()
     spans = [m.span() for m in _TERMS_OF_ART.finditer(lowered)] + [m.span() for m in _condition_names().finditer(lowered)]
+    return _masked(question, spans)
+
+
+def _masked(question: str, spans: list[tuple[int, int]]) -> str:
+    """``question`` with each span replaced by ``X``; a span that overlaps an earlier one is left to it."""
     out, end = [], 0
     for a, b in sorted(spans):
         if a >= end:
@@ -176,10 +181,7 @@ def mask_range_words(question: str) -> str:
     ``X``, outside compounds ("low-dose") and the fixed phrases that hold one ("normal saline", "high blood pressure")."""
     lowered = question.translate(_TYPOGRAPHIC).lower()
     kept = [m.span() for m in _NOT_VAGUE.finditer(lowered)]
-    spans = [m.span() for m in _RANGE_WORDS.finditer(lowered) if not any(a <= m.start() < b for a, b in kept)]
-    for a, b in sorted(spans, reverse=True):
-        question = question[:a] + "X" + question[b:]
-    return question
+    return _masked(question, [m.span() for m in _RANGE_WORDS.finditer(lowered) if not any(a <= m.start() < b for a, b in kept)])
 
 
 def _vague_hits(text: str) -> list[str]:
