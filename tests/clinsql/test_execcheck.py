@@ -58,9 +58,15 @@ def test_postgresql_rewrites_refuse_what_they_would_read_wrongly():
     with pytest.raises(QueryExecutionError, match="computed offset"):
         to_postgres("SELECT SPLIT(s, ',')[OFFSET(i)] FROM t")
     assert "(STRING_TO_ARRAY(s, ','))[1]" in to_postgres("SELECT SPLIT(s, ',')[OFFSET(0)] FROM t")
-    # ANY_VALUE: of a group, its first non-NULL value (any type); over a window, MIN (a filtered aggregate is no window)
+    # ANY_VALUE: of a group, its first non-NULL value (any type); over a window, the window's aggregate indexed (an
+    # aggregate's value over a window without the FILTER, which PostgreSQL refuses around an aggregate)
     assert "(ARRAY_AGG(b) FILTER(WHERE b IS NOT NULL))[1]" in to_postgres("SELECT ANY_VALUE(b) FROM t GROUP BY g")
-    assert "MIN(x) OVER (PARTITION BY g)" in to_postgres("SELECT ANY_VALUE(x) OVER (PARTITION BY g) FROM t")
+    assert "(ARRAY_AGG(x) FILTER(WHERE x IS NOT NULL) OVER (PARTITION BY g))[1]" in to_postgres(
+        "SELECT ANY_VALUE(x) OVER (PARTITION BY g) FROM t")
+    assert "(ARRAY_REMOVE(ARRAY_AGG(MAX(x)) OVER (), NULL))[1]" in to_postgres("SELECT ANY_VALUE(MAX(x)) OVER () FROM t GROUP BY g")
+    # a ratio's denominator guarded, a written number not: dividing by a written 0 is the query's own mistake
+    assert to_postgres("SELECT a / b, a / 0 FROM t") == (
+        "SELECT CAST(a AS DOUBLE PRECISION) / NULLIF(b, 0), CAST(a AS DOUBLE PRECISION) / 0 FROM t")
     with pytest.raises(QueryExecutionError, match="HAVING"):
         to_postgres("SELECT ANY_VALUE(x HAVING MAX y) FROM t")
     with pytest.raises(QueryExecutionError, match="ISOYEAR"):

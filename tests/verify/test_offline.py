@@ -87,6 +87,32 @@ def test_anchored_time_and_relative_pronouns_are_not_unresolved_references(quest
     assert question_cues(question).unresolved == ()
 
 
+@pytest.mark.parametrize("question, points_outside", [
+    # the antecedent is in the question: the same noun, a group it described, a criterion with its number
+    ("How many patients got heparin, and how many of these patients bled within a week?", False),
+    ("For adults older than 65 admitted with sepsis, what was the mortality of this cohort?", False),
+    ("What share of patients with a lactate above 4 mmol/L stayed above this threshold for a day?", False),
+    ("Consider all ICU admissions. Among these admissions, how many lasted over a week?", False),
+    # nothing before it: the demonstrative points outside the question
+    ("What is the dose of this drug?", True),
+    ("How many patients in this cohort died?", True),  # the phrase's own noun describes no group
+    ("How many patients are there in this cohort?", True),  # nor in the same clause
+    ("What share of patients stayed above this threshold for a day?", True),  # no number stated
+    ("What was the value of this test for patient 10000032?", True),
+    # an earlier word that is no antecedent: other things, another number, a year, an age, a count
+    ("Compared to other antibiotics, how often was this antibiotic prescribed in 2100?", True),
+    ("Of all patients in the ICU, how long did this patient stay?", True),
+    ("How many patients were admitted in 2100, and what was the last heart rate of this patient?", True),
+    ("Between 2100 and 2105, how many patients had a glucose above this limit?", True),
+    ("Among patients older than 65, how many had a creatinine above this cutoff?", True),
+    ("How many patients had at least 2 admissions and a lactate above this threshold?", True),
+])
+def test_a_demonstrative_is_a_reference_only_when_the_question_gives_no_antecedent(question, points_outside):
+    from ehrguard.verify.offline.features import question_cues
+
+    assert bool(question_cues(question, endophora=True).references) is points_outside
+
+
 def test_a_clean_candidate_is_preserved_with_no_findings(mimic_iv_db):
     verdict = v("What is the gender of patient 10004235?", CLEAN, mimic_iv_db)
     assert verdict.action == "preserve" and verdict.sql == CLEAN and verdict.findings == []

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -212,17 +213,43 @@ def having_aliases(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-def _union_branches(node: exp.Expression) -> list[exp.Select]:
+def _union_branches(node: exp.Expression, ctes: dict[str, exp.Expression] | None = None,
+                    path: frozenset[str] = frozenset()) -> list[exp.Select]:
+    """The SELECTs a UNION joins; a branch that is ``SELECT * FROM cte`` is read as the CTE's own SELECT (its columns,
+    in order, are the branch's), so that a NULL written in the CTE is typed with the other branches. ``path``: the
+    CTEs being followed, so that one that reads itself is not followed round (one read twice is read twice)."""
     if isinstance(node, exp.Union):
-        return _union_branches(node.this) + _union_branches(node.expression)
+        return _union_branches(node.this, ctes, path) + _union_branches(node.expression, ctes, path)
     if isinstance(node, exp.Subquery):
-        return _union_branches(node.this)
-    return [node] if isinstance(node, exp.Select) else []
+        return _union_branches(node.this, ctes, path)
+    if not isinstance(node, exp.Select):
+        return []
+    source = _arg(node, "from")
+    if ctes and len(node.expressions) == 1 and isinstance(node.expressions[0], exp.Star) and not node.args.get("joins") \
+            and source is not None and isinstance(source.this, exp.Table) and not source.this.db:
+        name = source.this.name.lower()
+        if name in ctes and name not in path:
+            return _union_branches(ctes[name], ctes, path | {name})
+    return [node]
+
+
+def _arg(node: exp.Expression, name: str) -> Any:
+    """A node's ``from`` or ``with`` clause, under the name sqlglot gives it (``from_`` / ``with_`` since sqlglot 28)."""
+    return node.args.get(f"{name}_") or node.args.get(name)
+
+
+# PostgreSQL's number types, narrowest first: a union of several is typed as the widest (as PostgreSQL resolves them).
+_NUMBER_TYPES = ("SMALLINT", "INT", "INTEGER", "BIGINT", "DECIMAL", "NUMERIC", "REAL", "DOUBLE PRECISION")
+_NUMERIC_AGGREGATES = (exp.Avg, exp.Sum, exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Variance,
+                       exp.VariancePop)
 
 
 def _literal_type(cell: exp.Expression) -> str | None:
     """The PostgreSQL type a literal gives a column: a whole number BIGINT, a decimal NUMERIC (PostgreSQL's own choice
-    for such literals), text TEXT, a typed literal (``DATE '2150-01-01'``, ``CAST('...' AS TIMESTAMP)``) its type."""
+    for such literals), text TEXT, a typed literal (``DATE '2150-01-01'``, ``CAST('...' AS TIMESTAMP)``) its type; a
+    count BIGINT, a sum, an average or a rounded number NUMERIC."""
+    while isinstance(cell, exp.Paren):
+        cell = cell.this
     if isinstance(cell, exp.Literal):
         if cell.is_string:
             return "TEXT"
@@ -231,24 +258,34 @@ def _literal_type(cell: exp.Expression) -> str | None:
         return _literal_type(cell.this)
     if isinstance(cell, exp.Cast) and isinstance(cell.this, exp.Literal):
         return cell.to.sql(dialect="postgres")
+    if isinstance(cell, (exp.Count, exp.CountIf)):
+        return "BIGINT"  # PostgreSQL's type of a count
+    if isinstance(cell, (*_NUMERIC_AGGREGATES, exp.Round)):
+        return "NUMERIC"  # a sum or average: a number of some kind, to which PostgreSQL widens NUMERIC as needed
     return None
 
 
 def typed_union_nulls(tree: exp.Expression) -> exp.Expression:
     """A bare ``NULL`` in one branch of a UNION and a literal in another: BigQuery types the column from every branch,
     PostgreSQL takes the NULL as text ("UNION types text and numeric cannot be matched"). The NULL is cast to the type
-    the other branches' literals give the column (NUMERIC when whole and decimal numbers meet); branches whose literals
-    disagree otherwise are left to the database's own error."""
+    the other branches' literals or aggregates give the column (NUMERIC when whole and decimal numbers meet); branches
+    that disagree otherwise are left to the database's own error. A branch ``SELECT * FROM cte`` is read as the CTE's
+    SELECT: a NULL a CTE writes is typed text as soon as the CTE is read, so it is cast there."""
     for union in list(tree.find_all(exp.Union)):
         if isinstance(union.parent, exp.Union):
             continue  # the outermost union of a chain reads every branch
-        branches = _union_branches(union)
+        scopes: list[Any] = [union]
+        while scopes[0].parent is not None:
+            scopes.insert(0, scopes[0].parent)  # the outermost first: a nearer CTE of a name wins
+        ctes = {cte.alias_or_name.lower(): cte.this for scope in scopes if (with_ := _arg(scope, "with")) is not None
+                for cte in with_.expressions}
+        branches = _union_branches(union, ctes)
         if len(branches) < 2 or len({len(b.expressions) for b in branches}) != 1:
             continue
         for i in range(len(branches[0].expressions)):
             kinds = {kind for b in branches if (kind := _literal_type(b.expressions[i].unalias())) is not None}
-            if kinds == {"BIGINT", "NUMERIC"}:
-                kinds = {"NUMERIC"}
+            if kinds and all(k in _NUMBER_TYPES for k in kinds):  # numbers of several kinds: the widest holds them all
+                kinds = {max(kinds, key=_NUMBER_TYPES.index)}
             if len(kinds) != 1:
                 continue
             kind = kinds.pop()
@@ -355,17 +392,41 @@ def datetime_truncs(tree: exp.Expression) -> exp.Expression:
 def any_values(tree: exp.Expression) -> exp.Expression:
     """``ANY_VALUE(x)`` (PostgreSQL 16 and later) -> the first of the group's non-NULL values,
     ``(ARRAY_AGG(x) FILTER (WHERE x IS NOT NULL))[1]``: a value of the group as BigQuery's ANY_VALUE returns it (NULLs
-    ignored), for a value of any type (``MIN`` has no boolean or JSON form); over a window, ``MIN``.
-    ``ANY_VALUE(x HAVING MAX y)`` (the value of the row with the largest y) is refused."""
-    for node in list(tree.find_all(exp.AnyValue)):
+    ignored), for a value of any type (``MIN`` has no boolean or JSON form); over a window, the same aggregate over the
+    window, indexed. ``ANY_VALUE(x HAVING MAX y)`` (the value of the row with the largest y) is refused."""
+    # the innermost first: a node's copy (the FILTER's) is then taken of its already rewritten argument
+    for node in reversed(list(tree.find_all(exp.AnyValue))):
         if node.args.get("max") is not None or node.args.get("min") is not None or isinstance(node.this, exp.HavingMax):
             raise QueryExecutionError("Cannot transpile to PostgreSQL: ANY_VALUE(... HAVING MAX/MIN ...).")
-        if isinstance(node.parent, exp.Window):  # a filtered aggregate cannot be indexed as a window function
-            node.replace(exp.Min(this=node.this))
-            continue
-        value = node.this.sql(dialect="postgres")
-        node.replace(sqlglot.parse_one(f"(ARRAY_AGG({value}) FILTER (WHERE {value} IS NOT NULL))[1]", read="postgres"))
+        window = node.parent if isinstance(node.parent, exp.Window) else None
+        if window is not None and node.this.find(exp.AggFunc) is not None:
+            # an aggregate's value over a window (``ANY_VALUE(MAX(x)) OVER ()``): PostgreSQL takes no aggregate in a
+            # FILTER; the window's values without their NULLs instead (ARRAY_REMOVE, which JSON values would not take)
+            values = sqlglot.parse_one("ARRAY_REMOVE(ARRAY_AGG(v_), NULL)", read="postgres")
+            _slot(values).replace(node.this)
+            node.replace(values.this)  # the window holds ARRAY_AGG(x); ARRAY_REMOVE goes round the window
+            window.replace(values)
+            values.set("this", window)
+        else:
+            values = sqlglot.parse_one("ARRAY_AGG(v_) FILTER (WHERE v_ IS NOT NULL)", read="postgres")
+            first_v, second_v = list(values.find_all(exp.Column))
+            second_v.replace(node.this.copy())
+            first_v.replace(node.this)
+            node.replace(values)
+            if window is not None:  # the window's aggregate is indexed, not the aggregate inside it
+                values = window
+        first = sqlglot.parse_one("(v_)[1]", read="postgres")  # PostgreSQL's arrays count from 1
+        slot = _slot(first)
+        values.replace(first)
+        slot.replace(values)
     return tree
+
+
+def _slot(template: Any) -> exp.Column:
+    """The placeholder column ``v_`` of a parsed template."""
+    slot = template.find(exp.Column)
+    assert slot is not None, template.sql()
+    return slot
 
 
 _FORMAT_SPEC = re.compile(r"%(?:(%)|(-?\d*)(?:\.(\d+))?([dfsi]))")
@@ -408,12 +469,25 @@ def format_calls(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def guarded_divisions(tree: exp.Expression) -> exp.Expression:
+    """``a / b`` -> ``a / NULLIF(b, 0)``. A ratio whose denominator the 100-patient demo leaves at zero (a group with no
+    rows of its kind) is an artefact of the sample: PostgreSQL would fail the whole query on it, as BigQuery would,
+    where DuckDB answers Infinity; NULL is what BigQuery's SAFE_DIVIDE gives for it and lets the other rows through
+    (so a row whose ratio is undefined drops out of ``WHERE a / b > k`` and out of an average of ratios). A number
+    written as the denominator is left alone: a division by a written 0 is a mistake of the query, not of the sample."""
+    for node in list(tree.find_all(exp.Div)):
+        denominator = node.expression
+        if not isinstance(denominator, (exp.Nullif, exp.Literal)):
+            node.set("expression", exp.Nullif(this=denominator, expression=exp.Literal.number(0)))
+    return tree
+
+
 RULES: tuple[Callable[[exp.Expression], exp.Expression], ...] = (local_tables, safe_calls, unnest_structs, printf_formats,
                                                                  scalar_quantiles)
 POSTGRES_RULES: tuple[Callable[[exp.Expression], exp.Expression], ...] = (
     local_tables, plain_safe_calls, values_structs, boundary_diffs, percentile_quantiles, window_percentiles, word_boundaries,
     regexp_extracts, split_parts, struct_objects, datetime_truncs, any_values, format_calls, typed_union_nulls, numeric_rounding,
-    timestamp_parts,
+    timestamp_parts, guarded_divisions,
     subquery_aliases, having_aliases)
 TARGETS = {"duckdb": RULES, "postgres": POSTGRES_RULES}
 

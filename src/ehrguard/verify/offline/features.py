@@ -11,6 +11,9 @@ import numpy as np
 
 from ehrguard.verify.offline.lexicon import (
     CLOSED_CLASS_AFTER_RELATIVE,
+    CRITERION_NOUNS,
+    GROUP_MEMBERS,
+    GROUP_NOUNS,
     INFEASIBLE_CUES,
     NOT_VAGUE,
     OUT_OF_SCOPE_CUES,
@@ -273,7 +276,47 @@ def _relative(word: str, following: str) -> bool:
     return word in ("that", "this") and bool(re.fullmatch(r"[a-z]{3,}[^isu]s", following))
 
 
-def question_cues(question: str) -> QuestionCues:
+# A threshold stated for a measurement: a comparison and its number ("above 4 mmol/L", "> 100"), not an age ("older
+# than 65"), a count of things ("more than 2 admissions") nor a year or a span ("between 2100 and 2105").
+_STATED_THRESHOLD = re.compile(r"(?<!older )(?<!younger )(?<!aged )(?:[<>]=?|\b(?:above|below|over|under|exceed\w*|"
+                               r"(?:greater|more|less|fewer|higher|lower) than))\s*-?\d+(?:\.\d+)?(?!\s*[a-z]+s\b)(?!\d)")
+# Where a clause ends: an antecedent stands in an earlier clause than the phrase that points back at it ("patients given
+# heparin, and how many of these patients"); within one clause "patients in this cohort" places them in another group.
+_CLAUSE_END = re.compile(r"[,;:.?!]|\band\b")
+# Words before a noun that make it no antecedent: "other drugs", "all patients", "compared with ...".
+_NOT_ANTECEDENT = frozenset(("other", "all", "any", "every", "each", "no", "besides", "except", "than", "compared", "versus",
+                             "vs"))
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+def _points_back_within(determiner: str, noun: str, before: str) -> bool:
+    """Does "this/these <noun>" point back at something the question itself has said before it (endophora)? In an
+    earlier clause, the same noun in the same number ("patients given heparin, and how many of these patients", not
+    "this patient" after "patients") or, for a noun that sums up a group, the people or visits the question described
+    ("adults older than 65 admitted with sepsis, ... this cohort"), neither after "other", "all", "compared with"; or,
+    for a noun that sums up a criterion, a threshold the question stated ("lactate above 4 mmol/L ... this threshold").
+    Without such an antecedent it points outside the question, at nothing."""
+    if noun in CRITERION_NOUNS and _STATED_THRESHOLD.search(before):
+        return True
+    ends = [m.start() for m in _CLAUSE_END.finditer(before)]
+    if not ends:
+        return False
+    words = [w.rstrip(".'").removesuffix("'s") for w in _WORD.findall(before[:ends[-1]])]
+    plural = determiner in ("these", "those")
+    candidates = [w for i, w in enumerate(words) if i == 0 or words[i - 1] not in _NOT_ANTECEDENT]
+    if noun in GROUP_NOUNS and any(w in GROUP_MEMBERS for w in candidates):
+        return True
+    return any(w == noun or (_singular(w) == _singular(noun) and (w != _singular(w)) == plural) for w in candidates)
+
+
+def question_cues(question: str, *, endophora: bool = False) -> QuestionCues:
+    """What the lexicons see in ``question``. ``endophora``: a demonstrative whose antecedent the question itself gives
+    ("patients given heparin, and how many of these patients") is no reference. The verifier reads questions so when
+    it assesses them; the shipped question models learnt the cue without it (their retraining test reproduces them
+    from the same cues), so, like the masks of terms of art, it applies where a question is assessed."""
     text = _SPACES.sub(" ", question.translate(_TYPOGRAPHIC).lower()).strip()  # runs of blanks read as one (and cost no time)
     words = _WORD.findall(text)
     has_id = bool(PATIENT_ID.search(text))
@@ -284,7 +327,8 @@ def question_cues(question: str) -> QuestionCues:
         named = re.match(r"\s*(?:\d{3}-\d{3,7}|\d{4,9})\b", text[m.end():])  # "that patient 10004235 ..." names the patient
         # With a patient named, "this admission" / "this ICU stay" is that patient's present visit, anchored like "this year"
         present_visit = named_someone and m.group(1) == "this" and m.group(2) in _VISIT_NOUNS
-        if m.group(2) not in TIME_NOUNS and not named and not present_visit and not _relative(m.group(1), m.group(2)):
+        if m.group(2) not in TIME_NOUNS and not named and not present_visit and not _relative(m.group(1), m.group(2)) \
+                and not (endophora and _points_back_within(m.group(1), m.group(2), text[:m.start()])):
             refs.append(f"{m.group(1)} {m.group(2)}")
     bare = set(REFERENCE_WORDS) - {"this", "that", "these", "those"}
     if has_id:

@@ -129,6 +129,18 @@ CLOSED_CLASS_AFTER_RELATIVE = frozenset((
     "became", "underwent", "began", "showed", "shown", "given", "taken", "done", "seen", "grown", "written",
 ))
 
+# Nouns that sum up what a question has just described, so that a demonstrative before them points back within the
+# question (endophora) once it has: a group ("patients over 65 ... this cohort") or a criterion with its number ("a
+# lactate above 4 mmol/L ... this threshold"). From English grammar's summarising nouns, not from any benchmark.
+GROUP_NOUNS = frozenset(("cohort", "cohorts", "group", "groups", "population", "subgroup", "subgroups", "subset", "sample",
+                         "patients", "individuals", "people", "persons", "subjects", "cases", "admissions", "stays"))
+# ("this value" or "this level" asks which measurement, which no number says: not among them.)
+CRITERION_NOUNS = frozenset(("threshold", "thresholds", "cutoff", "cutoffs", "limit", "limits", "criterion", "criteria",
+                             "definition", "range", "ranges", "boundary"))
+# Plural nouns for people or visits: what a group noun can sum up.
+GROUP_MEMBERS = frozenset(("patients", "people", "individuals", "persons", "subjects", "adults", "men", "women",
+                           "children", "cases", "admissions", "stays", "visits", "encounters", "cohort"))
+
 # Nouns after a demonstrative that name a time ("this year"), which the database's clock resolves.
 TIME_NOUNS = ("year", "month", "week", "day", "time", "hour", "morning", "afternoon", "evening", "night", "quarter", "decade",
               "century", "weekend", "semester", "season", "spring", "summer", "autumn", "fall", "winter", "minute", "shift")
