@@ -265,6 +265,9 @@ def test_clinsql_bigquery_sql_runs_transpiled_on_postgresql(postgres_url: str, d
     # a NULL typed by literals of its union: whole numbers, decimals with them, typed dates
     assert one("SELECT SUM(n), MAX(d) FROM (SELECT NULL AS n, NULL AS d UNION ALL SELECT 2, DATE '2150-01-02' "
                "UNION ALL SELECT 1.5, NULL)") == (pytest.approx(3.5), "2150-01-02")
+    # halves rounded away from zero as BigQuery rounds them (PostgreSQL's doubles round them to even); a condition counted
+    assert one("SELECT ROUND(45 / 10) * 10, CAST(5 / 2 AS INT64), ROUND(-2.5), SUM(CAST(x > 1 AS INT64)) "
+               "FROM UNNEST([1, 2, 3]) AS x") == (50, 3, -3, 2)
     # ... and a NULL a CTE writes, typed by the aggregate of the CTE another branch of the union reads
     assert one("WITH a AS (SELECT 'all' AS s, COUNT(*) AS n, NULL AS m FROM UNNEST([1, 2]) AS x), "
                "b AS (SELECT 'top' AS s, COUNT(*) AS n, AVG(x) AS m FROM UNNEST([1, 2]) AS x) "

@@ -174,10 +174,20 @@ def word_boundaries(tree: exp.Expression) -> exp.Expression:
 
 
 def numeric_rounding(tree: exp.Expression) -> exp.Expression:
-    """PostgreSQL rounds to decimal places only a NUMERIC: ``ROUND(x, d)`` -> ``ROUND(CAST(x AS NUMERIC), d)``."""
+    """PostgreSQL rounds to decimal places only a NUMERIC, and rounds a DOUBLE's half to even (``ROUND(2.5)`` is 2)
+    where BigQuery rounds it away from zero (3), as PostgreSQL's NUMERIC does: ``ROUND(x[, d])`` -> ``ROUND(CAST(x AS
+    NUMERIC)[, d])``, and a fraction made a whole number (``CAST(age / 10 AS INT64)``, an average) through NUMERIC, so
+    that an age of 45 falls in the decade BigQuery puts it in. A condition made a number (``CAST(x > 1 AS INT64)``,
+    to count it) goes through INTEGER, the only whole number PostgreSQL casts a boolean to."""
     for node in list(tree.find_all(exp.Round)):
-        if node.args.get("decimals") is not None:
-            node.set("this", exp.cast(node.this, "NUMERIC"))
+        node.set("this", exp.cast(node.this, "NUMERIC"))
+    for cast in list(tree.find_all(exp.Cast)):
+        if not cast.to.is_type(*exp.DataType.INTEGER_TYPES):
+            continue
+        if isinstance(cast.this, (exp.Predicate, exp.Connector, exp.Not, exp.Boolean)):
+            cast.set("this", exp.cast(cast.this, "INT"))
+        elif cast.this.find(exp.Div, exp.Avg) is not None:
+            cast.set("this", exp.cast(cast.this, "NUMERIC"))
     return tree
 
 
