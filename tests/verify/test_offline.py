@@ -110,7 +110,7 @@ def test_anchored_time_and_relative_pronouns_are_not_unresolved_references(quest
 def test_a_demonstrative_is_a_reference_only_when_the_question_gives_no_antecedent(question, points_outside):
     from ehrguard.verify.offline.features import question_cues
 
-    assert bool(question_cues(question, endophora=True).references) is points_outside
+    assert bool(question_cues(question, assessing=True).references) is points_outside
 
 
 def test_a_clean_candidate_is_preserved_with_no_findings(mimic_iv_db):
@@ -236,6 +236,28 @@ def test_vague_expressions_are_the_grammars_classes_outside_fixed_phrases(questi
     from ehrguard.verify.offline.features import question_cues
 
     assert question_cues(question).vague == vague
+    assert question_cues(question, assessing=True).vague == vague  # the reading the verifier assesses with agrees
+
+
+@pytest.mark.parametrize("question, vague", [
+    # a bound by the laboratory's reference range defines the word as a number does
+    ("How many patients had abnormal creatinine (above the upper reference limit)?", ()),
+    ("How many patients had an abnormal ALT, above the ULN?", ()),
+    ("Which patients had low sodium, defined as below the lower limit of normal?", ()),
+    # an abbreviation or a ratio's name between the word and its bound; an hour counts time only after a number
+    ("How many patients had a high heart rate (HR > 100 bpm) during their ICU stay?", ()),
+    ("How many patients had severe hypoxemia, PaO2/FiO2 ratio below 100?", ()),
+    ("How many patients had high lactate (measured between 2 and 6 hours)?", ("high",)),
+    # a number after a preposition, a person or an age bounds them, not the measure
+    ("How many patients had high lactate in patients over 60?", ("high",)),
+    ("How many patients had high creatinine in those over 65?", ("high",)),
+    ("How many patients had high lactate, age over 60?", ("high",)),
+])
+def test_the_assessed_reading_of_a_bound_reads_references_abbreviations_and_attachment(question, vague):
+    """The reading a question is assessed with is ahead of the one the shipped question models learnt from."""
+    from ehrguard.verify.offline.features import question_cues
+
+    assert question_cues(question, assessing=True).vague == vague
 
 
 def test_the_question_model_reads_clinical_names_with_a_degree_word_as_names(mimic_iv_db):

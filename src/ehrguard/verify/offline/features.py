@@ -127,13 +127,41 @@ _NOT_A_DEFINITION = re.compile(r"\b(?:ages?|aged|old|older|younger|years?|months
                                r"seconds?|rows?|results?|first|top|last|patients?|records?|admissions?|stays?|visits?)\b")
 _WORDS_BETWEEN = re.compile(r"(?:[\s-]*[a-z/]+){0,3}[\s-]*")
 
+# How a question is read when it is assessed, ahead of the reading the shipped question models learnt from (their
+# retraining test reproduces them from the same cues; the next retraining takes this one):
+# - a bound given by the laboratory's reference range defines a word of degree as a number does ("abnormal creatinine
+#   (above the upper reference limit)", "high ALT, above the ULN");
+# - a clause about time bounds time only where a number counts it ("(HR > 100 bpm)" is a heart rate, not hours);
+# - the words between a word of degree and its bound may be an abbreviation, a ratio's name or an appositive ("severe
+#   hypoxemia, PaO2/FiO2 ratio below 100"), but not a preposition, a conjunction, a person or an age: in "high lactate in
+#   patients over 60" the number bounds the patients, not the lactate.
+_REFERENCE_BOUND = (r"(?:(?:above|below|over|under|outside(?: of)?|exceeding|beyond|within)\s+(?:the\s+)?(?:(?:upper|lower)\s+)?"
+                    r"(?:limits? of normal|(?:reference|normal)\s+(?:range|limit|interval)s?|(?:upper|lower)\s+(?:reference\s+)?limit)"
+                    r"|\b(?:uln|lln)\b)")
+_REFERENCE_BOUND_PHRASE = re.compile(_REFERENCE_BOUND)
+_NOT_BETWEEN = (r"(?:in|among|for|with|during|within|after|before|from|at|on|by|who|whose|that|which|and|or|than|patients?|"
+                r"people|persons?|those|subjects?|adults?|men|women|children|ages?|aged|older|younger|years?)")
+_BOUNDED_ASSESSED = re.compile(
+    rf"(?<![a-z])[a-z]+(?=(?:[\s,(:-]+(?!{_NOT_BETWEEN}(?![a-z0-9/']))[a-z][a-z0-9/']*){{0,3}}[\s(,:]*(?:of\s+)?"
+    rf"(?:{_COMPARATOR}\s*(?:or equal to\s+)?{_NUMBER_WORD}(?![a-z0-9])(?!\.\d)"
+    rf"(?!\s*-?\s*(?:years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?)\b)|{_REFERENCE_BOUND}))")
+_DEFINITION_CLAUSE_ASSESSED = re.compile(
+    rf"(?:,\s*|\s+)(?:{_DEFINITION}[^.,;?()]{{0,50}}?(?:{_BOUND}\s*{_AMOUNT}|{_RANGE}|{_REFERENCE_BOUND})|{_THRESHOLD}\s*{_AMOUNT}"
+    rf"|where [^.,;?()]{{0,50}}?(?:{_BOUND}\s*{_AMOUNT}|{_REFERENCE_BOUND}))"
+    rf"|\s*\((?:[^()]{{0,40}}?(?:{_BOUND}\s*{_AMOUNT}|{_REFERENCE_BOUND})|\s*{_RANGE})[^()]*\)")
+_NOT_A_DEFINITION_ASSESSED = re.compile(
+    r"\b(?:ages?|aged|old|older|younger|rows?|results?|first|top|last|patients?|records?|admissions?|stays?|visits?)\b"
+    r"|\d\s*(?:years?|months?|weeks?|days?|hours?|hrs?|h|minutes?|mins?|seconds?)\b")
 
-def _defined(masked: str, hits: list[re.Match[str]]) -> set[int]:
+
+def _defined(masked: str, hits: list[re.Match[str]], assessing: bool = False) -> set[int]:
     """The starts of the vague words the question defines (see _DEFINITION_CLAUSE): each the nearest one before a
     definition that bounds the measure, with at most three words between."""
     out = set()
-    for clause in _DEFINITION_CLAUSE.finditer(masked):
-        if _NOT_A_DEFINITION.search(clause.group(0)):
+    clauses, not_definition = ((_DEFINITION_CLAUSE_ASSESSED, _NOT_A_DEFINITION_ASSESSED) if assessing
+                               else (_DEFINITION_CLAUSE, _NOT_A_DEFINITION))
+    for clause in clauses.finditer(masked):
+        if not_definition.search(clause.group(0)):
             continue
         before = [h for h in hits if h.end() <= clause.start() and _WORDS_BETWEEN.fullmatch(masked[h.end():clause.start()])]
         if before:
@@ -187,7 +215,7 @@ def mask_range_words(question: str) -> str:
     return _masked(question, [m.span() for m in _RANGE_WORDS.finditer(lowered) if not any(a <= m.start() < b for a, b in kept)])
 
 
-def _vague_hits(text: str) -> list[str]:
+def _vague_hits(text: str, assessing: bool = False) -> list[str]:
     """The vague expressions, outside the fixed phrases that contain such a word and state no vagueness ("how long"),
     the names of conditions ("severe sepsis"), and the words a measure phrase or a number gives a degree ("a
     68-year-old", "older than 65", "low potassium below 3.5")."""
@@ -196,9 +224,11 @@ def _vague_hits(text: str) -> list[str]:
 
     text = _condition_names().sub(blank, text)
     hits = list(_PATTERNS["vague"].finditer(text))
-    defined = _defined(text, hits)
+    defined = _defined(text, hits, assessing)
     text = _blank_at(text, hits, defined)
-    masked = _BOUNDED.sub(blank, text)
+    masked = (_BOUNDED_ASSESSED if assessing else _BOUNDED).sub(blank, text)
+    if assessing:  # "the limit of normal", "the normal range": the laboratory's terms, not a degree
+        masked = _REFERENCE_BOUND_PHRASE.sub(blank, masked)
     # a superlative before the fixed phrases: "at most recent admission" is the most recent one, not "at most"
     masked = _MEASURED.sub(blank, _NOT_VAGUE.sub(blank, _SUPERLATIVE.sub(blank, masked)))
     return _phrase_hits(masked, "vague")
@@ -312,11 +342,10 @@ def _points_back_within(determiner: str, noun: str, before: str) -> bool:
     return any(w == noun or (_singular(w) == _singular(noun) and (w != _singular(w)) == plural) for w in candidates)
 
 
-def question_cues(question: str, *, endophora: bool = False) -> QuestionCues:
-    """What the lexicons see in ``question``. ``endophora``: a demonstrative whose antecedent the question itself gives
-    ("patients given heparin, and how many of these patients") is no reference. The verifier reads questions so when
-    it assesses them; the shipped question models learnt the cue without it (their retraining test reproduces them
-    from the same cues), so, like the masks of terms of art, it applies where a question is assessed."""
+def question_cues(question: str, *, assessing: bool = False) -> QuestionCues:
+    """What the lexicons see in ``question``. ``assessing``: read as the verifier reads a question it assesses, ahead
+    of the reading the shipped question models learnt from (see _REFERENCE_BOUND): also a demonstrative whose
+    antecedent the question itself gives ("patients given heparin, and how many of these patients") is no reference."""
     text = _SPACES.sub(" ", question.translate(_TYPOGRAPHIC).lower()).strip()  # runs of blanks read as one (and cost no time)
     words = _WORD.findall(text)
     has_id = bool(PATIENT_ID.search(text))
@@ -328,7 +357,7 @@ def question_cues(question: str, *, endophora: bool = False) -> QuestionCues:
         # With a patient named, "this admission" / "this ICU stay" is that patient's present visit, anchored like "this year"
         present_visit = named_someone and m.group(1) == "this" and m.group(2) in _VISIT_NOUNS
         if m.group(2) not in TIME_NOUNS and not named and not present_visit and not _relative(m.group(1), m.group(2)) \
-                and not (endophora and _points_back_within(m.group(1), m.group(2), text[:m.start()])):
+                and not (assessing and _points_back_within(m.group(1), m.group(2), text[:m.start()])):
             refs.append(f"{m.group(1)} {m.group(2)}")
     bare = set(REFERENCE_WORDS) - {"this", "that", "these", "those"}
     if has_id:
@@ -337,7 +366,7 @@ def question_cues(question: str, *, endophora: bool = False) -> QuestionCues:
     return QuestionCues(
         words=len(words),
         patient_id=has_id,
-        vague=tuple(_vague_hits(text)),
+        vague=tuple(_vague_hits(text, assessing)),
         references=tuple(refs),
         out_of_scope=tuple(_phrase_hits(text, "out_of_scope")),
         small_talk=tuple(_phrase_hits(text, "small_talk")),

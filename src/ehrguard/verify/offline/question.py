@@ -73,7 +73,7 @@ class QuestionClassifier:
         question = mask_values(question, sql)
         if _reads_reference_ranges(sql):  # "high", "abnormal": as the records' reference ranges define them
             question = mask_range_words(question)
-        cues = question_cues(question, endophora=True)
+        cues = question_cues(question, assessing=True)
         if held and set(cues.missing) & held:
             asked = set(cues.missing) & held
             cues = replace(cues, missing=tuple(k for k in cues.missing if k not in held))
