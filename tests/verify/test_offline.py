@@ -246,8 +246,14 @@ def test_vague_expressions_are_the_grammars_classes_outside_fixed_phrases(questi
     ("Which patients had low sodium, defined as below the lower limit of normal?", ()),
     # an abbreviation or a ratio's name between the word and its bound; an hour counts time only after a number
     ("How many patients had a high heart rate (HR > 100 bpm) during their ICU stay?", ()),
-    ("How many patients had severe hypoxemia, PaO2/FiO2 ratio below 100?", ()),
+    ("How many patients had severe hypoxemia (PaO2/FiO2 ratio below 100)?", ()),
     ("How many patients had high lactate (measured between 2 and 6 hours)?", ("high",)),
+    ("How many patients had high lactate (over six hours)?", ("high",)),
+    ("How many patients had high lactate (creatinine above the ULN)?", ("high",)),
+    # after a comma, another measure's number ("high lactate, heart rate over 100"); the bound itself may follow one
+    ("How many patients had high lactate, heart rate over 100?", ("high",)),
+    ("How many patients had high lactate, above 4?", ()),
+    ("How many elderly patients over 80 had sepsis?", ()),  # a word of age keeps its own nouns
     # a number after a preposition, a person or an age bounds them, not the measure
     ("How many patients had high lactate in patients over 60?", ("high",)),
     ("How many patients had high creatinine in those over 65?", ("high",)),

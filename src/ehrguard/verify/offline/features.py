@@ -129,29 +129,43 @@ _WORDS_BETWEEN = re.compile(r"(?:[\s-]*[a-z/]+){0,3}[\s-]*")
 
 # How a question is read when it is assessed, ahead of the reading the shipped question models learnt from (their
 # retraining test reproduces them from the same cues; the next retraining takes this one):
-# - a bound given by the laboratory's reference range defines a word of degree as a number does ("abnormal creatinine
-#   (above the upper reference limit)", "high ALT, above the ULN");
-# - a clause about time bounds time only where a number counts it ("(HR > 100 bpm)" is a heart rate, not hours);
-# - the words between a word of degree and its bound may be an abbreviation, a ratio's name or an appositive ("severe
-#   hypoxemia, PaO2/FiO2 ratio below 100"), but not a preposition, a conjunction, a person or an age: in "high lactate in
-#   patients over 60" the number bounds the patients, not the lactate.
-_REFERENCE_BOUND = (r"(?:(?:above|below|over|under|outside(?: of)?|exceeding|beyond|within)\s+(?:the\s+)?(?:(?:upper|lower)\s+)?"
-                    r"(?:limits? of normal|(?:reference|normal)\s+(?:range|limit|interval)s?|(?:upper|lower)\s+(?:reference\s+)?limit)"
-                    r"|\b(?:uln|lln)\b)")
+# - a bound given by the laboratory's reference range defines a word of degree as a number does, when it follows the
+#   word's own measure ("abnormal creatinine (above the upper reference limit)", "high ALT, above the ULN", "low sodium,
+#   defined as below the lower limit of normal"), not another measure's ("high lactate (creatinine above the ULN)");
+# - a parenthesis may name the measure by an abbreviation before its bound ("a high heart rate (HR > 100 bpm)"), or a
+#   condition by the measure that defines it ("hypotension (MAP < 65)");
+# - a time bounds time after a number or a number word ("(over six hours)", "6 h"), not "(HR > 100 bpm)";
+# - the words between a word of degree and its number are the measure's name: a preposition, a conjunction, a relative
+#   word, a person or an age breaks the link ("high lactate in patients over 60": the number bounds the patients), as
+#   does a comma ("high lactate, heart rate over 100": another measure's), except before the bound itself ("high
+#   lactate, above 4"); a word of age keeps its own nouns ("elderly patients over 80").
+_TIME_UNIT = r"(?:years?|yrs?|y|months?|weeks?|wks?|days?|d|hours?|hrs?|h|minutes?|mins?|seconds?|secs?|times)"
+_REFERENCE_BOUND = (
+    r"(?:(?:above|below|over|under|outside(?: of)?|exceeding|beyond|within|(?:less|greater|more|higher|lower) than)\s+"
+    r"(?:(?:\d+(?:\.\d+)?\s*(?:x|times)|twice|two times|three times)\s+)?(?:the\s+)?(?:(?:upper|lower)\s+)?"
+    r"(?:limits? of normal|(?:reference|normal)\s+(?:range|limit|interval)s?|(?:upper|lower)\s+(?:reference\s+)?limit"
+    r"|\d+(?:st|nd|rd|th) percentile(?: upper reference limit| url)?|(?:uln|lln|url)\b)"
+    r"|\b(?:uln|lln|url)\b)")
 _REFERENCE_BOUND_PHRASE = re.compile(_REFERENCE_BOUND)
-_NOT_BETWEEN = (r"(?:in|among|for|with|during|within|after|before|from|at|on|by|who|whose|that|which|and|or|than|patients?|"
-                r"people|persons?|those|subjects?|adults?|men|women|children|ages?|aged|older|younger|years?)")
+_NOT_BETWEEN = (r"(?:in|among|for|with|without|during|within|after|before|from|at|on|by|who|whose|that|which|where|when|"
+                r"while|if|and|or|but|versus|vs|then|plus|than|excluding|including|except|requiring|receiving|given|"
+                r"measured|patients?|people|persons?|those|subjects?|adults?|men|women|males?|females?|children|ages?|aged|"
+                r"older|younger|years?)")
+_AGE_DEGREE = r"(?:elderly|old|older|young|younger)"
+_MEASURE_WORDS = rf"(?:[\s-]+(?!{_NOT_BETWEEN}(?![a-z0-9/']))[a-z][a-z0-9/']*){{0,3}}"
 _BOUNDED_ASSESSED = re.compile(
-    rf"(?<![a-z])[a-z]+(?=(?:[\s,(:-]+(?!{_NOT_BETWEEN}(?![a-z0-9/']))[a-z][a-z0-9/']*){{0,3}}[\s(,:]*(?:of\s+)?"
-    rf"(?:{_COMPARATOR}\s*(?:or equal to\s+)?{_NUMBER_WORD}(?![a-z0-9])(?!\.\d)"
-    rf"(?!\s*-?\s*(?:years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?)\b)|{_REFERENCE_BOUND}))")
+    rf"(?<![a-z]){_AGE_DEGREE}(?=(?:[\s-]+[a-z]+){{0,3}}[\s(,:]*{_COMPARATOR}\s*{_NUMBER_WORD}(?![a-z0-9]))"
+    rf"|(?<![a-z])[a-z]+(?={_MEASURE_WORDS}[\s(,:]*(?:of\s+)?"
+    rf"(?:{_COMPARATOR}\s*(?:or equal to\s+)?{_NUMBER_WORD}(?![a-z0-9])(?!\.\d)(?!\s*-?\s*{_TIME_UNIT}\b)|{_REFERENCE_BOUND}))")
+# a definition by the reference range: of the measure itself, with no other measure named before the bound
+_OWN_REFERENCE = rf"(?:(?:an? |the )?(?:values?|levels?|results?|concentrations?)\s+)?{_REFERENCE_BOUND}"
 _DEFINITION_CLAUSE_ASSESSED = re.compile(
-    rf"(?:,\s*|\s+)(?:{_DEFINITION}[^.,;?()]{{0,50}}?(?:{_BOUND}\s*{_AMOUNT}|{_RANGE}|{_REFERENCE_BOUND})|{_THRESHOLD}\s*{_AMOUNT}"
-    rf"|where [^.,;?()]{{0,50}}?(?:{_BOUND}\s*{_AMOUNT}|{_REFERENCE_BOUND}))"
-    rf"|\s*\((?:[^()]{{0,40}}?(?:{_BOUND}\s*{_AMOUNT}|{_REFERENCE_BOUND})|\s*{_RANGE})[^()]*\)")
+    rf"(?:,\s*|\s+)(?:{_DEFINITION}[^.,;?()]{{0,50}}?(?:{_BOUND}\s*{_AMOUNT}|{_RANGE})|{_DEFINITION},?\s+{_OWN_REFERENCE}"
+    rf"|{_THRESHOLD}\s*{_AMOUNT}|where [^.,;?()]{{0,50}}?{_BOUND}\s*{_AMOUNT})"
+    rf"|\s*\((?:[^()]{{0,40}}?{_BOUND}\s*{_AMOUNT}|\s*{_RANGE}|\s*{_OWN_REFERENCE})[^()]*\)")
 _NOT_A_DEFINITION_ASSESSED = re.compile(
     r"\b(?:ages?|aged|old|older|younger|rows?|results?|first|top|last|patients?|records?|admissions?|stays?|visits?)\b"
-    r"|\d\s*(?:years?|months?|weeks?|days?|hours?|hrs?|h|minutes?|mins?|seconds?)\b")
+    rf"|(?<![a-z0-9]){_NUMBER_WORD}\s*-?\s*{_TIME_UNIT}\b")
 
 
 def _defined(masked: str, hits: list[re.Match[str]], assessing: bool = False) -> set[int]:
@@ -167,6 +181,7 @@ def _defined(masked: str, hits: list[re.Match[str]], assessing: bool = False) ->
         if before:
             out.add(before[-1].start())
     return out
+
 
 
 # Names of conditions and procedures with a word of degree in them ("severe sepsis", "low back pain"), derived from the
