@@ -50,8 +50,8 @@ def test_a_corrected_gold_query_is_counted_apart_with_the_checks_behind_it():
             {"model": "gold", "action": "correct", "checks": ["unknown_value", "value_not_in_data"]},
             {"model": "gold", "action": "ambiguous", "checks": [], "reason": "What do you mean by 'high'?"}]
     metrics = clinsql_verify_metrics(gold)["gold"]
-    assert (metrics["kept"], metrics["abstained"], metrics["corrected"]) == (
-        1, {"ambiguous": 1}, {"unknown_value, value_not_in_data": 1})
+    assert (metrics["kept"], metrics["answered"], metrics["abstained"], metrics["corrected"]) == (
+        1, 2, {"ambiguous": 1}, {"unknown_value, value_not_in_data": 1})
 
 
 def test_the_cli_measures_the_published_models_sql_on_the_demo(shared_data: Path, mimic_iv_raw_db: Path, tmp_path: Path):

@@ -157,6 +157,8 @@ def clinsql_verify_metrics(records: list[dict[str, Any]]) -> dict[str, Any]:
         "verifier_errors": sum(r.get("outcome") == "verifier error" for r in records),
         "gold": {"n": len(gold), "runs": sum(bool(r.get("runs")) for r in gold),
                  "kept": sum(r.get("action") == "preserve" for r in gold),
+                 # answered, not asked back: kept, or corrected (the report names each correction's checks)
+                 "answered": sum(r.get("action") in ("preserve", "correct") for r in gold),
                  "verified": sum(r.get("status") == "verified" for r in gold),
                  "abstained": dict(Counter(r["action"] for r in gold if r.get("action") in ("ambiguous", "unanswerable"))),
                  # a correction of a gold query is not a false alarm by itself: the report names the checks behind each
@@ -204,7 +206,8 @@ def render_clinsql_verify(metrics: dict[str, Any], config: dict[str, Any]) -> st
         lines.append(f"| {label} | {s['n']} | {s['bad']} | {_num(s['auroc'])} | {_num(s['precision_at_90_recall'])} |")
     for model, s in metrics["by_model"].items():
         lines.append(f"| {model} | {s['n']} | {s['bad']} | {_num(s['auroc'])} | {_num(s['precision_at_90_recall'])} |")
-    lines += ["", f"- gold queries kept: {_pct(g['kept'], g['n'])}; verified: {_pct(g['verified'], g['n'])}; "
+    lines += ["", f"- gold queries kept: {_pct(g['kept'], g['n'])}; answered (kept or corrected, not asked back): "
+              f"{_pct(g['answered'], g['n'])}; verified: {_pct(g['verified'], g['n'])}; "
               f"run: {_pct(g['runs'], g['n'])}; abstained: {g['abstained'] or 'none'}; "
               f"corrected: {sum(g.get('corrected', {}).values())}"
               + (f" (the checks behind them: {'; '.join(f'{k} x{n}' for k, n in g['corrected'].items())})" if g.get("corrected") else ""),
