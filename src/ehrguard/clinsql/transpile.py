@@ -23,6 +23,7 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel
 
 from ehrguard.errors import QueryExecutionError
+from ehrguard.sqltree import clause
 
 _DATASET = re.compile(r"^mimiciv(?:_\d+(?:_\d+)*)?_(hosp|icu|derived|ed|note)$", re.IGNORECASE)
 
@@ -74,7 +75,7 @@ def unnest_structs(tree: exp.Expression) -> exp.Expression:
         if node.args.get("alias") is not None:
             continue  # DuckDB reads BigQuery's named struct as it is
         sub = sqlglot.parse_one(f"SELECT * FROM (SELECT UNNEST({array.sql(dialect='duckdb')}, recursive := true))", read="duckdb")
-        node.replace(sub.args["from_"].this if "from_" in sub.args else sub.args["from"].this)
+        node.replace(clause(sub, "from").this)
     return tree
 
 
@@ -234,18 +235,13 @@ def _union_branches(node: exp.Expression, ctes: dict[str, exp.Expression] | None
         return _union_branches(node.this, ctes, path)
     if not isinstance(node, exp.Select):
         return []
-    source = _arg(node, "from")
+    source = clause(node, "from")
     if ctes and len(node.expressions) == 1 and isinstance(node.expressions[0], exp.Star) and not node.args.get("joins") \
             and source is not None and isinstance(source.this, exp.Table) and not source.this.db:
         name = source.this.name.lower()
         if name in ctes and name not in path:
             return _union_branches(ctes[name], ctes, path | {name})
     return [node]
-
-
-def _arg(node: exp.Expression, name: str) -> Any:
-    """A node's ``from`` or ``with`` clause, under the name sqlglot gives it (``from_`` / ``with_`` since sqlglot 28)."""
-    return node.args.get(f"{name}_") or node.args.get(name)
 
 
 # PostgreSQL's number types, narrowest first: a union of several is typed as the widest (as PostgreSQL resolves them).
@@ -287,7 +283,7 @@ def typed_union_nulls(tree: exp.Expression) -> exp.Expression:
         scopes: list[Any] = [union]
         while scopes[0].parent is not None:
             scopes.insert(0, scopes[0].parent)  # the outermost first: a nearer CTE of a name wins
-        ctes = {cte.alias_or_name.lower(): cte.this for scope in scopes if (with_ := _arg(scope, "with")) is not None
+        ctes = {cte.alias_or_name.lower(): cte.this for scope in scopes if (with_ := clause(scope, "with")) is not None
                 for cte in with_.expressions}
         branches = _union_branches(union, ctes)
         if len(branches) < 2 or len({len(b.expressions) for b in branches}) != 1:

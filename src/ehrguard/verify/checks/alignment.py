@@ -19,6 +19,7 @@ from typing import Any
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
+from ehrguard.sqltree import clause
 from ehrguard.verify.checks.base import (
     NOTHING,
     CheckResult,
@@ -387,7 +388,7 @@ def _from_derived(column: exp.Column, derived: set[str]) -> bool:
     select = column.find_ancestor(exp.Select)
     if select is None:
         return False
-    sources = [select.args.get("from_") or select.args.get("from"), *(select.args.get("joins") or [])]
+    sources = [clause(select, "from"), *(select.args.get("joins") or [])]
     return any(src is not None and (isinstance(src.this, exp.Subquery) or (isinstance(src.this, exp.Table)
                                                                               and src.this.name.lower() in derived)) for src in sources)
 
@@ -896,7 +897,7 @@ def check_item_filter(ctx: SqlContext) -> CheckResult:
     if not events:
         return NOTHING
     for select in ctx.tree.find_all(exp.Select):
-        source = select.args.get("from_") or select.args.get("from")
+        source = clause(select, "from")
         table = source.this if source is not None else None
         if not isinstance(table, exp.Table) or table.name.lower() not in events or select.args.get("joins"):
             continue

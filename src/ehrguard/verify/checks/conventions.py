@@ -9,6 +9,7 @@ from functools import partial
 
 from sqlglot import exp
 
+from ehrguard.sqltree import clause
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TextEdit, TreeEdit, data_fact, found, quoted_names, stored_table
 from ehrguard.verify.checks.concepts import name_columns_by_table
 from ehrguard.verify.checks.keys import rename
@@ -107,7 +108,7 @@ def _grouped_by(select: exp.Select) -> set[str]:
 def _one_row_per_value(count: exp.Expression, arg: exp.Expression) -> bool:
     """COUNT(t.col) over a derived table ``t`` that is grouped by ``col`` or selects DISTINCT: one row per value."""
     select = count.find_ancestor(exp.Select)
-    source = (select.args.get("from_") or select.args.get("from")) if select is not None else None
+    source = clause(select, "from") if select is not None else None
     derived = source.this if source is not None else None
     if not isinstance(derived, exp.Subquery) or not isinstance(derived.this, exp.Select) or select is None or select.args.get("joins"):
         return False
@@ -155,7 +156,7 @@ def check_count_kinds(ctx: SqlContext) -> CheckResult:
         arg, select = count.this, count.find_ancestor(exp.Select)
         if select is None or select is not ctx.tree:
             continue
-        source = select.args.get("from_") or select.args.get("from")
+        source = clause(select, "from")
         table = source.this if source is not None else None
         # the outermost count of rows read straight from a table: a count inside a condition, over a derived table or
         # a CTE (grouped, DISTINCT: one row per kind already) or per group is another question
@@ -188,7 +189,7 @@ def check_ranked_by_people(ctx: SqlContext) -> CheckResult:
         return NOTHING
     order = ctx.tree.args.get("order")
     person = ctx.db.profile.person_ids[:1]
-    source = ctx.tree.args.get("from_") or ctx.tree.args.get("from")
+    source = clause(ctx.tree, "from")
     table = source.this if source is not None else None
     if order is None or not person or not isinstance(table, exp.Table) or ctx.tree.args.get("joins"):
         return NOTHING
@@ -259,7 +260,7 @@ def check_counts_people(ctx: SqlContext) -> CheckResult:
         select = count.find_ancestor(exp.Select)
         if select is None or select.args.get("group"):
             continue  # counting per group: not this shape
-        source = select.args.get("from_") or select.args.get("from")
+        source = clause(select, "from")
         table = source.this if source is not None else None
         if isinstance(table, exp.Subquery) and isinstance(count.this, exp.Star):
             finding = _counts_derived_rows(ctx, count, table)
@@ -359,7 +360,7 @@ def check_counts_visits(ctx: SqlContext) -> CheckResult:
             edits.append(TreeEdit(count_distinct(replacement), target=count))
             suggestion = f"COUNT(DISTINCT {replacement.sql(dialect='sqlite')})"
         elif info is not None and not select.args.get("joins"):
-            source = select.args.get("from_") or select.args.get("from")
+            source = clause(select, "from")
             table = source.this if source is not None else None
             link = _person_link(ctx, table, person) if isinstance(table, exp.Table) and table.name.lower() == owner else None
             if link is not None:

@@ -13,6 +13,7 @@ import re
 
 from sqlglot import exp
 
+from ehrguard.sqltree import clause
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, found, rows_and
 from ehrguard.verify.checks.conventions import count_distinct, one_row_per_person
 from ehrguard.verify.checks.schema_refs import aliases
@@ -30,7 +31,7 @@ def check_fanout(ctx: SqlContext) -> CheckResult:
             continue
         alias = col.table.lower()
         table = tables.get(alias)
-        source = ctx.tree.args.get("from_") or ctx.tree.args.get("from")
+        source = clause(ctx.tree, "from")
         if source is None or not isinstance(source.this, exp.Table) or source.this.alias_or_name.lower() != alias:
             continue  # the averaged table is joined to the rows the query is about ("the average age over all ICU stays")
         key = _joined_key(ctx, alias)
@@ -74,7 +75,7 @@ def check_counted_join(ctx: SqlContext) -> CheckResult:
     if not isinstance(ctx.tree, exp.Select) or not ctx.tree.args.get("joins") or ctx.tree.args.get("group"):
         return NOTHING
     counts = [c for c in ctx.tree.expressions if isinstance(c, exp.Count) and isinstance(c.this, exp.Star)]
-    source = ctx.tree.args.get("from_") or ctx.tree.args.get("from")
+    source = clause(ctx.tree, "from")
     if len(counts) != 1 or source is None or not isinstance(source.this, exp.Table):
         return NOTHING
     kind = next((k for k, pattern in _COUNTED_VISITS if pattern.search(ctx.question)), None)

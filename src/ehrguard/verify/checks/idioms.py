@@ -34,6 +34,7 @@ from functools import partial
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
+from ehrguard.sqltree import clause
 from ehrguard.verify.checks.alignment import _is_stored, _is_time, masked_question
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, rows_and
 from ehrguard.verify.checks.schema_refs import aliases
@@ -248,7 +249,7 @@ def _offset_without_order(ctx: SqlContext) -> CheckResult:
 
 def _ordered_source(select: exp.Select) -> bool:
     """The rows come from one subquery or CTE that orders them (``FROM (SELECT age ... ORDER BY age) LIMIT 1 OFFSET n``)."""
-    source = select.args.get("from_") or select.args.get("from")
+    source = clause(select, "from")
     inner = source.this if source is not None else None
     if isinstance(inner, exp.Table) and not inner.db:  # a CTE of the statement, by its name
         root = select.root()

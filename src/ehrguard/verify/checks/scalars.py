@@ -14,6 +14,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
+from ehrguard.sqltree import clause
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found
 from ehrguard.verify.checks.concepts import name_columns
 from ehrguard.verify.verdict import Finding
@@ -54,7 +55,7 @@ def _name_lookup(ctx: SqlContext, select: exp.Select) -> str | None:
     """The name a subquery looks up by one equality on a column of names (``WHERE label = 'x'``: the profile's name
     columns, not an id), as shown to the reader."""
     where = select.args.get("where")
-    source = select.args.get("from_") or select.args.get("from")
+    source = clause(select, "from")
     if select.args.get("joins") or select.args.get("group") or where is None or not isinstance(where.this, exp.EQ) \
             or source is None or not isinstance(source.this, exp.Table):
         return None

@@ -18,6 +18,7 @@ from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
 from ehrguard.profiles import Entity
+from ehrguard.sqltree import clause
 from ehrguard.verify.checks.alignment import visit_start
 from ehrguard.verify.checks.base import (
     NOTHING,
@@ -199,7 +200,7 @@ def _states_visit_id(ctx: SqlContext, column: str) -> bool:
 def _only_table(node: exp.Expression) -> str:
     """The one table the SELECT holding ``node`` reads, when it reads one (an unqualified column is that table's)."""
     select = node.find_ancestor(exp.Select)
-    source = (select.args.get("from_") or select.args.get("from")) if select is not None else None
+    source = clause(select, "from") if select is not None else None
     if select is None or select.args.get("joins") or source is None or not isinstance(source.this, exp.Table):
         return ""
     return source.this.name

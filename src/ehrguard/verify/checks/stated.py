@@ -20,6 +20,7 @@ from typing import cast
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
+from ehrguard.sqltree import clause
 from ehrguard.verify.checks.base import (
     NOTHING,
     CheckResult,
@@ -356,7 +357,7 @@ def _id_condition(ctx: SqlContext, tree: exp.Expression, number: str) -> tuple[s
         return None
     column = owners[0]
     sources = [t for t in tree.find_all(exp.Table) if (info := ctx.db.schema.table(t.name)) is not None and info.column(column) is not None]
-    start = tree.args.get("from_") or tree.args.get("from")
+    start = clause(tree, "from")
     first = start.this if start is not None else None
     source = first if first in sources else (sources[0] if len(sources) == 1 else None)
     if not isinstance(source, exp.Table):
@@ -478,7 +479,7 @@ def _group_condition(ctx: SqlContext, tree: exp.Expression, table: str, column: 
     if not isinstance(tree, exp.Select) or sum(1 for _ in tree.find_all(exp.Select)) != 1:
         return None
     info = ctx.db.schema.table(table)
-    start = tree.args.get("from_") or tree.args.get("from")
+    start = clause(tree, "from")
     source = start.this if start is not None else None
     if info is None or not isinstance(source, exp.Table):
         return None

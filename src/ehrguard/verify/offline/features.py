@@ -104,8 +104,15 @@ _MEASURED = re.compile(
 # A word of degree whose threshold the question states a few words on: "low potassium below 3.5", "a high heart rate
 # (> 100)", "elevated creatinine of more than 2".
 _COMPARATOR = r"(?:below|above|over|under|exceeding|(?:less|greater|more|lower|higher|fewer) than|[<>≤≥]=?)"
-_BOUNDED = re.compile(rf"(?<![a-z])[a-z]+(?=(?:[\s-]+[a-z]+){{0,3}}[\s(,:]*(?:of\s+)?{_COMPARATOR}\s*(?:or equal to\s+)?"
-                      rf"{_NUMBER_WORD}(?![a-z0-9])(?!\.\d)(?!\s*-?\s*(?:years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?)\b))")
+
+
+def _number_bound(time_units: str) -> str:
+    """A comparison and its number ("below 3.5", "> 100"), the number not one that counts ``time_units``."""
+    return rf"{_COMPARATOR}\s*(?:or equal to\s+)?{_NUMBER_WORD}(?![a-z0-9])(?!\.\d)(?!\s*-?\s*{time_units}\b)"
+
+
+_BOUNDED = re.compile(rf"(?<![a-z])[a-z]+(?=(?:[\s-]+[a-z]+){{0,3}}[\s(,:]*(?:of\s+)?"
+                      rf"{_number_bound('(?:years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?)')})")
 # A word of degree the question defines in so many words: "critical hypotension, defined as a mean arterial pressure
 # below 65", "high creatinine (above 2 mg/dL)", "abnormal potassium, i.e. outside 3.5 to 5.0", "low hemoglobin, using a
 # cutoff of 7", "severe hypoxemia where the P/F ratio was under 100": a definitional phrase that states a bound (a
@@ -118,13 +125,23 @@ _THRESHOLD = r"(?:(?:using|with|at|by|per) (?:an? |the )?)?(?:cut-?off|threshold
 _BOUND = rf"(?:{_COMPARATOR}|at least|at most|no (?:more|less) than|outside(?: of)?(?: the range(?: of)?)?|between|from)"
 _AMOUNT = rf"(?<![a-z0-9.]){_NUMBER_WORD}(?![a-z0-9])(?!\.\d)(?<!(?:19|20|21)\d\d)"  # a whole number, not a year
 _RANGE = rf"{_AMOUNT}\s*(?:-|to)\s*{_AMOUNT}"
-_DEFINITION_CLAUSE = re.compile(
-    rf"(?:,\s*|\s+)(?:{_DEFINITION}[^.,;?()]{{0,50}}?(?:{_BOUND}\s*{_AMOUNT}|{_RANGE})|{_THRESHOLD}\s*{_AMOUNT}"
-    rf"|where [^.,;?()]{{0,50}}?{_BOUND}\s*{_AMOUNT})"
-    rf"|\s*\((?:[^()]{{0,40}}?{_BOUND}\s*{_AMOUNT}|\s*{_RANGE})[^()]*\)")
-# What a clause is about when it bounds something other than the measure: age, time, rows or ranks, a patient.
-_NOT_A_DEFINITION = re.compile(r"\b(?:ages?|aged|old|older|younger|years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?|"
-                               r"seconds?|rows?|results?|first|top|last|patients?|records?|admissions?|stays?|visits?)\b")
+
+
+def _definition_clause(own_reference: str = "") -> re.Pattern[str]:
+    """The definitional phrases above; ``own_reference``, where given, a bound by the measure's own reference range that
+    a definitional phrase or a parenthesis may state instead of a number (the assessed reading, below)."""
+    stated = rf"|{_DEFINITION},?\s+{own_reference}" if own_reference else ""
+    inside = rf"|\s*{own_reference}" if own_reference else ""
+    return re.compile(
+        rf"(?:,\s*|\s+)(?:{_DEFINITION}[^.,;?()]{{0,50}}?(?:{_BOUND}\s*{_AMOUNT}|{_RANGE}){stated}|{_THRESHOLD}\s*{_AMOUNT}"
+        rf"|where [^.,;?()]{{0,50}}?{_BOUND}\s*{_AMOUNT})"
+        rf"|\s*\((?:[^()]{{0,40}}?{_BOUND}\s*{_AMOUNT}|\s*{_RANGE}{inside})[^()]*\)")
+
+
+_DEFINITION_CLAUSE = _definition_clause()
+# What a clause is about when it bounds something other than the measure: age, rows or ranks, a patient; and time.
+_ABOUT_ANOTHER = r"ages?|aged|old|older|younger|rows?|results?|first|top|last|patients?|records?|admissions?|stays?|visits?"
+_NOT_A_DEFINITION = re.compile(rf"\b(?:{_ABOUT_ANOTHER}|years?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?|seconds?)\b")
 _WORDS_BETWEEN = re.compile(r"(?:[\s-]*[a-z/]+){0,3}[\s-]*")
 
 # How a question is read when it is assessed, ahead of the reading the shipped question models learnt from (their
@@ -155,17 +172,11 @@ _AGE_DEGREE = r"(?:elderly|old|older|young|younger)"
 _MEASURE_WORDS = rf"(?:[\s-]+(?!{_NOT_BETWEEN}(?![a-z0-9/']))[a-z][a-z0-9/']*){{0,3}}"
 _BOUNDED_ASSESSED = re.compile(
     rf"(?<![a-z]){_AGE_DEGREE}(?=(?:[\s-]+[a-z]+){{0,3}}[\s(,:]*{_COMPARATOR}\s*{_NUMBER_WORD}(?![a-z0-9]))"
-    rf"|(?<![a-z])[a-z]+(?={_MEASURE_WORDS}[\s(,:]*(?:of\s+)?"
-    rf"(?:{_COMPARATOR}\s*(?:or equal to\s+)?{_NUMBER_WORD}(?![a-z0-9])(?!\.\d)(?!\s*-?\s*{_TIME_UNIT}\b)|{_REFERENCE_BOUND}))")
+    rf"|(?<![a-z])[a-z]+(?={_MEASURE_WORDS}[\s(,:]*(?:of\s+)?(?:{_number_bound(_TIME_UNIT)}|{_REFERENCE_BOUND}))")
 # a definition by the reference range: of the measure itself, with no other measure named before the bound
-_OWN_REFERENCE = rf"(?:(?:an? |the )?(?:values?|levels?|results?|concentrations?)\s+)?{_REFERENCE_BOUND}"
-_DEFINITION_CLAUSE_ASSESSED = re.compile(
-    rf"(?:,\s*|\s+)(?:{_DEFINITION}[^.,;?()]{{0,50}}?(?:{_BOUND}\s*{_AMOUNT}|{_RANGE})|{_DEFINITION},?\s+{_OWN_REFERENCE}"
-    rf"|{_THRESHOLD}\s*{_AMOUNT}|where [^.,;?()]{{0,50}}?{_BOUND}\s*{_AMOUNT})"
-    rf"|\s*\((?:[^()]{{0,40}}?{_BOUND}\s*{_AMOUNT}|\s*{_RANGE}|\s*{_OWN_REFERENCE})[^()]*\)")
-_NOT_A_DEFINITION_ASSESSED = re.compile(
-    r"\b(?:ages?|aged|old|older|younger|rows?|results?|first|top|last|patients?|records?|admissions?|stays?|visits?)\b"
-    rf"|(?<![a-z0-9]){_NUMBER_WORD}\s*-?\s*{_TIME_UNIT}\b")
+_DEFINITION_CLAUSE_ASSESSED = _definition_clause(
+    rf"(?:(?:an? |the )?(?:values?|levels?|results?|concentrations?)\s+)?{_REFERENCE_BOUND}")
+_NOT_A_DEFINITION_ASSESSED = re.compile(rf"\b(?:{_ABOUT_ANOTHER})\b|(?<![a-z0-9]){_NUMBER_WORD}\s*-?\s*{_TIME_UNIT}\b")
 
 
 def _defined(masked: str, hits: list[re.Match[str]], assessing: bool = False) -> set[int]:
@@ -181,7 +192,6 @@ def _defined(masked: str, hits: list[re.Match[str]], assessing: bool = False) ->
         if before:
             out.add(before[-1].start())
     return out
-
 
 
 # Names of conditions and procedures with a word of degree in them ("severe sepsis", "low back pain"), derived from the
