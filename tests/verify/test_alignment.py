@@ -152,6 +152,43 @@ def test_a_question_about_death_needs_a_death_record(ctx):
     assert "missing_death_filter" not in found
 
 
+@pytest.mark.parametrize("question", [
+    "How many patients died in the hospital?", "What is the in-hospital mortality of emergency admissions?",
+    "How many patients died during their admission?", "Count the patients who did not survive their hospitalization.",
+])
+def test_a_death_in_hospital_is_not_read_from_the_date_of_death(ctx, mimic_iv_db, question):
+    # patients.dod also records deaths after discharge: 13 patients have one, 6 died during a stay
+    wrong = "SELECT COUNT(DISTINCT subject_id) FROM patients WHERE dod IS NOT NULL"
+    _, found = findings(ctx, question, wrong)
+    assert found["death_outside_visit"].severity == "warning"
+    assert "admissions.discharge_location" in found["death_outside_visit"].message
+    assert answers(ctx, wrong) != answers(ctx, "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE discharge_location = 'died'")
+    assert verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv").status != "verified"
+
+
+def test_a_death_in_hospital_read_from_the_stay_or_timed_by_it_is_kept(ctx, eicu_ctx):
+    question = "How many patients died in the hospital?"
+    for sql in ("SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE discharge_location = 'died'",
+                "SELECT COUNT(DISTINCT patients.subject_id) FROM patients JOIN admissions ON admissions.subject_id = "
+                "patients.subject_id WHERE patients.dod <= admissions.dischtime"):
+        assert "death_outside_visit" not in findings(ctx, question, sql)[1]
+    # death with no place: the date of death is the whole record
+    assert "death_outside_visit" not in findings(ctx, "How many patients died?",
+                                                 "SELECT COUNT(DISTINCT subject_id) FROM patients WHERE dod IS NOT NULL")[1]
+    # eICU's discharge status is the stay's own record, on its patient table
+    assert "death_outside_visit" not in findings(
+        eicu_ctx, question, "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE hospitaldischargestatus = 'expired'")[1]
+
+
+def test_a_death_after_discharge_is_not_read_from_the_stay(ctx):
+    question = "How many patients died within 30 days of discharge?"
+    _, found = findings(ctx, question, "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE discharge_location = 'died'")
+    assert "patients.dod" in found["death_outside_visit"].message
+    right = ("SELECT COUNT(DISTINCT patients.subject_id) FROM patients JOIN admissions ON admissions.subject_id = "
+             "patients.subject_id WHERE julianday(patients.dod) - julianday(admissions.dischtime) BETWEEN 0 AND 30")
+    assert "death_outside_visit" not in findings(ctx, question, right)[1]
+
+
 def test_a_time_window_other_than_the_stated_one_is_rewritten(ctx):
     question = "How many patients were admitted in 2100?"
     wrong = "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE strftime('%Y', admittime) = '2099'"
@@ -219,6 +256,33 @@ def test_another_value_of_the_same_column_is_replaced_by_the_one_named(ctx):
     checked, found = findings(ctx, question, wrong)
     assert found["wrong_value"].suggestion == "'heart rate'"
     assert_repaired_to(ctx, checked, f"SELECT MAX(valuenum) FROM chartevents WHERE {HR}")
+
+
+def test_a_name_said_in_another_word_order_is_named(ctx):
+    # records write the head word first ('protein, total'); people say "total protein"
+    question = "What was the last total protein value of patient 10014729?"
+    wrong = ("SELECT valuenum FROM labevents WHERE subject_id = 10014729 AND itemid IN (SELECT itemid FROM d_labitems "
+             "WHERE label = 'c-reactive protein') ORDER BY charttime DESC LIMIT 1")
+    checked, found = findings(ctx, question, wrong)
+    assert found["wrong_value"].suggestion == "'protein, total'"
+    right = wrong.replace("c-reactive protein", "protein, total")
+    assert_repaired_to(ctx, checked, right)
+    assert "wrong_value" not in findings(ctx, question, right)[1]
+
+
+def test_a_longer_value_than_the_one_named_is_doubted(ctx, mimic_iv_db):
+    question = "How many times was acetaminophen prescribed to patient 10002495?"
+    narrower = "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10002495 AND drug = 'acetaminophen iv'"
+    _, found = findings(ctx, question, narrower)
+    assert found["narrower_value"].severity == "warning"
+    assert "'acetaminophen'" in found["narrower_value"].message
+    assert verify(question, narrower, db=mimic_iv_db, db_id="mimic_iv").status != "verified"
+    assert answers(ctx, narrower) != answers(ctx, narrower.replace("acetaminophen iv", "acetaminophen"))
+    # the value named, the longer one named in full, or a word of the question beside the name: no doubt
+    assert "narrower_value" not in findings(ctx, question, narrower.replace("acetaminophen iv", "acetaminophen"))[1]
+    assert "narrower_value" not in findings(ctx, question.replace("acetaminophen", "IV acetaminophen"), narrower)[1]
+    assert "narrower_value" not in findings(ctx, question.replace("acetaminophen", "intravenous acetaminophen"), narrower)[1]
+    assert "narrower_value" not in findings(ctx, question.replace("acetaminophen", "bolus acetaminophen"), narrower)[1]
 
 
 def test_a_named_drug_the_query_never_looks_for(ctx):

@@ -78,6 +78,23 @@ _SURVIVED = re.compile(r"\b(?:survived|survivors?|survive|alive|living|still liv
 _RATE = re.compile(r"\b(?:rate|ratio|percent|percentage|proportion|share|fraction|odds|survival)\b", re.IGNORECASE)
 _ALIVE_VALUE = re.compile(r"^\s*(?:alive|living|survived|discharged alive)\s*$", re.IGNORECASE)
 _DEAD_VALUE = re.compile(r"^\s*(?:expired|dead|died|deceased|death)\s*$", re.IGNORECASE)
+# Where a death happened, as a question restricts it (general English): during a hospital or ICU visit, or after the
+# visit ended. A patient's date of death (MIMIC's dod) also records deaths after discharge; a visit's own record of
+# death (a discharge location or status 'died', an expiry flag, a time of death) records only deaths during it.
+_VISIT_PLACE = r"(?:hospital|icu|intensive care(?: unit)?|unit|ward|stay|admission|hospitali[sz]ation|visit|encounter)s?"
+_DIED_IN_VISIT = re.compile(
+    r"\b(?:in-?hospital|inpatient|icu|intensive care|in-?unit|hospital|ward) (?:deaths?|mortality)\b"
+    r"|\b(?:died|dies|dying|deaths?|mortality|expired|passed away)\b(?:\s+[\w-]+){0,3}?\s+"
+    rf"(?:in|during|at|while in|while at|over|through(?:out)?)\s+(?:the |their |his |her |this |that |a |an |same |its )?"
+    rf"(?:(?:first|last|index|current|same|latest|most recent|icu|hospital) )?{_VISIT_PLACE}\b"
+    r"|\b(?:died|dying|death) (?:before|prior to) (?:being |their |his |her )?discharged?\b"
+    r"|\b(?:did not|didn't|never|failed to) survive (?:to )?(?:the |their |his |her )?(?:hospital|stay|admission|"
+    r"hospitali[sz]ation|icu|discharge)\b", re.IGNORECASE)
+_DIED_AFTER_VISIT = re.compile(
+    r"\b(?:after|following|post-?|since|within \w+ (?:days?|weeks?|months?|years?) (?:of|after|from))\s*"
+    r"(?:their |the |his |her |hospital |icu )*(?:discharge|leaving (?:the )?(?:hospital|icu))\b"
+    r"|\bout-of-hospital\b|\b(?:died|death|deaths) (?:at home|outside (?:the |of )?hospital|in hospice)\b",
+    re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -112,7 +129,7 @@ def _is_time(ctx: SqlContext, column: exp.Column, tables: dict[str, str]) -> boo
     owner = tables.get(column.table.lower(), column.table.lower())
     if f"{owner}.{name}" in ctx.profile.time_columns or any(c.endswith("." + name) for c in ctx.profile.time_columns):
         return True
-    return bool(re.search(r"(?:time|date)$|^(?:dob|dod)$", name))
+    return _is_time_name(name)
 
 
 def _is_stored(ctx: SqlContext, column: exp.Column, tables: dict[str, str], defined: set[str]) -> bool:
@@ -598,18 +615,128 @@ def check_death(ctx: SqlContext) -> CheckResult:
         reversed_side = _survival_reversed(ctx, death)
         if reversed_side.findings:
             return reversed_side
-    if not death:
-        return NOTHING
+    if not death:  # death may be named only by a value the query looks for ("died"): masked above, still asked
+        read = _death_records(ctx) if _DEATH.search(ctx.question) else []
+        return _death_place(ctx, ctx.question, read) if read else NOTHING
     schema_has = {c.name.lower() for t in ctx.db.schema.tables for c in t.columns if _DEATH_COLUMN.search(c.name.lower())}
     if not schema_has:
         return NOTHING  # the schema holds no death record: grounding says so, not this check
-    if any(_DEATH_COLUMN.search(c.name.lower()) for c in ctx.tree.find_all(exp.Column)):
-        return NOTHING
+    read = _death_records(ctx)
+    if read:
+        return _death_place(ctx, ctx.question, read)
     if any(isinstance(lit, exp.Literal) and lit.is_string and re.search(r"expired|death|died", lit.this, re.IGNORECASE)
            for lit in ctx.tree.find_all(exp.Literal)):
         return NOTHING
     return found(Finding("missing_death_filter", "warning",
                          "The question asks about death; the query never reads a death record (" + ", ".join(sorted(schema_has)) + ")."))
+
+
+@dataclass(frozen=True)
+class _DeathRecord:
+    """One record of death a query reads: its column, and whether it is the patient's (a date of death that also
+    counts deaths after discharge) or a visit's (its discharge status or location, an expiry flag, a time of death)."""
+
+    name: str
+    of_patient: bool
+    timed_by_visit: bool  # compared with a time of the visit (``dod <= dischtime``): a death during it, in effect
+
+
+def _death_records(ctx: SqlContext) -> list[_DeathRecord]:
+    """The records of death the query reads: columns of death, and columns compared with a value that says died."""
+    assert ctx.tree is not None
+    tables, _ = aliases(ctx.tree)
+    patient_tables, _ = _patient_and_visit_tables(ctx)
+    columns: list[exp.Column] = [c for c in ctx.tree.find_all(exp.Column) if _DEATH_COLUMN.search(c.name.lower())]
+    for lit in ctx.tree.find_all(exp.Literal):
+        parent = lit.parent
+        if lit.is_string and _DEAD_VALUE.search(lit.this.strip("%")) and isinstance(parent, (exp.EQ, exp.Like, exp.In)):
+            columns += list(parent.find_all(exp.Column))
+    out = []
+    for column in columns:
+        owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
+        if not owner:
+            continue
+        comparison = column.find_ancestor(exp.EQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Between, exp.NEQ)
+        timed = comparison is not None and any(
+            c is not column and _is_time(ctx, c, tables) and not _DEATH_COLUMN.search(c.name.lower())
+            and not re.fullmatch(r"dob|\w*birth\w*", c.name.lower()) for c in comparison.find_all(exp.Column))
+        out.append(_DeathRecord(f"{owner}.{column.name.lower()}", owner.split(".")[-1].lower() in patient_tables, timed))
+    return out
+
+
+def _death_place(ctx: SqlContext, question: str, read: list[_DeathRecord]) -> CheckResult:
+    """The query reads death, but not where the question places it: a patient's date of death (which also counts
+    deaths after discharge) for a death during a visit ("died in hospital", "in-hospital mortality"), or only a visit's
+    record of death (deaths before discharge) for a death after the visit ended. Not repaired: the visit's record is
+    another table's column, and how the query links it is the query's own choice."""
+    in_visit, after_visit = bool(_DIED_IN_VISIT.search(question)), bool(_DIED_AFTER_VISIT.search(question))
+    if in_visit == after_visit:
+        return NOTHING  # neither place stated, or both (a comparison of the two)
+    visit_records = sorted({r.name for r in read if not r.of_patient} | set(_visit_death_records(ctx)))
+    if in_visit and all(r.of_patient and not r.timed_by_visit for r in read) and visit_records:
+        dates = ", ".join(sorted({r.name for r in read}))
+        return found(Finding("death_outside_visit", "warning",
+                             f"The question asks about deaths during a hospital or ICU stay; the query reads the date of "
+                             f"death ({dates}), which also counts deaths after discharge. A death during a stay is "
+                             f"recorded in {' or '.join(visit_records[:2])}."))
+    if after_visit and all(not r.of_patient for r in read):
+        kept = ", ".join(sorted({r.name for r in read}))
+        date_of_death = _patient_death_dates(ctx)
+        return found(Finding("death_outside_visit", "warning",
+                             f"The question asks about deaths after discharge; the query reads only the stay's own record of "
+                             f"death ({kept}), which counts deaths before discharge"
+                             + (f". The date of death is {date_of_death[0]}." if date_of_death else ".")))
+    return NOTHING
+
+
+def _visit_death_records(ctx: SqlContext) -> list[str]:
+    """The columns of visit tables that record a death during the visit: a column of death (an expiry flag, a time of
+    death, a discharge status), or a discharge column that holds a value saying died (read from the data)."""
+    _, visit_tables = _patient_and_visit_tables(ctx)
+
+    def read() -> tuple[str, ...]:
+        out = []
+        for info in ctx.db.schema.tables:
+            short = info.name.split(".")[-1].lower()
+            if short not in visit_tables:
+                continue
+            for column in info.columns:
+                name = column.name.lower()
+                if _DEATH_COLUMN.search(name):
+                    out.append(f"{short}.{name}")
+                elif "disch" in name and not _is_time_name(name) and _holds_dead_value(ctx, info.qualified_name, column.name):
+                    out.append(f"{short}.{name}")
+        return tuple(out)
+
+    return list(ctx.db.derived(("visit_death_records",), read))
+
+
+def _patient_death_dates(ctx: SqlContext) -> list[str]:
+    """The patient tables' dates of death (MIMIC's ``patients.dod``)."""
+    patient_tables, _ = _patient_and_visit_tables(ctx)
+    return [f"{info.name.split('.')[-1].lower()}.{c.name.lower()}" for info in ctx.db.schema.tables
+            if info.name.split(".")[-1].lower() in patient_tables for c in info.columns
+            if _DEATH_COLUMN.search(c.name.lower()) and _is_time_name(c.name.lower())]
+
+
+def _patient_and_visit_tables(ctx: SqlContext) -> tuple[set[str], set[str]]:
+    """The tables (short names) of patients only, and those of visits (eICU's ``patient`` rows are unit stays: a
+    visit's table, not a patient-only one)."""
+    visits = {e.table.split(".")[-1].lower() for e in ctx.profile.entities if e.name != "patient"}
+    patients = {e.table.split(".")[-1].lower() for e in ctx.profile.entities if e.name == "patient"} - visits
+    return patients, visits
+
+
+def _is_time_name(name: str) -> bool:
+    return bool(re.search(r"(?:time|date)$|^(?:dob|dod)$", name))
+
+
+def _holds_dead_value(ctx: SqlContext, table: str, column: str) -> bool:
+    sql = f"SELECT DISTINCT {column} FROM {exp.to_table(table).sql(dialect=ctx.dialect)} WHERE {column} IS NOT NULL LIMIT 100"
+    try:
+        return any(_DEAD_VALUE.search(str(r[0])) for r in ctx.db.db.execute(sql, timeout_s=5).rows)
+    except DatabaseError:
+        return False
 
 
 def contradicts(written: TimeFilter, stated: TimeFilter) -> bool:

@@ -13,6 +13,7 @@ value columns with many distinct values (categorical columns such as gender hold
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -24,6 +25,7 @@ from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, 
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with, literal_comparisons
 from ehrguard.verify.offline.features import mask_values
+from ehrguard.verify.offline.lexicon import CLOSED_CLASS_AFTER_RELATIVE
 from ehrguard.verify.verdict import Finding
 
 # A column with at least this many distinct values holds names (drugs, tests, diagnoses), not categories.
@@ -121,12 +123,39 @@ def supported(literal: str, question: str) -> bool:
     return all(_stem(w) in stems or ("%" in literal and any(word.startswith(w) for word in q.split())) for w in content)
 
 
+_GRAMMAR_WORDS = CLOSED_CLASS_AFTER_RELATIVE | frozenset(("and", "or", "than", "as", "per", "vs", "versus"))
+# A name of two to this many words is also found with its words in another order: "total protein" names 'Protein,
+# Total', "mean arterial blood pressure" 'Arterial Blood Pressure mean' (records write the head word first).
+MAX_REORDERED_WORDS = 4
+
+
+def _orders(words: list[str]) -> list[str]:
+    """A span's words in every other order: the words of a compound name ("total protein"), one at least saying
+    something (not plain, not a number), none a word of grammar (a preposition or an article ties words in its order:
+    "admission type of" is not "type of admission")."""
+    if not 2 <= len(words) <= MAX_REORDERED_WORDS or all(w in _PLAIN or w.isdigit() for w in words) \
+            or any(w in _GRAMMAR_WORDS for w in words):
+        return []
+    written = " ".join(words)
+    return [o for o in dict.fromkeys(" ".join(p) for p in itertools.permutations(words)) if o != written]
+
+
+def _says_every_word(text: str, value: str) -> bool:
+    """Does the text hold every word of the value, plain ones too (stems compared)? The query's own names looked at
+    this way: 'c-reactive protein' does not say 'protein, total'."""
+    stems = {_stem(w) for w in _words(text)}
+    return all(_stem(w) in stems for w in _words(value))
+
+
 def named_values(ctx: SqlContext, columns: list[tuple[str, str]], text: str) -> dict[tuple[str, str], list[str]]:
-    """The values of each column the text names (its words in order, at word boundaries), longest first, none inside
-    another one found; looked up in the database's value index, phrase by phrase."""
+    """The values of each column the text names (its words in order at word boundaries, or a short name's words in
+    another order), longest first, none inside another one found; looked up in the database's value index, phrase by
+    phrase."""
     words = _words(text)
-    grams = {" ".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, min(len(words), i + MAX_WORDS) + 1)}
-    keys = {g for g in grams if len(g) >= 3 and g not in _PLAIN and _HAS_LETTER.search(g)}
+    spans = {(i, j): " ".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, min(len(words), i + MAX_WORDS) + 1)}
+    keys = {g for g in spans.values() if len(g) >= 3 and g not in _PLAIN and _HAS_LETTER.search(g)}
+    reordered = {(i, j): _orders(words[i:j]) for i, j in spans if j - i <= MAX_REORDERED_WORDS}
+    keys |= {o for orders in reordered.values() for o in orders}
     try:
         found = ctx.db.values.find(columns, keys, by="normal")
     except DatabaseError:  # a column too slow or too large to read: it names nothing
@@ -134,16 +163,18 @@ def named_values(ctx: SqlContext, columns: list[tuple[str, str]], text: str) -> 
     out = {}
     for column in columns:
         hits = found.get(column, {})
-        spans: list[tuple[int, int, str]] = []
+        spans_found: list[tuple[int, int, str]] = []
         for i in range(len(words)):
             for j in range(min(len(words), i + MAX_WORDS), i, -1):
-                hit = hits.get(" ".join(words[i:j]))
+                hit = hits.get(spans[(i, j)])
+                if hit is None:
+                    hit = next((hits[o] for o in reordered.get((i, j), ()) if o in hits), None)
                 if hit is not None:
-                    spans.append((i, j, hit))
+                    spans_found.append((i, j, hit))
                     break
-        spans.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
+        spans_found.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
         kept: list[tuple[int, int, str]] = []
-        for a, b, v in spans:
+        for a, b, v in spans_found:
             if all(b <= x or y <= a for x, y, _ in kept):
                 kept.append((a, b, v))
         out[column] = list(dict.fromkeys(v for _, _, v in sorted(kept)))
@@ -198,9 +229,11 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
         else:
             named = named_values(ctx, [(table, column)], question)[(table, column)]
             excluded = excluded_words(mask_values(ctx.question, ctx.sql))  # "excluding elective ones": named to be left out
-            instead = [v for v in named if not supported(v, everything) and _normal(v) not in _normal(lit.this)
+            instead = [v for v in named if not _says_every_word(everything, v) and _normal(v) not in _normal(lit.this)
                        and not {_singular(w) for w in re.findall(r"[a-z]+", v.lower())} & excluded]
         if not instead:
+            if not supported(lit.this, question) and isinstance(lit.parent, exp.EQ) and not _excluded(lit):
+                findings += _narrower(ctx, table, column, lit.this, {_normal(other.this) for _, _, other in compared})
             continue
         alternatives = " or ".join(f"'{v}'" for v in instead[:3])
         findings.append(Finding("wrong_value", "error",
@@ -209,6 +242,42 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
         if len(instead) == 1 and "%" not in lit.this:
             edits.append(TreeEdit(_replace_with(instead[0]), target=lit))
     return found(*findings, edits=edits)
+
+
+# Words that may stand beside a name without being part of it (English grammar's closed classes, and the verbs and
+# nouns a question puts around a drug or a test: "was heparin given", "the last potassium value").
+_BESIDE_A_NAME = CLOSED_CLASS_AFTER_RELATIVE | frozenset((
+    "and", "or", "than", "what", "which", "when", "how", "many", "much", "often", "times", "number", "any", "ever",
+    "patient", "patients", "stay", "admission", "value", "values", "level", "levels", "result", "results", "test", "tests",
+    "reading", "readings", "measurement", "measurements", "dose", "doses", "order", "orders", "prescription", "prescriptions",
+    "prescribed", "administered", "received", "receive", "ordered", "measured", "drawn", "checked", "recorded", "get",
+    "last", "first", "latest", "earliest", "highest", "lowest", "average", "mean", "maximum", "minimum", "total",
+))
+
+
+def _narrower(ctx: SqlContext, table: str, column: str, literal: str, looked_for: set[str]) -> list[Finding]:
+    """The question names a value on its own ("was acetaminophen given"), and the query looks only for a longer value
+    that holds it and says more the question does not ('acetaminophen-caff-butalbital', 'amylase, ascites'): another
+    item, or a part of the one asked. A warning that keeps the answer from being verified, not a repair: people also
+    name a narrower item by its first word, and the records may hold it under both names."""
+    words = _words(ctx.question)
+    lit_words = set(_words(literal))
+    for value in named_values(ctx, [(table, column)], ctx.question)[(table, column)]:
+        named = _words(value)
+        if not named or not set(named) < lit_words or _normal(value) in looked_for:
+            continue  # not inside the literal, or looked for as well
+        at = next((i for i in range(len(words) - len(named) + 1) if words[i:i + len(named)] == named), None)
+        if at is None:
+            continue
+        before = words[at - 1] if at > 0 else ""
+        after = words[at + len(named)] if at + len(named) < len(words) else ""
+        if all(w == "" or w in _BESIDE_A_NAME or w.isdigit() for w in (before, after)):
+            extra = [w for w in _words(literal) if w not in named]
+            return [Finding("narrower_value", "warning",
+                            f"The query looks only for '{literal}' ({table}.{column}); the question names '{value}', which "
+                            f"the records also hold on its own, and does not say '{' '.join(extra)}'.",
+                            ctx.span_of(f"'{literal}'"))]
+    return []
 
 
 # A column of categories (routes, types, statuses) holds at most this many distinct values.

@@ -66,7 +66,8 @@ BLOCKING_WARNINGS = frozenset({"count_without_distinct", "counts_rows_not_patien
                                "missing_time_window", "kind_not_read", "tied_end", "missing_place", "missing_icu_scope", "coarse_join",
                                "code_for_name", "count_not_distinct", "missing_visit_scope", "missing_exclusion",
                                "unstated_visit", "unasked_ended", "unasked_filter", "pattern_matches_nothing",
-                               "matches_no_record", "side_not_chosen", "mixed_specimens", "unhappened_events"})
+                               "matches_no_record", "side_not_chosen", "mixed_specimens", "unhappened_events",
+                               "death_outside_visit", "narrower_value"})
 
 # Blocking findings that doubt an answer without calling it a mistake: a pattern nothing in these records matches (a
 # sample's gap, or another name), a visit the question leaves open. They keep it from being verified, but a known
