@@ -174,6 +174,21 @@ def test_moments_subtracted_as_text_in_sqlite_are_repaired_to_days(ctx):
                        "SELECT AVG(julianday(outtime) - julianday(intime)) FROM icustays", "time_text_arithmetic")
 
 
+def test_the_hours_of_the_day_subtracted_are_not_a_duration(ctx):
+    question = "How many hours did the first ICU stay of patient 10007795 last?"
+    order = "FROM icustays WHERE subject_id = 10007795 ORDER BY intime ASC LIMIT 1"
+    found_and_repaired(ctx, question, f"SELECT strftime('%H', outtime) - strftime('%H', intime) {order}",
+                       f"SELECT (julianday(outtime) - julianday(intime)) * 24 {order}", "field_difference")
+    # the day of the month starts again too: named, repaired where the question asks for days
+    found_and_repaired(ctx, question.replace("hours", "days"), f"SELECT strftime('%d', outtime) - strftime('%d', intime) {order}",
+                       f"SELECT julianday(outtime) - julianday(intime) {order}", "field_difference")
+    # EHRSQL's calendar days within a year, and a field that is not a duration asked: left alone
+    assert "field_difference" not in checks_of(ctx, question.replace("hours", "days"),
+                                               f"SELECT strftime('%j', outtime) - strftime('%j', intime) {order}")
+    assert "field_difference" not in checks_of(ctx, "At what hour was patient 10007795 first admitted to the ICU?",
+                                               f"SELECT strftime('%H', intime) {order}")
+
+
 def test_a_moment_compared_with_a_bare_number_is_an_error(eicu_ctx):
     question = "How many unit stays lasted more than 48 hours?"
     assert "time_compared_with_number" in checks_of(eicu_ctx, question, "SELECT COUNT(*) FROM patient WHERE unitdischargetime > 48")

@@ -192,6 +192,14 @@ def test_plain_words_name_fields_and_sides(ctx, eicu_ctx):
                                            "SELECT DISTINCT age, gender FROM patient WHERE uniquepid = '016-10197'")
     assert "wrong_column" in checks_of(eicu_ctx, "How tall is patient 009-10343?",
                                        "SELECT DISTINCT admissionweight FROM patient WHERE uniquepid = '009-10343'")
+    # a drug discontinued has stopped, a treatment begun has started: the other end's time is the wrong field
+    last = "FROM prescriptions WHERE subject_id = 10000032 AND drug = 'furosemide' ORDER BY starttime DESC LIMIT 1"
+    for question in ("When was furosemide discontinued for patient 10000032 the last time?",
+                     "What was the end time of the last furosemide prescription of patient 10000032?"):
+        assert "wrong_column" in checks_of(ctx, question, f"SELECT starttime {last}")
+        assert "wrong_column" not in checks_of(ctx, question, f"SELECT stoptime {last}")
+    assert "wrong_column" in checks_of(ctx, "When was furosemide initiated for patient 10000032?",
+                                       f"SELECT stoptime {last.replace('starttime', 'stoptime')}")
     # "take in" is intake
     found_and_repaired(ctx, "How much fluid did patient 10027602 take in on 2100-12-04?",
                        "SELECT SUM(value) FROM outputevents WHERE subject_id = 10027602 AND date(charttime) = '2100-12-04'",

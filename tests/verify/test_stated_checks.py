@@ -282,6 +282,36 @@ def test_counting_patients_through_a_join_counts_distinct_patients(ctx):
     found_and_repaired(ctx, question, wrong, right, "counts_rows_not_patients")
 
 
+EMERGENCY = "admission_type = 'ew emer.'"
+
+
+@pytest.mark.parametrize("wrong", [
+    f"WITH t AS (SELECT * FROM admissions WHERE {EMERGENCY}) SELECT COUNT(*) FROM t",  # a CTE's rows
+    f"SELECT SUM(CASE WHEN {EMERGENCY} THEN 1 ELSE 0 END) FROM admissions",  # rows added up
+    f"SELECT SUM(IIF({EMERGENCY}, 1, 0)) FROM admissions",
+])
+def test_rows_counted_in_other_shapes_are_counted_as_patients(ctx, wrong):
+    question = "How many patients had an emergency admission?"
+    right = f"SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE {EMERGENCY}"
+    assert rows(ctx, wrong) != rows(ctx, right)
+    checked = run_checks(question, wrong, ctx)
+    assert "counts_rows_not_patients" in {f.check for f in checked.findings}
+    fixed = repair(checked)
+    assert fixed is not None and rows(ctx, fixed) == rows(ctx, right)
+
+
+def test_visits_returned_by_a_subquery_are_not_patients(ctx):
+    question = "How many patients had an emergency admission?"
+    wrong = f"SELECT COUNT(*) FROM (SELECT hadm_id FROM admissions WHERE {EMERGENCY}) AS t"
+    assert "counts_visits_not_patients" in checks_of(ctx, question, wrong)
+    assert "counts_visits_not_patients" not in checks_of(ctx, "How many emergency admissions were there?", wrong)
+    # one row per patient, however it is written: no finding
+    for right in (f"WITH t AS (SELECT DISTINCT subject_id FROM admissions WHERE {EMERGENCY}) SELECT COUNT(*) FROM t",
+                  f"SELECT COUNT(*) FROM (SELECT subject_id FROM admissions WHERE {EMERGENCY} GROUP BY subject_id) AS t",
+                  f"SELECT COUNT(*) FROM patients WHERE subject_id IN (SELECT subject_id FROM admissions WHERE {EMERGENCY})"):
+        assert not checks_of(ctx, question, right) & {"counts_rows_not_patients", "counts_visits_not_patients"}, right
+
+
 def test_counting_patients_from_eicu_events_joins_the_patients_table(eicu_ctx):
     # eICU's events carry the unit stay, not the patient: the patient is read through the declared key
     question = "How many patients received propofol?"

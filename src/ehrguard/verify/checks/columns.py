@@ -24,15 +24,25 @@ from ehrguard.verify.verdict import Finding
 STEM = 4  # letters of a question word looked for in a column name
 
 
-# Plain words for fields whose names say it otherwise (general English: sex is recorded as gender, how tall as height).
-_FIELD_WORDS = {"sex": "gender", "gender": "sex", "race": "ethnicity", "ethnicity": "race", "died": "death", "tall": "height",
-                "weigh": "weight", "weighs": "weight", "weighed": "weight", "heavy": "weight"}
+# Plain words for fields whose names say it otherwise (general English: sex is recorded as gender, how tall as height;
+# a drug discontinued has stopped, a treatment begun has started, a patient who arrived was let in).
+_START_NAMES = ("start",)
+_STOP_NAMES = ("stop", "endtime")
+_FIELD_WORDS: dict[str, tuple[str, ...]] = {
+    "sex": ("gender",), "gender": ("sex",), "race": ("ethnicity",), "ethnicity": ("race",), "died": ("death",), "tall": ("height",),
+    "weigh": ("weight",), "weighs": ("weight",), "weighed": ("weight",), "heavy": ("weight",),
+    **dict.fromkeys(("begin", "began", "begun", "beginning", "initiated", "initiation", "commenced", "commencement"), _START_NAMES),
+    **dict.fromkeys(("end", "ended", "ending", "discontinued", "discontinuation", "discontinue", "finished", "ceased", "halted",
+                     "terminated", "stopped"), _STOP_NAMES),
+    **dict.fromkeys(("arrived", "arrival", "entered"), ("admit", "intime")),
+    **dict.fromkeys(("departed", "departure"), ("disch", "outtime")),
+}
 
 
 def _question_words(question: str) -> list[str]:
-    """The question's words, each followed by the field name it stands for in plain English (sex: gender)."""
+    """The question's words, each followed by the field names it stands for in plain English (sex: gender)."""
     words = re.findall(r"[a-z]+", question.lower())
-    return [x for w in words for x in ((w, _FIELD_WORDS[w]) if w in _FIELD_WORDS else (w,))]
+    return [x for w in words for x in (w, *_FIELD_WORDS.get(w, ()))]
 
 
 def _stems(question: str) -> set[str]:

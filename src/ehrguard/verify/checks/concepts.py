@@ -134,7 +134,7 @@ def _orders(words: list[str]) -> list[str]:
     something (not plain, not a number), none a word of grammar (a preposition or an article ties words in its order:
     "admission type of" is not "type of admission")."""
     if not 2 <= len(words) <= MAX_REORDERED_WORDS or all(w in _PLAIN or w.isdigit() for w in words) \
-            or any(w in _GRAMMAR_WORDS for w in words):
+            or any(w in _GRAMMAR_WORDS or len(w) < 2 for w in words):  # a letter alone: "patient's" leaves an "s"
         return []
     written = " ".join(words)
     return [o for o in dict.fromkeys(" ".join(p) for p in itertools.permutations(words)) if o != written]

@@ -231,19 +231,87 @@ def count_distinct(column: exp.Column) -> Callable[[exp.Expression], None]:
     return apply
 
 
-def _counts_derived_rows(ctx: SqlContext, count: exp.Expression, derived: exp.Subquery) -> tuple[Finding, TreeEdit] | None:
-    """COUNT(*) over a derived table that carries a person id and is not one row per person."""
-    inner = derived.this
-    if not isinstance(inner, exp.Select) or inner.args.get("distinct") or not derived.alias:
+def _counts_derived_rows(ctx: SqlContext, count: exp.Expression, inner: exp.Expression,
+                         name: str) -> tuple[Finding, TreeEdit | None] | None:
+    """COUNT(*) over a derived table (a subquery, or a CTE read by its ``name``) that carries a person id and is not
+    one row per person, or that carries only a visit's id (a patient with two visits counted twice)."""
+    if not isinstance(inner, exp.Select) or not name:
         return None
     person = next((e.alias_or_name for e in inner.expressions if e.alias_or_name.lower() in ctx.db.profile.person_ids), None)
-    grouped = _grouped_by(inner)
-    if person is None or person.lower() in grouped:
+    if person is None and any(isinstance(e, exp.Star) for e in inner.expressions) and not inner.args.get("joins"):
+        source = clause(inner, "from")  # SELECT * of one stored table: its person id is one of the columns
+        info = ctx.db.schema.table(source.this.name) if source is not None and isinstance(source.this, exp.Table) else None
+        person = next((c.name for c in info.columns if c.name.lower() == ctx.db.profile.person_ids[0].lower()), None) \
+            if info is not None else None
+        if person is not None and one_row_per_person(ctx, source.this.name, person):
+            return None
+    if person is None:
+        outputs = [e.alias_or_name.lower() for e in inner.expressions]
+        if len(outputs) != 1 or outputs[0] not in visit_ids(ctx) or _COUNTS_VISITS.search(ctx.question):
+            return None
+        return (Finding("counts_visits_not_patients", "warning", f"The question counts patients; the query counts the visits "
+                        f"({outputs[0]}) its subquery returns, so a patient with two visits is counted twice.",
+                        ctx.span_of("count(*)")), None)
+    if inner.args.get("distinct") or person.lower() in _grouped_by(inner):
         return None
-    column = exp.column(person, table=derived.alias)
+    column = exp.column(person, table=name)
     return (Finding("counts_rows_not_patients", "warning", "The question counts patients; the query counts rows, several of which can be "
                     "one patient's.", ctx.span_of("count(*)"), f"COUNT(DISTINCT {column.sql(dialect='sqlite')})"),
             TreeEdit(count_distinct(column), target=count))
+
+
+def _cte(tree: exp.Expression, table: exp.Table) -> exp.Expression | None:
+    """The query a table name reads when the query defines it in its WITH."""
+    if table.db:
+        return None
+    return next((c.this for c in tree.find_all(exp.CTE) if c.alias_or_name.lower() == table.name.lower()), None)
+
+
+def _counted_case(node: exp.Expression) -> exp.Expression | None:
+    """The condition of ``SUM(CASE WHEN condition THEN 1 ELSE 0 END)`` (or IIF / IF): rows counted by a sum."""
+    arg = node.this
+    if isinstance(arg, exp.Case) and len(arg.args.get("ifs") or []) == 1 and not arg.this:
+        when = arg.args["ifs"][0]
+        condition, then, otherwise = when.this, when.args.get("true"), arg.args.get("default")
+    elif isinstance(arg, exp.If):
+        condition, then, otherwise = arg.this, arg.args.get("true"), arg.args.get("false")
+    else:
+        return None
+    def number(value: exp.Expression | None, text: str) -> bool:
+        return isinstance(value, exp.Literal) and not value.is_string and value.this == text
+    return condition if number(then, "1") and (otherwise is None or number(otherwise, "0")) else None
+
+
+def _summed_rows(ctx: SqlContext, person: str) -> tuple[list[Finding], list[TreeEdit]]:
+    """``SUM(CASE WHEN ... THEN 1 ELSE 0 END)`` over a table of several rows per patient, where patients are counted:
+    repaired to ``COUNT(DISTINCT CASE WHEN ... THEN patient END)``."""
+    assert ctx.tree is not None
+    findings, edits = [], []
+    for total in ctx.tree.find_all(exp.Sum):
+        condition = _counted_case(total)
+        select = total.find_ancestor(exp.Select)
+        if condition is None or select is None or select.args.get("group") or select.args.get("joins"):
+            continue
+        source = clause(select, "from")
+        table = source.this if source is not None else None
+        info = ctx.db.schema.table(table.name) if isinstance(table, exp.Table) else None
+        if not isinstance(table, exp.Table) or info is None or info.column(person) is None \
+                or one_row_per_person(ctx, table.name, person):
+            continue
+        column = exp.column(person, table=table.alias_or_name if table.alias else None)
+        replacement = exp.Count(this=exp.Distinct(expressions=[exp.Case(ifs=[exp.If(this=condition.copy(), true=column)])]))
+        findings.append(Finding("counts_rows_not_patients", "warning", f"The question counts patients; the query adds up the rows "
+                                f"of {table.name} that match, several of which can be one patient's.",
+                                ctx.span_of(total.sql(dialect="sqlite")), replacement.sql(dialect="sqlite")))
+        edits.append(TreeEdit(_replaced_by(replacement), target=total))
+    return findings, edits
+
+
+def _replaced_by(new: exp.Expression) -> Callable[[exp.Expression], None]:
+    def apply(node: exp.Expression) -> None:
+        node.replace(new.copy())
+
+    return apply
 
 
 def check_counts_people(ctx: SqlContext) -> CheckResult:
@@ -262,14 +330,16 @@ def check_counts_people(ctx: SqlContext) -> CheckResult:
             continue  # counting per group: not this shape
         source = clause(select, "from")
         table = source.this if source is not None else None
-        if isinstance(table, exp.Subquery) and isinstance(count.this, exp.Star):
-            finding = _counts_derived_rows(ctx, count, table)
+        cte = _cte(ctx.tree, table) if isinstance(table, exp.Table) else None
+        if isinstance(table, exp.Subquery | exp.Table) and (cte is not None or isinstance(table, exp.Subquery)):
+            inner = cte if cte is not None else table.this
+            finding = _counts_derived_rows(ctx, count, inner, table.alias_or_name) if isinstance(count.this, exp.Star) else None
             if finding is not None:
                 findings.append(finding[0])
-                edits.append(finding[1])
-            continue
+                edits += [finding[1]] if finding[1] is not None else []
+            continue  # a derived table (a subquery or a CTE): what it holds is read above, or not at all
         if not isinstance(table, exp.Table):
-            continue  # counting over a derived table
+            continue
         arg = count.this
         if isinstance(arg, exp.Distinct) or (isinstance(arg, exp.Column) and arg.name.lower() in {*ctx.db.profile.person_ids,
                                                                                                    *visit_ids(ctx)}):
@@ -299,7 +369,8 @@ def check_counts_people(ctx: SqlContext) -> CheckResult:
             edits.append(TreeEdit(count_distinct(column), target=count))
         findings.append(Finding("counts_rows_not_patients", "warning", message,
                                 ctx.span_of(count.sql(dialect="sqlite")), f"COUNT(DISTINCT {column.sql(dialect='sqlite')})"))
-    return found(*findings, edits=edits)
+    summed, sum_edits = _summed_rows(ctx, person_ids[0])
+    return found(*findings, *summed, edits=edits + sum_edits)
 
 
 def _person_link(ctx: SqlContext, table: exp.Table, person: str) -> tuple[exp.Column, TreeEdit] | None:

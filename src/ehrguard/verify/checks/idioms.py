@@ -19,6 +19,12 @@
 - ``time_text_arithmetic`` (error, SQLite): SQLite keeps moments as text, and ``outtime - intime`` subtracts the numbers
   the texts begin with (the years): 0 for a stay within one year. Repaired to ``julianday(outtime) -
   julianday(intime)``, the difference in days.
+- ``field_difference`` (error): the question asks how long something lasted or how much time passed, and the query
+  subtracts one calendar field of two moments (``strftime('%H', outtime) - strftime('%H', intime)``, ``EXTRACT(HOUR
+  FROM ...)``): the hour of the day, the minute, the day of the month start again, so a stay from 22:00 to 02:00 the
+  next day gives -20 hours. The day of the year and the year are left alone (the day-of-year difference is the
+  calendar days within one year, the way EHRSQL writes them; years give a crude age). On SQLite, repaired to the
+  difference of the moments in the field's unit when the question asks for that unit.
 - ``time_compared_with_number`` (error): a moment compared with a bare number (``dischtime > 48``): SQLite orders any
   text after any number, so the condition keeps every row (or none); other engines refuse it. No repair: which
   duration or offset was meant is not written. ``time_compared_with_text`` (error): a moment compared with a word that
@@ -28,6 +34,7 @@
 from __future__ import annotations
 
 import re
+import typing
 from collections.abc import Callable
 from functools import partial
 
@@ -51,7 +58,7 @@ def check_idioms(ctx: SqlContext) -> CheckResult:
     edits: list[Edit] = []
     for check in (_minutes_for_month, _count_of_nulls, _whole_number_quotient, _having_row_column, _count_of_a_test, _not_in_nulls,
                   _count_skips_nulls, _offset_without_order, _not_a_median, _time_text_arithmetic,
-                  _time_compared_with_number):
+                  _time_compared_with_number, _field_difference):
         result = check(ctx)
         findings += result.findings
         edits += result.edits
@@ -312,6 +319,61 @@ def _time_compared_with_number(ctx: SqlContext) -> CheckResult:
                 return found(Finding("time_compared_with_text", "error", f"{node.sql()} compares a moment with a word, which no "
                                      "moment equals; another column was meant.", ctx.span_of(node.sql())))
     return NOTHING
+
+
+# Calendar fields that start again, each with its unit and how many of them a day holds; the day of the year and the
+# year are not among them (see the module's docstring).
+_WRAPPING_FIELDS = {"%H": ("hour", 24), "%I": ("hour", 24), "%M": ("minute", 1440), "%S": ("second", 86400), "%d": ("day", 1),
+                    "%m": ("month", 0), "%w": ("day", 1)}
+_EXTRACTED_FIELDS = {"hour": ("hour", 24), "minute": ("minute", 1440), "second": ("second", 86400), "day": ("day", 1),
+                     "month": ("month", 0), "dow": ("day", 1)}
+# A question about how much time passed (general English).
+_DURATION_ASKED = re.compile(r"\b(?:how long|how many (?:hours?|minutes?|seconds?|days?|weeks?|months?)|duration|length of (?:stay|time)|"
+                             r"elapsed|time (?:between|from|until|since|taken|spent)|(?:hours?|minutes?|days?) (?:between|from|after|"
+                             r"since|until|before|passed|elapsed))\b", re.IGNORECASE)
+
+
+def _field_of(node: exp.Expression) -> tuple[str, int, exp.Expression] | None:
+    """The calendar field a node takes of a moment (its unit, how many per day, the moment), through casts."""
+    node = typing.cast(exp.Expression, node.unnest())
+    while isinstance(node, exp.Cast):
+        node = typing.cast(exp.Expression, node.this.unnest())
+    if isinstance(node, exp.TimeToStr):
+        fmt = node.args.get("format")
+        field = _WRAPPING_FIELDS.get(fmt.this) if isinstance(fmt, exp.Literal) else None
+        moment = node.this.this if isinstance(node.this, exp.TsOrDsToTimestamp) else node.this
+        return (*field, moment) if field else None
+    if isinstance(node, exp.Extract) and isinstance(node.this, exp.Var | exp.Identifier | exp.Literal):
+        field = _EXTRACTED_FIELDS.get(node.this.name.lower())
+        return (*field, node.expression) if field else None
+    return None
+
+
+def _field_difference(ctx: SqlContext) -> CheckResult:
+    assert ctx.tree is not None
+    if not _DURATION_ASKED.search(ctx.question):
+        return NOTHING
+    stored = _stored_times(ctx)
+    for sub in ctx.tree.find_all(exp.Sub):
+        later, earlier = _field_of(sub.this), _field_of(sub.expression)
+        if later is None or earlier is None or later[0] != earlier[0] or later[2].sql() == earlier[2].sql():
+            continue
+        if not (stored(later[2]) or stored(earlier[2])):
+            continue
+        unit, per_day = later[0], later[1]
+        asked = re.search(rf"\bhow many {unit}s?\b", ctx.question, re.IGNORECASE)
+        certain = ctx.dialect == "sqlite" and per_day and asked is not None
+        return found(Finding("field_difference", "error", f"{sub.sql()} subtracts the {unit} each moment shows, not the time "
+                             f"between them: the {unit} starts again each {'day' if unit != 'day' else 'month'}.",
+                             ctx.span_of(sub.sql()), f"(julianday(...) - julianday(...)) * {per_day}" if certain else None),
+                     edits=[TreeEdit(partial(_in_unit, later[2], earlier[2], per_day), target=sub)] if certain else [])
+    return NOTHING
+
+
+def _in_unit(later: exp.Expression, earlier: exp.Expression, per_day: int, sub: exp.Expression) -> None:
+    days = exp.Sub(this=exp.Anonymous(this="julianday", expressions=[later.copy()]),
+                   expression=exp.Anonymous(this="julianday", expressions=[earlier.copy()]))
+    sub.replace(exp.Paren(this=days) if per_day == 1 else exp.Mul(this=exp.Paren(this=days), expression=exp.Literal.number(per_day)))
 
 
 def _in_days(sub: exp.Expression) -> None:
