@@ -9,8 +9,8 @@ a blocking warning), how many of those a repair turns into the right answer, and
   (COUNT(*), a subquery's rows, a CTE's rows, SUM(CASE ...)), beside the shapes that count patients rightly.
 - ``durations``: how long a stay lasted in hours or days, with the difference written in the right unit, the wrong
   unit, or as the difference of two calendar fields (the hour of the day).
-- ``ends``: when a drug was started or stopped, or a patient admitted or discharged, asked in several words, with the
-  other end's time returned.
+- ``ends``: when a drug was started or stopped, asked in several words, with the other end's time returned.
+- ``joins``: a visit's total cost taken over a join to its diagnoses, which repeats each cost once per diagnosis.
 
 Run: python scripts/generated_probes.py --db-dir DIR [--seed N] [--out report.md]
 DIR holds mimic_iv.sqlite and eicu.sqlite as `ehrguard db build` makes them.
@@ -184,8 +184,24 @@ def ends(dbs: dict[str, DatabaseContext], rng: random.Random) -> Iterator[Case]:
             yield Case(ctx, "the other end returned", words, wrong, right)
 
 
+def joins(dbs: dict[str, DatabaseContext], rng: random.Random) -> Iterator[Case]:
+    ctx = dbs["mimic_iv"]
+    visits = [r[0] for r in ctx.db.execute("SELECT d.hadm_id FROM diagnoses_icd d JOIN cost c ON c.hadm_id = d.hadm_id "
+                                           "GROUP BY d.hadm_id HAVING COUNT(DISTINCT d.row_id) > 1 ORDER BY d.hadm_id").rows]
+    for h in rng.sample(visits, min(5, len(visits))):
+        q = f"What was the total cost of hospital admission {h}?"
+        right = f"SELECT SUM(cost) FROM cost WHERE hadm_id = {h}"
+        yield Case(ctx, "right: the visit's costs", q, right, right)
+        yield Case(ctx, "right: joined to the visit", q, f"SELECT SUM(c.cost) FROM cost c JOIN admissions a ON c.hadm_id = a.hadm_id "
+                   f"WHERE a.hadm_id = {h}", right)
+        yield Case(ctx, "joined to the visit's diagnoses", q, f"SELECT SUM(c.cost) FROM cost c JOIN diagnoses_icd d "
+                   f"ON c.hadm_id = d.hadm_id WHERE c.hadm_id = {h}", right)
+        yield Case(ctx, "joined to the visit, then its diagnoses", q, f"SELECT SUM(cost) FROM cost JOIN admissions ON cost.hadm_id = "
+                   f"admissions.hadm_id JOIN diagnoses_icd ON diagnoses_icd.hadm_id = admissions.hadm_id WHERE cost.hadm_id = {h}", right)
+
+
 PROBES: dict[str, Callable[[dict[str, DatabaseContext], random.Random], Iterator[Case]]] = {
-    "names": names, "counts": counts, "durations": durations, "ends": ends}
+    "names": names, "counts": counts, "durations": durations, "ends": ends, "joins": joins}
 
 
 def run(probe: str, dbs: dict[str, DatabaseContext], seed: int) -> list[str]:
@@ -219,7 +235,11 @@ def main() -> None:
     args = parser.parse_args()
     dbs = {db_id: DatabaseContext(open_database(args.db_dir / f"{db_id}.sqlite"), db_id, args.db_dir / f"{db_id}.sqlite")
            for db_id in ("mimic_iv", "eicu")}
-    lines = [f"# Generated probes of the checks (seed {args.seed})", ""]
+    lines = [f"# Generated probes of the checks (seed {args.seed})", "",
+             "Questions and candidate SQL written by `scripts/generated_probes.py` from the demo databases' own values "
+             "(its docstring says how); a wrong candidate is *stopped* by an error or a blocking warning, and *repaired "
+             "right* when the repair answers like the right query. docs/safety.md compares them with the checks before "
+             "session 29.", "", f"    python scripts/generated_probes.py --db-dir DIR --seed {args.seed}", ""]
     for probe in args.probe or list(PROBES):
         lines += run(probe, dbs, args.seed)
     text = "\n".join(lines)

@@ -185,6 +185,16 @@ def test_an_average_over_a_join_that_repeats_the_averaged_rows_is_reported(eicu_
                        "WHERE diagnosisname = 'acute respiratory failure')", "repeated_rows")
 
 
+def test_a_total_repeated_by_a_join_on_a_key_the_table_repeats_is_reported(ctx):
+    # cost rows share their admission: joined to its diagnoses on it, each cost counts once per diagnosis
+    found_not_repaired(ctx, "What was the total cost of hospital admission 20199380?",
+                       "SELECT SUM(c.cost) FROM cost c JOIN diagnoses_icd d ON c.hadm_id = d.hadm_id WHERE c.hadm_id = 20199380",
+                       "SELECT SUM(cost) FROM cost WHERE hadm_id = 20199380", "repeated_rows")
+    assert "repeated_rows" not in checks_of(ctx, "What was the total cost of hospital admission 20199380?",
+                                            "SELECT SUM(c.cost) FROM cost c JOIN admissions a ON c.hadm_id = a.hadm_id "
+                                            "WHERE a.hadm_id = 20199380")
+
+
 def test_the_latest_taken_by_value_is_repaired_to_the_tables_one_time(ctx):
     found_and_repaired(ctx, "What's 10018081's most recent creatinine?",
                        "SELECT valuenum FROM labevents WHERE subject_id = 10018081 AND itemid = 50912 ORDER BY valuenum DESC LIMIT 1",

@@ -16,7 +16,7 @@ from sqlglot import exp
 from ehrguard.sqltree import clause
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, found, rows_and
 from ehrguard.verify.checks.conventions import count_distinct, one_row_per_person
-from ehrguard.verify.checks.schema_refs import aliases
+from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
 
@@ -25,25 +25,35 @@ def check_fanout(ctx: SqlContext) -> CheckResult:
     if not isinstance(ctx.tree, exp.Select) or not ctx.tree.args.get("joins") or ctx.tree.args.get("group"):
         return NOTHING
     tables = aliases(ctx.tree)[0]
+    source = clause(ctx.tree, "from")
+    if source is None or not isinstance(source.this, exp.Table):
+        return NOTHING
+    first = source.this.alias_or_name.lower()
     for agg in ctx.tree.find_all(exp.Avg, exp.Sum):
         col = agg.this
-        if not isinstance(col, exp.Column) or not col.table or agg.find_ancestor(exp.Select) is not ctx.tree:
+        if not isinstance(col, exp.Column) or agg.find_ancestor(exp.Select) is not ctx.tree:
             continue
-        alias = col.table.lower()
+        alias = col.table.lower() or next((a for a, t in tables.items() if t == owner_table(ctx, "", col.name, tables)), "")
         table = tables.get(alias)
-        source = clause(ctx.tree, "from")
-        if source is None or not isinstance(source.this, exp.Table) or source.this.alias_or_name.lower() != alias:
+        if alias != first or table is None:
             continue  # the averaged table is joined to the rows the query is about ("the average age over all ICU stays")
-        key = _joined_key(ctx, alias)
-        if table is None or key is None or not one_row_per_person(ctx, table, key):
+        key = _row_key(ctx, table) or _joined_key(ctx, alias)
+        if key is None or not one_row_per_person(ctx, table, key):
             continue
-        figures = rows_and(ctx, ctx.tree, exp.Count(this=exp.Distinct(expressions=[exp.column(key, table=col.table)])))
+        figures = rows_and(ctx, ctx.tree, exp.Count(this=exp.Distinct(expressions=[exp.column(key, table=source.this.alias_or_name)])))
         if figures is not None and figures[0] > figures[1]:
             name = "average" if isinstance(agg, exp.Avg) else "total"
             return found(Finding("repeated_rows", "error", f"The {name} of {col.sql()} is taken over {figures[0]} joined rows of "
                                  f"{figures[1]} {table} rows: the join repeats some of them, and each repeat counts again.",
                                  ctx.span_of(agg.sql(dialect=ctx.dialect))))
     return NOTHING
+
+
+def _row_key(ctx: SqlContext, table: str) -> str | None:
+    """The column the schema declares as the table's primary key, when it is one column: each row's own id."""
+    info = ctx.db.schema.table(table)
+    keys = [c.name for c in info.columns if c.primary_key] if info is not None else []
+    return keys[0] if len(keys) == 1 else None
 
 
 def _joined_key(ctx: SqlContext, alias: str) -> str | None:
