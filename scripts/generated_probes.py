@@ -162,7 +162,8 @@ def durations(dbs: dict[str, DatabaseContext], rng: random.Random) -> Iterator[C
             ("right: hours", asked_hours, hours, hours), ("right: days", asked_days, days, days),
             ("days given for hours", asked_hours, days, hours), ("hours given for days", asked_days, hours, days),
             ("the hour of the day subtracted", asked_hours, f"SELECT strftime('%H', outtime) - strftime('%H', intime) {stay}", hours),
-            ("the day of the month subtracted", asked_days, f"SELECT strftime('%d', outtime) - strftime('%d', intime) {stay}", days),
+            ("the day of the month subtracted", asked_days, f"SELECT strftime('%d', outtime) - strftime('%d', intime) {stay}",
+             f"SELECT julianday(date(outtime)) - julianday(date(intime)) {stay}"),  # calendar days, as the fields meant
         ]:
             yield Case(ctx, group, q, sql, right)
 

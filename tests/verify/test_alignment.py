@@ -522,3 +522,32 @@ def test_a_query_taking_both_ends_is_named_so_the_same_in_every_process(ctx):
     _, found = findings(ctx, "What was the latest heart rate of patient 10000032?",
                         f"SELECT MIN(valuenum), MAX(valuenum) FROM chartevents WHERE {HR}")
     assert found["wrong_order_kind"].message.startswith("The query takes the lowest and the highest value;")
+
+
+# An independent review's false alarms and harmful repairs of session 29's checks: each left alone now.
+@pytest.mark.parametrize(("db", "question", "sql", "check"), [
+    ("mimic_iv", "How many patients had at least two emergency admissions?",  # a sum per patient, compared: not the count
+     "SELECT COUNT(*) FROM patients p WHERE (SELECT SUM(CASE WHEN a.admission_type LIKE '%emer%' THEN 1 ELSE 0 END) "
+     "FROM admissions a WHERE a.subject_id = p.subject_id) >= 2", "counts_rows_not_patients"),
+    ("mimic_iv", "How many patients were prescribed aspirin and how many prescriptions of aspirin were there?",
+     "SELECT COUNT(DISTINCT CASE WHEN drug = 'aspirin' THEN subject_id END), SUM(CASE WHEN drug = 'aspirin' THEN 1 ELSE 0 END) "
+     "FROM prescriptions", "counts_rows_not_patients"),
+    ("mimic_iv", "How many patients who died received vancomycin during their ICU stay?",  # the stay is where the drug was
+     "SELECT COUNT(DISTINCT p.subject_id) FROM patients p JOIN prescriptions r ON r.subject_id = p.subject_id "
+     "WHERE p.dod IS NOT NULL AND r.drug = 'vancomycin'", "death_outside_visit"),
+    ("eicu", "How many patients died after ICU discharge?",  # the unit's discharge, read against the hospital's record
+     "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE hospitaldischargestatus = 'expired' "
+     "AND hospitaldischargetime > unitdischargetime", "death_outside_visit"),
+    ("mimic_iv", "Which drug was first prescribed to patient 10000032 by the end of 2100?",
+     "SELECT drug FROM prescriptions WHERE subject_id = 10000032 ORDER BY starttime LIMIT 1", "wrong_column"),
+    ("mimic_iv", "When was vancomycin first given to patient 10000032 during the hospital visit that ended most recently?",
+     "SELECT starttime FROM prescriptions WHERE subject_id = 10000032 AND drug = 'vancomycin' ORDER BY starttime LIMIT 1",
+     "wrong_column"),
+    ("mimic_iv", "Was heparin given to patient 10004235 as a flush?",  # the question says what the longer name adds
+     "SELECT COUNT(*) > 0 FROM prescriptions WHERE subject_id = 10004235 AND drug = 'heparin flush (10 units/ml)'", "narrower_value"),
+    ("mimic_iv", "Was acetaminophen given intravenously to patient 10002495?",
+     "SELECT COUNT(*) > 0 FROM prescriptions WHERE subject_id = 10002495 AND drug = 'acetaminophen iv'", "narrower_value"),
+])
+def test_the_reviews_right_queries_are_left_alone(ctx, eicu_ctx, db, question, sql, check):
+    checked = run_checks(question, sql, ctx if db == "mimic_iv" else eicu_ctx)
+    assert check not in {f.check for f in checked.findings}

@@ -179,9 +179,17 @@ def test_the_hours_of_the_day_subtracted_are_not_a_duration(ctx):
     order = "FROM icustays WHERE subject_id = 10007795 ORDER BY intime ASC LIMIT 1"
     found_and_repaired(ctx, question, f"SELECT strftime('%H', outtime) - strftime('%H', intime) {order}",
                        f"SELECT (julianday(outtime) - julianday(intime)) * 24 {order}", "field_difference")
-    # the day of the month starts again too: named, repaired where the question asks for days
-    found_and_repaired(ctx, question.replace("hours", "days"), f"SELECT strftime('%d', outtime) - strftime('%d', intime) {order}",
-                       f"SELECT julianday(outtime) - julianday(intime) {order}", "field_difference")
+    # the day of the month starts again too (a stay from February 25 to March 3): named, repaired to calendar days
+    across = order.replace("10007795", "10029291")
+    found_and_repaired(ctx, question.replace("hours", "days").replace("10007795", "10029291"),
+                       f"SELECT strftime('%d', outtime) - strftime('%d', intime) {across}",
+                       f"SELECT julianday(date(outtime)) - julianday(date(intime)) {across}", "field_difference")
+    # one term of days * 24 + hours, and a moment against a constant (a time of day): left alone
+    assert "field_difference" not in checks_of(
+        ctx, question, f"SELECT 24 * (strftime('%j', outtime) - strftime('%j', intime)) + (strftime('%H', outtime) - "
+                       f"strftime('%H', intime)) {order}")
+    assert "field_difference" not in checks_of(ctx, "How many hours after midnight was patient 10007795 first admitted to the ICU?",
+                                               f"SELECT strftime('%H', intime) - strftime('%H', '2100-01-01 00:00:00') {order}")
     # EHRSQL's calendar days within a year, and a field that is not a duration asked: left alone
     assert "field_difference" not in checks_of(ctx, question.replace("hours", "days"),
                                                f"SELECT strftime('%j', outtime) - strftime('%j', intime) {order}")

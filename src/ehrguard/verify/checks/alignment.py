@@ -84,7 +84,8 @@ _DEAD_VALUE = re.compile(r"^\s*(?:expired|dead|died|deceased|death)\s*$", re.IGN
 _VISIT_PLACE = r"(?:hospital|icu|intensive care(?: unit)?|unit|ward|stay|admission|hospitali[sz]ation|visit|encounter)s?"
 _DIED_IN_VISIT = re.compile(
     r"\b(?:in-?hospital|inpatient|icu|intensive care|in-?unit|hospital|ward) (?:deaths?|mortality)\b"
-    r"|\b(?:died|dies|dying|deaths?|mortality|expired|passed away)\b(?:\s+[\w-]+){0,3}?\s+"
+    r"|\b(?:died|dies|dying|deaths?|mortality|expired|passed away)\b(?:\s+(?:eventually|later|subsequently|ultimately|finally|"
+    r"while|there|also|actually)){0,2}\s+"
     rf"(?:in|during|at|while in|while at|over|through(?:out)?)\s+(?:the |their |his |her |this |that |a |an |same |its )?"
     rf"(?:(?:first|last|index|current|same|latest|most recent|icu|hospital) )?{_VISIT_PLACE}\b"
     r"|\b(?:died|dying|death) (?:before|prior to) (?:being |their |his |her )?discharged?\b"
@@ -92,7 +93,7 @@ _DIED_IN_VISIT = re.compile(
     r"hospitali[sz]ation|icu|discharge)\b", re.IGNORECASE)
 _DIED_AFTER_VISIT = re.compile(
     r"\b(?:after|following|post-?|since|within \w+ (?:days?|weeks?|months?|years?) (?:of|after|from))\s*"
-    r"(?:their |the |his |her |hospital |icu )*(?:discharge|leaving (?:the )?(?:hospital|icu))\b"
+    r"(?:their |the |his |her |hospital )*(?:discharge(?! from (?:the )?(?:icu|unit|intensive))|leaving (?:the )?hospital)\b"
     r"|\bout-of-hospital\b|\b(?:died|death|deaths) (?:at home|outside (?:the |of )?hospital|in hospice)\b",
     re.IGNORECASE)
 
@@ -631,6 +632,10 @@ def check_death(ctx: SqlContext) -> CheckResult:
                          "The question asks about death; the query never reads a death record (" + ", ".join(sorted(schema_has)) + ")."))
 
 
+# A visit's time by its name, also as a query names it in its own columns ("last_disch", "admit_day").
+_VISIT_TIME_NAME = re.compile(r"disch|admit|intime|outtime")
+
+
 @dataclass(frozen=True)
 class _DeathRecord:
     """One record of death a query reads: its column, and whether it is the patient's (a date of death that also
@@ -658,7 +663,8 @@ def _death_records(ctx: SqlContext) -> list[_DeathRecord]:
             continue
         comparison = column.find_ancestor(exp.EQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Between, exp.NEQ)
         timed = comparison is not None and any(
-            c is not column and _is_time(ctx, c, tables) and not _DEATH_COLUMN.search(c.name.lower())
+            c is not column and (_is_time(ctx, c, tables) or _VISIT_TIME_NAME.search(c.name.lower()))
+            and not _DEATH_COLUMN.search(c.name.lower())
             and not re.fullmatch(r"dob|\w*birth\w*", c.name.lower()) for c in comparison.find_all(exp.Column))
         out.append(_DeathRecord(f"{owner}.{column.name.lower()}", owner.split(".")[-1].lower() in patient_tables, timed))
     return out

@@ -25,23 +25,24 @@ STEM = 4  # letters of a question word looked for in a column name
 
 
 # Plain words for fields whose names say it otherwise (general English: sex is recorded as gender, how tall as height;
-# a drug discontinued has stopped, a treatment begun has started, a patient who arrived was let in).
+# a drug discontinued has stopped, a treatment begun has started; not "end", which ends stays and years as well).
 _START_NAMES = ("start",)
 _STOP_NAMES = ("stop", "endtime")
 _FIELD_WORDS: dict[str, tuple[str, ...]] = {
     "sex": ("gender",), "gender": ("sex",), "race": ("ethnicity",), "ethnicity": ("race",), "died": ("death",), "tall": ("height",),
     "weigh": ("weight",), "weighs": ("weight",), "weighed": ("weight",), "heavy": ("weight",),
     **dict.fromkeys(("begin", "began", "begun", "beginning", "initiated", "initiation", "commenced", "commencement"), _START_NAMES),
-    **dict.fromkeys(("end", "ended", "ending", "discontinued", "discontinuation", "discontinue", "finished", "ceased", "halted",
-                     "terminated", "stopped"), _STOP_NAMES),
-    **dict.fromkeys(("arrived", "arrival", "entered"), ("admit", "intime")),
-    **dict.fromkeys(("departed", "departure"), ("disch", "outtime")),
+    **dict.fromkeys(("discontinued", "discontinuation", "discontinue", "ceased", "halted", "terminated", "stopped"), _STOP_NAMES),
 }
+
+
+# "end time" names the stop time as a compound ("the end of 2100", "end-stage" and "the stay that ended" do not).
+_END_TIME = re.compile(r"\bend(?:ing)? (?:time|date)\b", re.IGNORECASE)
 
 
 def _question_words(question: str) -> list[str]:
     """The question's words, each followed by the field names it stands for in plain English (sex: gender)."""
-    words = re.findall(r"[a-z]+", question.lower())
+    words = re.findall(r"[a-z]+", _END_TIME.sub(" stop endtime ", question.lower()))
     return [x for w in words for x in (w, *_FIELD_WORDS.get(w, ()))]
 
 

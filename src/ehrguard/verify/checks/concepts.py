@@ -61,7 +61,9 @@ CLINICAL_NAMES: dict[str, tuple[str, ...]] = {
     "k": ("potassium",), "k+": ("potassium",), "creat": ("creatinine",),
     "cr": ("creatinine",), "lactic acid": ("lactate",), "sats": ("o2 saturation",), "spo2": ("o2 saturation",),
     "hr": ("heart rate",), "rr": ("respiratory rate",), "temp": ("temperature",),
-    "iv": ("intravenous",), "intravenous": ("iv",), "po": ("oral",), "oral": ("po",), "by mouth": ("po", "oral"),
+    "iv": ("intravenous",), "intravenous": ("iv",), "intravenously": ("iv", "intravenous"),
+    "orally": ("po", "oral"), "subcutaneously": ("sc", "subcutaneous"), "intramuscularly": ("im", "intramuscular"),
+    "po": ("oral",), "oral": ("po",), "by mouth": ("po", "oral"),
     "sc": ("subcutaneous",), "subq": ("subcutaneous", "sc"), "subcut": ("subcutaneous", "sc"), "subcutaneous": ("sc", "subq"),
     "im": ("intramuscular",), "intramuscular": ("im",), "ng": ("nasogastric",), "nasogastric": ("ng",),
     "pr": ("rectal",), "rectal": ("pr",), "sl": ("sublingual",), "sublingual": ("sl",), "inh": ("inhalation",),
@@ -271,8 +273,11 @@ def _narrower(ctx: SqlContext, table: str, column: str, literal: str, looked_for
             continue
         before = words[at - 1] if at > 0 else ""
         after = words[at + len(named)] if at + len(named) < len(words) else ""
+        extra = [w for w in _words(literal) if w not in named]
+        said = {_stem(w) for w in _words(f"{ctx.question} {clinical_wording(ctx.question)}")}
+        if any(_stem(w) in said for w in extra if not w.isdigit()):
+            continue  # the question says what the longer value adds ("given as a flush", "for hyperkalemia")
         if all(w == "" or w in _BESIDE_A_NAME or w.isdigit() for w in (before, after)):
-            extra = [w for w in _words(literal) if w not in named]
             return [Finding("narrower_value", "warning",
                             f"The query looks only for '{literal}' ({table}.{column}); the question names '{value}', which "
                             f"the records also hold on its own, and does not say '{' '.join(extra)}'.",

@@ -290,8 +290,10 @@ def _summed_rows(ctx: SqlContext, person: str) -> tuple[list[Finding], list[Tree
     for total in ctx.tree.find_all(exp.Sum):
         condition = _counted_case(total)
         select = total.find_ancestor(exp.Select)
-        if condition is None or select is None or select.args.get("group") or select.args.get("joins"):
-            continue
+        if condition is None or select is None or select is not ctx.tree or select.args.get("group") or select.args.get("joins"):
+            continue  # only the answer's own count: a sum inside a subquery compares a patient's own rows ("at least two")
+        if len(select.expressions) != 1 or select.expressions[0].unalias() is not total or total.find_ancestor(exp.Window):
+            continue  # beside other figures (rows counted on purpose), or in a window: not the count of patients asked
         source = clause(select, "from")
         table = source.this if source is not None else None
         info = ctx.db.schema.table(table.name) if isinstance(table, exp.Table) else None

@@ -358,21 +358,38 @@ def _field_difference(ctx: SqlContext) -> CheckResult:
         later, earlier = _field_of(sub.this), _field_of(sub.expression)
         if later is None or earlier is None or later[0] != earlier[0] or later[2].sql() == earlier[2].sql():
             continue
-        if not (stored(later[2]) or stored(earlier[2])):
-            continue
+        if not (stored(later[2]) and stored(earlier[2])):
+            continue  # a moment against a constant ("hours after midnight") is a time of day, asked as such
+        if _part_of_a_sum(sub):
+            continue  # one term of days * 24 + hours: the formula adds the coarser fields back
         unit, per_day = later[0], later[1]
         asked = re.search(rf"\bhow many {unit}s?\b", ctx.question, re.IGNORECASE)
         certain = ctx.dialect == "sqlite" and per_day and asked is not None
+        suggestion = "julianday(date(...)) - julianday(date(...))" if per_day == 1 else f"(julianday(...) - julianday(...)) * {per_day}"
         return found(Finding("field_difference", "error", f"{sub.sql()} subtracts the {unit} each moment shows, not the time "
                              f"between them: the {unit} starts again each {'day' if unit != 'day' else 'month'}.",
-                             ctx.span_of(sub.sql()), f"(julianday(...) - julianday(...)) * {per_day}" if certain else None),
+                             ctx.span_of(sub.sql()), suggestion if certain else None),
                      edits=[TreeEdit(partial(_in_unit, later[2], earlier[2], per_day), target=sub)] if certain else [])
     return NOTHING
 
 
+def _part_of_a_sum(sub: exp.Expression) -> bool:
+    """Is this difference one term of a larger sum or difference within its expression?"""
+    node = sub.parent
+    while node is not None and not isinstance(node, exp.Select | exp.Where | exp.Having | exp.Order):
+        if isinstance(node, exp.Add | exp.Sub):
+            return True
+        node = node.parent
+    return False
+
+
 def _in_unit(later: exp.Expression, earlier: exp.Expression, per_day: int, sub: exp.Expression) -> None:
-    days = exp.Sub(this=exp.Anonymous(this="julianday", expressions=[later.copy()]),
-                   expression=exp.Anonymous(this="julianday", expressions=[earlier.copy()]))
+    """The moments' difference in the unit asked: hours, minutes, seconds; days counted as calendar days (a day of
+    the month subtracted counted them so), as the difference of the two dates."""
+    def moment(m: exp.Expression) -> exp.Expression:
+        day = exp.Anonymous(this="date", expressions=[m.copy()])
+        return exp.Anonymous(this="julianday", expressions=[day if per_day == 1 else m.copy()])
+    days = exp.Sub(this=moment(later), expression=moment(earlier))
     sub.replace(exp.Paren(this=days) if per_day == 1 else exp.Mul(this=exp.Paren(this=days), expression=exp.Literal.number(per_day)))
 
 
