@@ -22,6 +22,7 @@ from ehrguard.errors import DatabaseError
 from ehrguard.sqltree import clause
 from ehrguard.verify.checks.base import (
     NOTHING,
+    TIME_NAME,
     CheckResult,
     Edit,
     SqlContext,
@@ -130,7 +131,7 @@ def _is_time(ctx: SqlContext, column: exp.Column, tables: dict[str, str]) -> boo
     owner = tables.get(column.table.lower(), column.table.lower())
     if f"{owner}.{name}" in ctx.profile.time_columns or any(c.endswith("." + name) for c in ctx.profile.time_columns):
         return True
-    return _is_time_name(name)
+    return bool(TIME_NAME.search(name))
 
 
 def _is_stored(ctx: SqlContext, column: exp.Column, tables: dict[str, str], defined: set[str]) -> bool:
@@ -666,7 +667,7 @@ def _death_records(ctx: SqlContext) -> list[_DeathRecord]:
             c is not column and (_is_time(ctx, c, tables) or _VISIT_TIME_NAME.search(c.name.lower()))
             and not _DEATH_COLUMN.search(c.name.lower())
             and not re.fullmatch(r"dob|\w*birth\w*", c.name.lower()) for c in comparison.find_all(exp.Column))
-        out.append(_DeathRecord(f"{owner}.{column.name.lower()}", owner.split(".")[-1].lower() in patient_tables, timed))
+        out.append(_DeathRecord(f"{owner}.{column.name.lower()}", _short(owner) in patient_tables, timed))
     return out
 
 
@@ -703,14 +704,14 @@ def _visit_death_records(ctx: SqlContext) -> list[str]:
     def read() -> tuple[str, ...]:
         out = []
         for info in ctx.db.schema.tables:
-            short = info.name.split(".")[-1].lower()
+            short = _short(info.name)
             if short not in visit_tables:
                 continue
             for column in info.columns:
                 name = column.name.lower()
                 if _DEATH_COLUMN.search(name):
                     out.append(f"{short}.{name}")
-                elif "disch" in name and not _is_time_name(name) and _holds_dead_value(ctx, info.qualified_name, column.name):
+                elif "disch" in name and not TIME_NAME.search(name) and _holds_dead_value(ctx, info.qualified_name, column.name):
                     out.append(f"{short}.{name}")
         return tuple(out)
 
@@ -720,21 +721,22 @@ def _visit_death_records(ctx: SqlContext) -> list[str]:
 def _patient_death_dates(ctx: SqlContext) -> list[str]:
     """The patient tables' dates of death (MIMIC's ``patients.dod``)."""
     patient_tables, _ = _patient_and_visit_tables(ctx)
-    return [f"{info.name.split('.')[-1].lower()}.{c.name.lower()}" for info in ctx.db.schema.tables
-            if info.name.split(".")[-1].lower() in patient_tables for c in info.columns
-            if _DEATH_COLUMN.search(c.name.lower()) and _is_time_name(c.name.lower())]
+    return [f"{_short(info.name)}.{c.name.lower()}" for info in ctx.db.schema.tables
+            if _short(info.name) in patient_tables for c in info.columns
+            if _DEATH_COLUMN.search(c.name.lower()) and TIME_NAME.search(c.name.lower())]
+
+
+def _short(table: str) -> str:
+    """A table's name without its schema, in lower case (``mimiciv_hosp.patients`` -> ``patients``)."""
+    return table.split(".")[-1].lower()
 
 
 def _patient_and_visit_tables(ctx: SqlContext) -> tuple[set[str], set[str]]:
     """The tables (short names) of patients only, and those of visits (eICU's ``patient`` rows are unit stays: a
     visit's table, not a patient-only one)."""
-    visits = {e.table.split(".")[-1].lower() for e in ctx.profile.entities if e.name != "patient"}
-    patients = {e.table.split(".")[-1].lower() for e in ctx.profile.entities if e.name == "patient"} - visits
+    visits = {_short(e.table) for e in ctx.profile.entities if e.name != "patient"}
+    patients = {_short(e.table) for e in ctx.profile.entities if e.name == "patient"} - visits
     return patients, visits
-
-
-def _is_time_name(name: str) -> bool:
-    return bool(re.search(r"(?:time|date)$|^(?:dob|dod)$", name))
 
 
 def _holds_dead_value(ctx: SqlContext, table: str, column: str) -> bool:

@@ -7,6 +7,7 @@ parse tree and the execution result are computed once, on first use, and only re
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -31,6 +32,8 @@ EXECUTION_MAX_ROWS = 1000
 # Ids a check looks up one by one in the database: a question names a handful of patients or stays; a query that
 # compares thousands of ids (a pasted list) is checked on its first ones rather than with thousands of lookups.
 MAX_IDS_LOOKED_UP = 50
+# A column named for a moment: "...time", "...date", a birth or death date (the profile names others).
+TIME_NAME = re.compile(r"(?:time|date)$|^(?:dob|dod)$")
 
 
 @dataclass

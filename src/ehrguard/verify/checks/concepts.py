@@ -264,6 +264,7 @@ def _narrower(ctx: SqlContext, table: str, column: str, literal: str, looked_for
     name a narrower item by its first word, and the records may hold it under both names."""
     words = _words(ctx.question)
     lit_words = set(_words(literal))
+    said = {_stem(w) for w in _words(f"{ctx.question} {clinical_wording(ctx.question)}")}
     for value in named_values(ctx, [(table, column)], ctx.question)[(table, column)]:
         named = _words(value)
         if not named or not set(named) < lit_words or _normal(value) in looked_for:
@@ -274,7 +275,6 @@ def _narrower(ctx: SqlContext, table: str, column: str, literal: str, looked_for
         before = words[at - 1] if at > 0 else ""
         after = words[at + len(named)] if at + len(named) < len(words) else ""
         extra = [w for w in _words(literal) if w not in named]
-        said = {_stem(w) for w in _words(f"{ctx.question} {clinical_wording(ctx.question)}")}
         if any(_stem(w) in said for w in extra if not w.isdigit()):
             continue  # the question says what the longer value adds ("given as a flush", "for hyperkalemia")
         if all(w == "" or w in _BESIDE_A_NAME or w.isdigit() for w in (before, after)):

@@ -33,7 +33,8 @@ def check_fanout(ctx: SqlContext) -> CheckResult:
         col = agg.this
         if not isinstance(col, exp.Column) or agg.find_ancestor(exp.Select) is not ctx.tree:
             continue
-        alias = col.table.lower() or next((a for a, t in tables.items() if t == owner_table(ctx, "", col.name, tables)), "")
+        owner = "" if col.table else owner_table(ctx, "", col.name, tables)
+        alias = col.table.lower() or next((a for a, t in tables.items() if owner and t == owner), "")
         table = tables.get(alias)
         if alias != first or table is None:
             continue  # the averaged table is joined to the rows the query is about ("the average age over all ICU stays")

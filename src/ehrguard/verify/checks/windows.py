@@ -33,6 +33,7 @@ from ehrguard.errors import DatabaseError
 from ehrguard.evaluation.execution_match import NOW
 from ehrguard.verify.checks.base import (
     NOTHING,
+    TIME_NAME,
     CheckResult,
     SqlContext,
     TreeEdit,
@@ -425,7 +426,6 @@ def _same_words(theirs: str, ours: str) -> bool:
 # --- the SQL side ---------------------------------------------------------------------------------------------------
 
 _NO_END = datetime(9000, 1, 1)
-_TIME_NAME = re.compile(r"(?:time|date)$|^(?:dob|dod)$")
 _ATOMS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.Like)
 
 
@@ -453,7 +453,7 @@ def _is_time_column(ctx: SqlContext, owner: str, name: str) -> bool:
         return True
     table = ctx.db.schema.table(owner)
     info = table.column(name) if table is not None else None
-    return info is not None and (bool(re.search(r"date|time", info.type, re.IGNORECASE)) or _TIME_NAME.search(name) is not None)
+    return info is not None and (bool(re.search(r"date|time", info.type, re.IGNORECASE)) or TIME_NAME.search(name) is not None)
 
 
 def sql_window(ctx: SqlContext) -> SqlWindow | None | bool:
@@ -498,7 +498,7 @@ def reads_no_time(ctx: SqlContext) -> bool:
     for "how old was he in 2100") and no date written anywhere."""
     assert ctx.tree is not None
     time_names = {c.rsplit(".", 1)[1] for c in ctx.profile.time_columns}
-    if any(c.name.lower() in time_names or _TIME_NAME.search(c.name.lower()) for c in ctx.tree.find_all(exp.Column)):
+    if any(c.name.lower() in time_names or TIME_NAME.search(c.name.lower()) for c in ctx.tree.find_all(exp.Column)):
         return False
     return not any(lit.is_string and _DATE_TEXT.search(lit.this) for lit in ctx.tree.find_all(exp.Literal))
 
