@@ -53,7 +53,9 @@ from ehrguard.verify.checks.conventions import (
     check_now,
     check_ranked_by_people,
 )
+from ehrguard.verify.checks.anchors import check_anchor
 from ehrguard.verify.checks.dates import check_dates
+from ehrguard.verify.checks.variants import check_missing_variants
 from ehrguard.verify.checks.execution import check_executes, check_result
 from ehrguard.verify.checks.fanout import check_counted_join, check_fanout
 from ehrguard.verify.checks.grounding import check_grounding
@@ -143,6 +145,7 @@ CHECKS: tuple[Check, ...] = (
     Check("death", check_death),
     Check("time_window", check_time_window),
     Check("stated_window", check_stated_window),
+    Check("anchor", check_anchor),
     Check("limit", check_limit),
     Check("repeated_names", check_repeated_names),
     Check("bounds", check_bounds),
@@ -151,6 +154,7 @@ CHECKS: tuple[Check, ...] = (
     Check("stated_place", check_stated_place),
     Check("item_filter", check_item_filter),
     Check("substitution", check_substitution),
+    Check("missing_variants", check_missing_variants),
     Check("stated_values", check_stated_values),
     Check("unasked_filter", check_unasked_filter),
     Check("unhappened_events", check_unhappened_events),

@@ -31,6 +31,7 @@ _STOP_NAMES = ("stop", "endtime")
 _FIELD_WORDS: dict[str, tuple[str, ...]] = {
     "sex": ("gender",), "gender": ("sex",), "race": ("ethnicity",), "ethnicity": ("race",), "died": ("death",), "tall": ("height",),
     "weigh": ("weight",), "weighs": ("weight",), "weighed": ("weight",), "heavy": ("weight",),
+    "payer": ("insurance",), "payor": ("insurance",), "insurer": ("insurance",), "coverage": ("insurance",),
     **dict.fromkeys(("begin", "began", "begun", "beginning", "initiated", "initiation", "commenced", "commencement"), _START_NAMES),
     **dict.fromkeys(("discontinued", "discontinuation", "discontinue", "ceased", "halted", "terminated", "stopped"), _STOP_NAMES),
 }
@@ -94,11 +95,11 @@ def check_returned_column(ctx: SqlContext) -> CheckResult:
     # "after the last admission" says which visit, not which field ("where was she discharged to after the last
     # admission" asks for the discharge location, not the admission's)
     question = VISIT_BY_PLACE.sub(" ", ctx.question)
-    stems = _stems(question)
     words = _question_words(question)
     tables, _ = aliases(ctx.tree)
     # A column the query reads elsewhere (filters, joins, orders by) accounts for the question's words about it.
-    elsewhere = {c.name.lower() for c in ctx.tree.find_all(exp.Column)} - {c.name.lower() for c in _returned_columns(ctx.tree)}
+    returned = {c.name.lower() for c in _returned_columns(ctx.tree)}
+    elsewhere = {c.name.lower() for c in ctx.tree.find_all(exp.Column)} - returned
     ids = entity_columns(ctx)
     findings: list[Finding] = []
     for col in _returned_columns(ctx.tree):
@@ -112,13 +113,16 @@ def check_returned_column(ctx: SqlContext) -> CheckResult:
                  if column_kind(c.type) == column_kind(mine.type) and not c.name.lower().endswith("id") and c.name.lower() not in ids]
         if len(peers) < 2:
             continue
-        named = {p: _names(p, stems, words) for p in peers}
+        # The table's own name ("admissions by payer") names the records counted, not one of their fields ("the
+        # admission type" still names one).
+        table_words = [w for w in words if w != table.lower()]
+        named = {p: _names(p, {w[:STEM] for w in table_words if len(w) >= STEM}, table_words) for p in peers}
         telling = {s for p in peers for s in named[p] if not all(s in named[q] for q in peers)}
         score = {p: len(named[p] & telling) if p not in elsewhere or p == name else 0 for p in peers}
         best = max(score.values())
         winners = [p for p in peers if score[p] == best]
-        if best == 0 or score[name] > 0:  # the question names something of the returned column: not contradicted
-            continue
+        if best == 0 or score[name] > 0 or returned & set(winners):
+            continue  # the question names something of the returned column, or the query returns the named one too
         asked = " or ".join(f"{table}.{w}" for w in winners[:3])
         # No repair: which field was meant is read from words, not certain enough to answer with.
         findings.append(Finding("wrong_column", "warning", f"The query returns {table}.{name}; the question asks for {asked}.",

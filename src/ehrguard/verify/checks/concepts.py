@@ -52,6 +52,9 @@ def _stem(word: str) -> str:
     return word[:5] if len(word) > 5 else word
 
 
+word_stem = _stem
+
+
 # Clinicians' usual short names and other names for what records name in full (general clinical usage, not read from any
 # benchmark): a question saying the one names the other. Words on the left are whole words of the question.
 CLINICAL_NAMES: dict[str, tuple[str, ...]] = {
@@ -227,7 +230,7 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
             continue
         if supported(lit.this, question):
             # named, but maybe only inside a longer name the question says ("bedside glucose" asked, 'glucose' queried)
-            instead = [] if "%" in lit.this else _inside_longer_name(ctx, table, column, lit.this, plain, everything)
+            instead = [] if "%" in lit.this else inside_longer_name(ctx, table, column, lit.this, plain, everything)
         else:
             named = named_values(ctx, [(table, column)], question)[(table, column)]
             excluded = excluded_words(mask_values(ctx.question, ctx.sql))  # "excluding elective ones": named to be left out
@@ -257,6 +260,11 @@ _BESIDE_A_NAME = CLOSED_CLASS_AFTER_RELATIVE | frozenset((
 ))
 
 
+def said_stems(question: str) -> set[str]:
+    """The stems of the question's words, and of the clinical names it says in other words ("lasix": furosemide)."""
+    return {_stem(w) for w in _words(f"{question} {clinical_wording(question)}")}
+
+
 def _narrower(ctx: SqlContext, table: str, column: str, literal: str, looked_for: set[str]) -> list[Finding]:
     """The question names a value on its own ("was acetaminophen given"), and the query looks only for a longer value
     that holds it and says more the question does not ('acetaminophen-caff-butalbital', 'amylase, ascites'): another
@@ -264,7 +272,7 @@ def _narrower(ctx: SqlContext, table: str, column: str, literal: str, looked_for
     name a narrower item by its first word, and the records may hold it under both names."""
     words = _words(ctx.question)
     lit_words = set(_words(literal))
-    said = {_stem(w) for w in _words(f"{ctx.question} {clinical_wording(ctx.question)}")}
+    said = said_stems(ctx.question)
     for value in named_values(ctx, [(table, column)], ctx.question)[(table, column)]:
         named = _words(value)
         if not named or not set(named) < lit_words or _normal(value) in looked_for:
@@ -277,12 +285,21 @@ def _narrower(ctx: SqlContext, table: str, column: str, literal: str, looked_for
         extra = [w for w in _words(literal) if w not in named]
         if any(_stem(w) in said for w in extra if not w.isdigit()):
             continue  # the question says what the longer value adds ("given as a flush", "for hyperkalemia")
-        if all(w == "" or w in _BESIDE_A_NAME or w.isdigit() for w in (before, after)):
+        # beside it only words of grammar, or a specimen the longer value does not say ("serum glucose" asked,
+        # 'bedside glucose' queried)
+        if all(w == "" or w in _BESIDE_A_NAME or w.isdigit() or _other_specimen(w, literal) for w in (before, after)):
             return [Finding("narrower_value", "warning",
                             f"The query looks only for '{literal}' ({table}.{column}); the question names '{value}', which "
                             f"the records also hold on its own, and does not say '{' '.join(extra)}'.",
                             ctx.span_of(f"'{literal}'"))]
     return []
+
+
+def _other_specimen(word: str, literal: str) -> bool:
+    """``word`` names where a sample came from ("serum", "urine"), and the value looked for does not say it."""
+    from ehrguard.verify.checks.specimens import SPECIMENS
+
+    return any(s.pattern.search(word) and not s.pattern.search(literal.lower()) for s in SPECIMENS)
 
 
 # A column of categories (routes, types, statuses) holds at most this many distinct values.
@@ -385,7 +402,7 @@ def _categories(ctx: SqlContext, table: str, column: str) -> list[str]:
     return ctx.db.derived(("categories", table, column), read)
 
 
-def _inside_longer_name(ctx: SqlContext, table: str, column: str, literal: str, question: str, everything: str) -> list[str]:
+def inside_longer_name(ctx: SqlContext, table: str, column: str, literal: str, question: str, everything: str) -> list[str]:
     """The column's values the question names that hold every word of the literal's (but the plain ones) and say more,
     when the question names the literal only inside one of them: 'bedside glucose' asked and 'glucose' queried, 'free
     calcium' (ionized) asked and 'calcium, total' queried. The query took another name of the same thing's family."""
@@ -590,7 +607,8 @@ def check_stated_values(ctx: SqlContext) -> CheckResult:
                 continue  # a short or inflected single word ("referred") is as likely a plain word of the question as a name
             if _names_a_field(value, identifiers, entities):
                 continue  # "gender", "admission type", "readmission": the name of a field or a table, which the query reads
-            if supported(value, in_sql) or any(supported(lit, value) for lit in literals) or _read_as_measure(value, measured) \
+            if supported(value, in_sql) or supported(clinical_wording(value), in_sql) \
+                    or any(supported(lit, value) for lit in literals) or _read_as_measure(value, measured) \
                     or any(supported(value, title) for title in titles):  # a code's title names it, as a whole
                 continue
             same = next((v for v in missing if v.lower() == value.lower()), value)  # 'Heparin' the test, 'heparin' the drug

@@ -22,7 +22,7 @@ else, so they hold for any schema the profile describes:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import partial
 
 from sqlglot import exp
@@ -41,7 +41,7 @@ from ehrguard.verify.checks.base import (
     stored_info,
     stored_table,
 )
-from ehrguard.verify.checks.concepts import named_values, supported
+from ehrguard.verify.checks.concepts import clinical_wording, inside_longer_name, named_values, supported
 from ehrguard.verify.checks.lab_items import lab_items
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with
@@ -374,7 +374,7 @@ def check_coarse_joins(ctx: SqlContext) -> CheckResult:
                                                 f"{right.sql()} on the {ids[key]} only: rows of every {ids[finer]} of that "
                                                 f"{ids[key]} are paired. Link them on {finer} too.")
             elif not sides and one != other and _joined(left, right) and not {(one, other, finer), (other, one, finer)} & linked \
-                    and _adds_up_rows(ctx) and not _compares_visits(ctx, finer) \
+                    and _adds_up_rows(ctx, order[order.index(key) + 1:]) and not _compares_visits(ctx, finer) \
                     and (filtered := _visit_filtered(ctx, finer, (one, other), tables)) is not None:
                 # "the total cost of the admission that started on 2100-08-12": one side kept to some visits by what
                 # the visit's own table records of them, the other side's rows of every visit of the patient paired
@@ -398,13 +398,23 @@ def check_coarse_joins(ctx: SqlContext) -> CheckResult:
     return found(*findings, edits=edits)
 
 
-def _adds_up_rows(ctx: SqlContext) -> bool:
-    """The outermost SELECT adds rows up: SUM, AVG, or a COUNT that is not DISTINCT."""
+def _adds_up_rows(ctx: SqlContext, finer: Sequence[str] = ()) -> bool:
+    """The outermost SELECT adds rows up: SUM, AVG, a COUNT that is not DISTINCT, or a DISTINCT count of a visit id
+    finer than the link (``COUNT(DISTINCT stay_id)`` over a link on the patient counts the stays of every visit of
+    the patients kept)."""
     select = ctx.tree if isinstance(ctx.tree, exp.Select) else None
     if select is None:
         return False
-    return any(isinstance(a, exp.Sum | exp.Avg) or (isinstance(a, exp.Count) and not isinstance(a.this, exp.Distinct))
-               for e in select.expressions for a in e.find_all(exp.Sum, exp.Avg, exp.Count)
+
+    def adds(a: exp.Expression) -> bool:
+        if isinstance(a, exp.Sum | exp.Avg):
+            return True
+        if not isinstance(a.this, exp.Distinct):
+            return True
+        counted = a.this.expressions
+        return len(counted) == 1 and isinstance(counted[0], exp.Column) and counted[0].name.lower() in finer
+
+    return any(adds(a) for e in select.expressions for a in e.find_all(exp.Sum, exp.Avg, exp.Count)
                if a.find_ancestor(exp.Select) is select)
 
 
@@ -632,10 +642,22 @@ def check_code_names(ctx: SqlContext) -> CheckResult:
     everything = " ".join(n for n in names.values() if n)
     findings: list[Finding] = []
     edits: list[Edit] = []
+    plain = clinical_wording(ctx.question)
     for col, table, reference, label, numbers, count in coded:
         own = [names[(reference, lit.this)] for lit in numbers]
-        if any(n is None or supported(n, ctx.question) for n in own):
-            continue  # a code with no name, or one the question names
+        if any(n is None for n in own):
+            continue  # a code with no name
+        if any(supported(n, ctx.question) for n in own):
+            # named, but maybe only inside a longer name the question says ("ionized calcium": 'free calcium' asked,
+            # 'calcium, total' read)
+            longer = inside_longer_name(ctx, reference[0], label, own[0], plain, everything) if len(own) == 1 else []
+            instead = {v: held for v in longer if (held := [c for c in codes_named(ctx, table, col.name, reference, label, v)
+                                                            if _same_fluid(reference[0], numbers[0].this, c)])}
+            if instead:
+                findings.append(Finding("wrong_code", "error", f"The query reads {reference[0]} {numbers[0].this} ('{own[0]}'); "
+                                        f"the question names {' or '.join(repr(v) for v in list(instead)[:3])}.",
+                                        ctx.span_of(numbers[0].sql()), None))
+            continue  # a code the question names
         named = named_values(ctx, [(reference[0], label)], ctx.question)[(reference[0], label)]
         # another item only if the table has rows of it ("bun" is a lab item no result refers to: a name, not a reading)
         # ... and measured in what the query's item is ("wbc" names the urine item: no other name for the blood count)

@@ -98,7 +98,10 @@ _MEASURED = re.compile(
     rf"(?<![a-z]){_NUMBER_WORD}(?:\s*(?:-|to|and)\s*{_NUMBER_WORD})?(?:\s*-\s*|\s+)?{_UNIT}(?:\s*-\s*|\s+)(?:old|long|late|early)"
     r"(?![a-z])"
     rf"|(?<![a-z])(?:older|younger|longer|shorter|higher|lower|larger|smaller|greater|fewer|more|less|heavier|lighter|"
-    rf"earlier|later|above|below|over|under)\s+(?:than\s+|or equal to\s+|than or equal to\s+)?{_NUMBER_WORD}(?![a-z])")
+    rf"earlier|later|above|below|over|under)\s+(?:than\s+|or equal to\s+|than or equal to\s+)?{_NUMBER_WORD}(?![a-z])"
+    # ... and the number first: "65 or older", "18 and under", "2 or more"
+    rf"|(?<![a-z]){_NUMBER_WORD}(?:\s*{_UNIT})?\s+(?:or|and)\s+(?:older|younger|longer|shorter|higher|lower|larger|smaller|"
+    r"greater|fewer|more|less|over|under|above|below|up|earlier|later)(?![a-z])")
 
 
 # A word of degree whose threshold the question states a few words on: "low potassium below 3.5", "a high heart rate

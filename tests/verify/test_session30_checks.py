@@ -1,0 +1,126 @@
+"""Checks for mistakes seen in the blind sets' analysed halves, on the real MIMIC-IV and eICU demo databases: each one
+finding its mistake and staying silent on the right query."""
+
+from __future__ import annotations
+
+from ehrguard.verify import verify
+from ehrguard.verify.checks import repair, run_checks
+from ehrguard.verify.offline.features import question_cues
+
+
+def checks(ctx, question, sql):
+    return {f.check: f for f in run_checks(question, sql, ctx).findings}
+
+
+def rows(ctx, sql):
+    return sorted(ctx.db.execute(sql).rows)
+
+
+def test_a_stated_number_before_the_comparative_is_not_vague():
+    for question in ("How many patients were 65 or older at their ICU stay?", "patients aged 80 years or older",
+                     "children 12 and under", "patients with 2 or more admissions"):
+        assert question_cues(question, assessing=True).vague == (), question
+    assert question_cues("How many older patients had sepsis?", assessing=True).vague == ("older",)
+
+
+def test_an_anti_join_counts_each_patient_once(ctx):
+    question = "How many patients never had an ICU stay?"
+    anti = "SELECT COUNT(*) FROM patients p LEFT JOIN icustays i ON i.subject_id = p.subject_id WHERE i.stay_id IS NULL"
+    assert "counts_rows_not_patients" not in checks(ctx, question, anti)
+    assert rows(ctx, anti) == rows(ctx, "SELECT COUNT(*) FROM patients WHERE subject_id NOT IN (SELECT subject_id FROM icustays)")
+    # the matched rows of the same join repeat a patient once per stay
+    matched = anti.replace("IS NULL", "IS NOT NULL")
+    assert "counts_rows_not_patients" in checks(ctx, question.replace("never had", "had"), matched)
+
+
+def test_a_returned_field_is_not_doubted_when_the_asked_one_is_returned_beside_it(ctx):
+    question = "Any ICD procedures coded for patient 10039831's last admission?"
+    both = ("SELECT p.icd_code, d.long_title FROM procedures_icd p JOIN d_icd_procedures d ON d.icd_code = p.icd_code "
+            "WHERE p.subject_id = 10039831")
+    assert "wrong_column" not in checks(ctx, question, both)
+    # the table's own name says what is counted, not which field: "payer" is the insurance
+    grouped = "SELECT insurance, COUNT(*) FROM admissions GROUP BY insurance"
+    assert "wrong_column" not in checks(ctx, "Breakdown of admissions by payer category.", grouped)
+    assert "admission_type" in checks(ctx, "Breakdown of admissions by admission type.", grouped)["wrong_column"].message
+    assert "admittime" in checks(ctx, "What was the admission time of patient 10039831?",
+                                 "SELECT dischtime FROM admissions WHERE subject_id = 10039831")["wrong_column"].message
+
+
+def test_a_test_named_with_its_specimen_is_not_another_specimens_test(eicu_ctx):
+    question = "Last serum glucose for unit stay 2893348?"
+    bedside = ("SELECT labresult FROM lab WHERE patientunitstayid = 2893348 AND labname = 'bedside glucose' "
+               "ORDER BY labresulttime DESC LIMIT 1")
+    assert checks(eicu_ctx, question, bedside)["narrower_value"].severity == "warning"
+    assert rows(eicu_ctx, bedside) != rows(eicu_ctx, bedside.replace("bedside glucose", "glucose"))
+    assert "narrower_value" not in checks(eicu_ctx, question, bedside.replace("bedside glucose", "glucose"))
+    assert "narrower_value" not in checks(eicu_ctx, question.replace("serum", "bedside"), bedside)
+
+
+def test_a_drug_matched_by_one_exact_name_misses_its_other_names(ctx, eicu_ctx, mimic_iv_db):
+    question = "How many aspirin orders does 10011398 have?"
+    exact = "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10011398 AND drug = 'aspirin'"
+    found = checks(ctx, question, exact)["missing_variants"]
+    assert found.severity == "warning" and "'aspirin ec'" in found.message
+    assert verify(question, exact, db=mimic_iv_db, db_id="mimic_iv").status != "verified"
+    widened = "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10011398 AND drug LIKE 'aspirin%'"
+    assert rows(ctx, exact) != rows(ctx, widened)
+    assert "missing_variants" not in checks(ctx, question, widened)
+    # the question names the longer name: nothing missed
+    assert "missing_variants" not in checks(ctx, "How many aspirin ec orders does 10011398 have?",
+                                            exact.replace("'aspirin'", "'aspirin ec'"))
+    # eICU's medication names carry the dose and form
+    found = checks(eicu_ctx, "How many patients received furosemide?",
+                   "SELECT COUNT(DISTINCT p.uniquepid) FROM medication m JOIN patient p ON m.patientunitstayid = "
+                   "p.patientunitstayid WHERE m.drugname = 'furosemide'")
+    assert "missing_variants" in found
+
+
+def test_a_drug_whose_other_names_change_nothing_is_not_doubted(ctx):
+    # the patient's orders hold the drug under one name only: the exact match answers the same
+    patient = ctx.db.execute("SELECT subject_id FROM prescriptions WHERE drug = 'aspirin' AND subject_id NOT IN "
+                             "(SELECT subject_id FROM prescriptions WHERE drug LIKE 'aspirin %') LIMIT 1").rows[0][0]
+    sql = f"SELECT COUNT(*) FROM prescriptions WHERE subject_id = {patient} AND drug = 'aspirin'"
+    assert "missing_variants" not in checks(ctx, f"How many aspirin orders does {patient} have?", sql)
+
+
+def test_a_period_of_the_icu_stay_is_counted_from_the_icu_arrival(ctx):
+    question = "How many arterial systolic readings were charted in the first 6 hours of 10039831's ICU stay?"
+    hospital = ("SELECT COUNT(*) FROM chartevents c JOIN admissions a ON c.hadm_id = a.hadm_id WHERE c.subject_id = 10039831 "
+                "AND c.itemid = 220050 AND c.charttime <= datetime(a.admittime, '+6 hours')")
+    icu = ("SELECT COUNT(*) FROM chartevents c JOIN icustays i ON c.stay_id = i.stay_id WHERE c.subject_id = 10039831 "
+           "AND c.itemid = 220050 AND c.charttime <= datetime(i.intime, '+6 hours')")
+    assert checks(ctx, question, hospital)["wrong_anchor"].severity == "error"
+    assert rows(ctx, hospital) != rows(ctx, icu)
+    assert "wrong_anchor" not in checks(ctx, question, icu)
+    # the other way round, and a period tied to no visit
+    assert "wrong_anchor" in checks(ctx, "Lactate values within 24 hours of hospital admission for 10039831",
+                                    "SELECT valuenum FROM labevents l JOIN icustays i ON l.hadm_id = i.hadm_id WHERE "
+                                    "l.subject_id = 10039831 AND l.charttime <= datetime(i.intime, '+24 hours')")
+    assert "wrong_anchor" not in checks(ctx, "How many readings in the first 6 hours of 2100?", hospital)
+
+
+def test_a_distinct_count_of_stays_over_a_link_on_the_patient_is_still_coarse(ctx, mimic_iv_db):
+    question = "How many ICU stays came from ew emer. admissions?"
+    wrong = ("SELECT COUNT(*) FROM icustays i JOIN admissions a ON i.subject_id = a.subject_id "
+             "WHERE a.admission_type = 'ew emer.'")
+    right = wrong.replace("i.subject_id = a.subject_id", "i.hadm_id = a.hadm_id")
+    # counting each stay once (the repair of the repeated rows) still counts the stays of every admission
+    fixed = repair(run_checks(question, wrong, ctx))
+    assert fixed is not None and rows(ctx, fixed) != rows(ctx, right)
+    assert "coarse_join" in checks(ctx, question, fixed)
+    verdict = verify(question, wrong, db=mimic_iv_db, db_id="mimic_iv")
+    assert verdict.status != "verified" or rows(ctx, verdict.sql) == rows(ctx, right)
+    assert "coarse_join" in checks(ctx, question, wrong.replace("COUNT(*)", "COUNT(DISTINCT i.stay_id)"))
+    # the patients themselves are counted once whatever the link
+    assert "coarse_join" not in checks(ctx, question, wrong.replace("COUNT(*)", "COUNT(DISTINCT i.subject_id)"))
+
+
+def test_ionized_calcium_is_the_free_calcium_item_not_the_total(ctx):
+    question = "Latest ionized calcium for 10039831?"
+    total = "SELECT valuenum FROM labevents WHERE subject_id = 10039831 AND itemid = 50893 ORDER BY charttime DESC LIMIT 1"
+    found = checks(ctx, question, total)
+    assert found["wrong_code"].severity == "error" and "'free calcium'" in found["wrong_code"].message
+    free = total.replace("50893", "50808")
+    assert rows(ctx, total) != rows(ctx, free)
+    assert {"wrong_code", "missing_value_filter"}.isdisjoint(checks(ctx, question, free))
+    assert "wrong_code" not in checks(ctx, "Latest calcium for 10039831?", total)
