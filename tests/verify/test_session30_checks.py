@@ -124,3 +124,35 @@ def test_ionized_calcium_is_the_free_calcium_item_not_the_total(ctx):
     assert rows(ctx, total) != rows(ctx, free)
     assert {"wrong_code", "missing_value_filter"}.isdisjoint(checks(ctx, question, free))
     assert "wrong_code" not in checks(ctx, "Latest calcium for 10039831?", total)
+
+
+def test_never_having_a_drug_is_not_having_another_one(ctx, eicu_ctx):
+    question = "How many patients never received aspirin?"
+    rows_dropped = "SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE drug <> 'aspirin'"
+    people_left_out = ("SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE subject_id NOT IN "
+                       "(SELECT subject_id FROM prescriptions WHERE drug = 'aspirin')")
+    assert checks(ctx, question, rows_dropped)["row_negation"].severity == "error"
+    assert rows(ctx, rows_dropped) != rows(ctx, people_left_out)
+    assert "row_negation" not in checks(ctx, question, people_left_out)
+    assert "row_negation" in checks(ctx, "Which patients did not get vancomycin?",
+                                    "SELECT DISTINCT p.subject_id FROM prescriptions p WHERE p.drug NOT LIKE '%vancomycin%'")
+    # the stays of eICU, and a negation of something else than the value the query drops
+    assert "row_negation" in checks(eicu_ctx, "How many ICU stays had no heparin order?",
+                                    "SELECT COUNT(DISTINCT patientunitstayid) FROM medication WHERE drugname <> 'heparin'")
+    assert "row_negation" not in checks(ctx, "How many patients with no ICU stay had a non-elective admission?",
+                                        "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE admission_type <> 'elective' "
+                                        "AND subject_id NOT IN (SELECT subject_id FROM icustays)")
+    # the drugs themselves asked for, not people
+    assert "row_negation" not in checks(ctx, "Which drugs other than aspirin did patient 10011398 receive, not counting flushes?",
+                                        "SELECT DISTINCT drug FROM prescriptions WHERE subject_id = 10011398 AND drug <> 'aspirin'")
+
+
+def test_the_place_before_the_last_in_other_words(ctx):
+    skipped_two = ("SELECT valuenum FROM chartevents WHERE subject_id = 10000032 AND itemid = 220045 "
+                   "ORDER BY charttime DESC LIMIT 1 OFFSET 2")
+    for question in ("What was the next-to-last heart rate of patient 10000032?",
+                     "What was the penultimate heart rate of patient 10000032?"):
+        checked = run_checks(question, skipped_two, ctx)
+        assert {f.check for f in checked.findings} >= {"missing_place"}
+        assert rows(ctx, repair(checked)) == rows(ctx, skipped_two.replace("OFFSET 2", "OFFSET 1"))
+        assert "missing_place" not in checks(ctx, question, skipped_two.replace("OFFSET 2", "OFFSET 1"))

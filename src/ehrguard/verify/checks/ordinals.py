@@ -31,10 +31,12 @@ _RANKING = (exp.RowNumber, exp.Rank, exp.DenseRank)
 def stated_places(question: str, sql: str | None = None) -> list[int]:
     """The places in an order the question states, in order of mention (names the SQL looks for masked)."""
     # a day of a month ("december 3rd", "3rd of december") is a date, not a place in an order
-    text = _DAY_OF_MONTH.sub(" ", mask_values(question, sql))
+    text = _PENULTIMATE.sub("second-to-last", _DAY_OF_MONTH.sub(" ", mask_values(question, sql)))
     return [PLACES[m.group(1).lower()] for m in _STATED.finditer(text)]
 
 
+# The place before the last in other words (general English): "penultimate", "next-to-last", "one before the last".
+_PENULTIMATE = re.compile(r"\b(?:penultimate|(?:next|previous|one)[- ]to[- ]last|(?:the )?one before (?:the )?last)\b", re.IGNORECASE)
 _MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:tember)?|oct(?:ober)?|"
           r"nov(?:ember)?|dec(?:ember)?)")
 _DAY_OF_MONTH = re.compile(rf"\b{_MONTH}\.?\s+(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|\b\d{{1,2}}(?:st|nd|rd|th)\s+(?:of\s+)?{_MONTH}\b",
