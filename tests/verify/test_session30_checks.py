@@ -156,3 +156,20 @@ def test_the_place_before_the_last_in_other_words(ctx):
         assert {f.check for f in checked.findings} >= {"missing_place"}
         assert rows(ctx, repair(checked)) == rows(ctx, skipped_two.replace("OFFSET 2", "OFFSET 1"))
         assert "missing_place" not in checks(ctx, question, skipped_two.replace("OFFSET 2", "OFFSET 1"))
+
+
+def test_a_field_said_to_be_recorded_is_tested_for_a_value(ctx, eicu_ctx):
+    question = "How many admissions have a documented discharge location?"
+    every = "SELECT COUNT(*) FROM admissions"
+    checked = run_checks(question, every, ctx)
+    found = {f.check: f for f in checked.findings}
+    assert found["missing_presence"].severity == "error" and "IS NOT NULL" in found["missing_presence"].message
+    right = "SELECT COUNT(*) FROM admissions WHERE discharge_location IS NOT NULL"
+    assert rows(ctx, repair(checked)) == rows(ctx, right) != rows(ctx, every)
+    assert "missing_presence" not in checks(ctx, question, right)
+    checked = run_checks("How many admissions without a recorded discharge location?", every, ctx)
+    assert rows(ctx, repair(checked)) == rows(ctx, "SELECT COUNT(*) FROM admissions WHERE discharge_location IS NULL")
+    assert "missing_presence" not in checks(ctx, "How many admissions were there?", every)
+    # eICU: the field's words inside one name, not its neighbour's (admissionheight)
+    found = checks(eicu_ctx, "How many stays have a recorded admission weight?", "SELECT COUNT(*) FROM patient")
+    assert "admissionweight" in found["missing_presence"].message

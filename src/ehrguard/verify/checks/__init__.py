@@ -56,6 +56,7 @@ from ehrguard.verify.checks.conventions import (
 from ehrguard.verify.checks.anchors import check_anchor
 from ehrguard.verify.checks.dates import check_dates
 from ehrguard.verify.checks.negation import check_row_negation
+from ehrguard.verify.checks.presence import check_presence
 from ehrguard.verify.checks.variants import check_missing_variants
 from ehrguard.verify.checks.execution import check_executes, check_result
 from ehrguard.verify.checks.fanout import check_counted_join, check_fanout
@@ -157,6 +158,7 @@ CHECKS: tuple[Check, ...] = (
     Check("substitution", check_substitution),
     Check("missing_variants", check_missing_variants),
     Check("row_negation", check_row_negation),
+    Check("presence", check_presence),
     Check("stated_values", check_stated_values),
     Check("unasked_filter", check_unasked_filter),
     Check("unhappened_events", check_unhappened_events),

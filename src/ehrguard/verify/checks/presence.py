@@ -1,0 +1,103 @@
+"""A question about the records that have a field filled in ("admissions with a documented discharge location",
+"patients without a recorded date of death") must test that field for a value.
+
+``missing_presence`` (error) speaks when the question says a field is recorded / documented / known (or not), the
+field's words name one column of a table the query reads (its name's words, as :mod:`.columns` reads them), the
+query never reads that column, the column has empty (NULL) values, and testing it changes the answer. The repair adds
+``column IS NOT NULL`` (``IS NULL`` for a field said to be missing) to the query's own conditions.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from ehrguard.errors import DatabaseError
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, add_condition, data_fact, found, quoted_names
+from ehrguard.verify.checks.columns import STEM, _question_words
+from ehrguard.verify.checks.keys import entity_columns
+from ehrguard.verify.verdict import Finding
+
+_FILLED = r"(?:recorded|documented|known|charted|listed|available|entered|noted|filled in|on file|on record)"
+# "with a documented discharge location", "have a recorded date of death"; "without / no recorded X"
+_BEFORE = re.compile(rf"\b(with|ha(?:ve|s|d)|without|no|lacking|missing)\s+(?:an?\s+|any\s+|the\s+|their\s+|its\s+)?{_FILLED}\s+"
+                     r"((?:[a-z]+\s+){0,3}[a-z]+)", re.IGNORECASE)
+# "whose discharge location is recorded / is not recorded / is missing / is unknown"
+_AFTER = re.compile(rf"\b(?:whose|where (?:the|their|its))\s+((?:[a-z]+\s+){{0,3}}?[a-z]+)\s+(?:is|was|are|were)\s+(not\s+)?"
+                    rf"({_FILLED}|missing|unknown|empty|blank)\b", re.IGNORECASE)
+_ABSENT = {"without", "no", "lacking", "missing"}
+
+
+def _asked(question: str) -> list[tuple[str, bool]]:
+    """(the field's words, whether it must be filled in) for each field the question says is or is not recorded."""
+    out = [(m.group(2), m.group(1).lower() not in _ABSENT) for m in _BEFORE.finditer(question)]
+    for m in _AFTER.finditer(question):
+        empty = m.group(3).lower() in ("missing", "unknown", "empty", "blank")
+        out.append((m.group(1), bool(m.group(2)) == empty))
+    return out
+
+
+def _named_column(ctx: SqlContext, words: str, tables: list[str]) -> tuple[str, str] | None:
+    """The one column of the query's tables whose name the field's words name best (every part of the name)."""
+    said = [w for w in _question_words(words) if len(w) >= 3]
+    ids = entity_columns(ctx)
+    scored = []
+    for table in tables:
+        info = ctx.db.schema.table(table)
+        for column in info.columns if info is not None else ():
+            name = column.name.lower()
+            parts = [p for p in re.split(r"_", name) if p]
+            if name in ids or name.endswith("id") or not parts:
+                continue
+            # every part of the name said, and as many of the field's words as possible inside the name
+            if all(any(w.startswith(p[:STEM]) or w[:STEM] in p for w in said) for p in parts):
+                scored.append((sum(1 for w in said if w[:STEM] in name), table, column.name))
+    if not scored:
+        return None
+    best = max(s[0] for s in scored)
+    top = [s for s in scored if s[0] == best]
+    return (top[0][1], top[0][2]) if len(top) == 1 else None
+
+
+def _answer(ctx: SqlContext, tree: exp.Expression) -> list[tuple[object, ...]] | None:
+    try:
+        return sorted((tuple(r) for r in ctx.db.db.execute(tree.sql(dialect=ctx.dialect), timeout_s=5, max_rows=10_000).rows), key=repr)
+    except DatabaseError:
+        return None
+
+
+def check_presence(ctx: SqlContext) -> CheckResult:
+    """The question keeps the records whose field is (or is not) filled in; the query never tests the field."""
+    if not isinstance(ctx.tree, exp.Select) or isinstance(ctx.execution, DatabaseError):
+        return NOTHING
+    asked = _asked(ctx.question)
+    if not asked:
+        return NOTHING
+    own = ctx.own_tables(ctx.tree)  # alias -> table
+    read = {c.name.lower() for c in ctx.tree.find_all(exp.Column)}
+    for words, filled in asked:
+        named = _named_column(ctx, words, sorted(set(own.values())))
+        if named is None or named[1].lower() in read:
+            continue
+        table, column = named
+        source, name = quoted_names(ctx, table, column)
+        if not data_fact(ctx, ("has_nulls", table.lower(), column.lower()), f"SELECT 1 FROM {source} WHERE {name} IS NULL LIMIT 1",
+                         bool):
+            continue
+        alias = next((a for a, t in own.items() if t == table), None)
+        qualifier = alias if alias and (len(own) > 1 or alias != table) else None
+        test = exp.column(column, table=qualifier).is_(exp.Null())
+        condition = exp.Not(this=test) if filled else test
+        tested = ctx.tree.copy()
+        add_condition(condition)(tested)
+        before, after = _answer(ctx, ctx.tree), _answer(ctx, tested)
+        if before is None or after is None or before == after:
+            continue
+        state, shown = ("recorded", f"{test.this.sql(dialect='sqlite')} IS NOT NULL") if filled else \
+            ("not recorded", test.sql(dialect="sqlite"))
+        return found(Finding("missing_presence", "error",
+                             f"The question keeps the records whose {words.strip()} is {state}; the query never tests {table}.{column} "
+                             f"for a value. Added {shown}.", None, shown),
+                     edits=[TreeEdit(add_condition(condition))])
+    return NOTHING
