@@ -11,6 +11,13 @@ a blocking warning), how many of those a repair turns into the right answer, and
   unit, or as the difference of two calendar fields (the hour of the day).
 - ``ends``: when a drug was started or stopped, asked in several words, with the other end's time returned.
 - ``joins``: a visit's total cost taken over a join to its diagnoses, which repeats each cost once per diagnosis.
+- ``negations``: who never received a drug, answered by dropping the drug's rows (``<>``, ``NOT =``, ``NOT LIKE``) beside
+  the set-level shapes (``NOT IN``, ``NOT EXISTS``, ``EXCEPT``); MIMIC-IV patients and eICU unit stays.
+- ``variants``: a patient's orders of a drug counted by its bare name where the patient's orders also hold it under a
+  longer name ('aspirin ec'), and where they do not.
+- ``presence``: records whose field is (or is not) recorded, counted with and without testing the field.
+- ``anchors``: a period of the ICU stay counted from the hospital admission, and the other way round.
+(The last four were written in session 30, after the checks they probe, from the demo databases' values.)
 
 Run: python scripts/generated_probes.py --db-dir DIR [--seed N] [--out report.md]
 DIR holds mimic_iv.sqlite and eicu.sqlite as `ehrguard db build` makes them.
@@ -201,8 +208,96 @@ def joins(dbs: dict[str, DatabaseContext], rng: random.Random) -> Iterator[Case]
                    f"admissions.hadm_id JOIN diagnoses_icd ON diagnoses_icd.hadm_id = admissions.hadm_id WHERE cost.hadm_id = {h}", right)
 
 
+def negations(dbs: dict[str, DatabaseContext], rng: random.Random) -> Iterator[Case]:
+    wordings = ["How many {who} never received {d}?", "How many {who} were not given {d}?",
+                "Count the {who} without any {d} order.", "How many {who} did not get {d}?"]
+    specs = [("mimic_iv", "patients", "prescriptions", "drug", "subject_id"),
+             ("eicu", "ICU stays", "medication", "drugname", "patientunitstayid")]
+    for db_id, who, table, column, key in specs:
+        ctx = dbs[db_id]
+        drugs = [r[0] for r in ctx.db.execute(f"SELECT {column} FROM {table} WHERE {column} NOT LIKE '%''%' GROUP BY {column} "
+                                              f"HAVING COUNT(DISTINCT {key}) >= 3 ORDER BY {column}").rows]
+        for d in rng.sample(drugs, 4):
+            holders = f"SELECT {key} FROM {table} WHERE {column} = '{d}'"
+            right = f"SELECT COUNT(DISTINCT {key}) FROM {table} WHERE {key} NOT IN ({holders})"
+            q = rng.choice(wordings).format(who=who, d=d)
+            for group, sql in [
+                ("right: NOT IN", right),
+                ("right: NOT EXISTS", f"SELECT COUNT(DISTINCT t.{key}) FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM {table} u "
+                                      f"WHERE u.{key} = t.{key} AND u.{column} = '{d}')"),
+                ("right: EXCEPT", f"SELECT COUNT(*) FROM (SELECT {key} FROM {table} EXCEPT {holders})"),
+                ("rows of other drugs (<>)", f"SELECT COUNT(DISTINCT {key}) FROM {table} WHERE {column} <> '{d}'"),
+                ("rows of other drugs (NOT =)", f"SELECT COUNT(DISTINCT {key}) FROM {table} WHERE NOT {column} = '{d}'"),
+                ("rows of other drugs (NOT LIKE)", f"SELECT COUNT(DISTINCT {key}) FROM {table} WHERE {column} NOT LIKE '%{d}%'"),
+            ]:
+                yield Case(ctx, f"{db_id} {group}", q, sql, right)
+
+
+def variants(dbs: dict[str, DatabaseContext], rng: random.Random) -> Iterator[Case]:
+    ctx = dbs["mimic_iv"]
+    # a patient whose orders hold a drug both by its bare name and by a longer one
+    pairs = ctx.db.execute("SELECT DISTINCT a.subject_id, a.drug FROM prescriptions a JOIN prescriptions b ON a.subject_id = b.subject_id "
+                           "AND b.drug LIKE a.drug || ' %' WHERE a.drug NOT LIKE '%''%' ORDER BY 1, 2").rows
+    only = ctx.db.execute("SELECT subject_id, drug FROM prescriptions a WHERE drug NOT LIKE '%''%' AND NOT EXISTS (SELECT 1 FROM "
+                          "prescriptions b WHERE b.subject_id = a.subject_id AND b.drug LIKE a.drug || ' %') "
+                          "GROUP BY subject_id, drug ORDER BY 1, 2").rows
+    for p, d in rng.sample(pairs, min(10, len(pairs))):
+        q = rng.choice(["How many {d} orders does patient {p} have?", "How many times was {d} prescribed to patient {p}?"]).format(d=d, p=p)
+        right = f"SELECT COUNT(*) FROM prescriptions WHERE subject_id = {p} AND (drug = '{d}' OR drug LIKE '{d} %')"
+        yield Case(ctx, "right: every name holding the drug", q, right, right)
+        yield Case(ctx, "the bare name only, longer names held", q,
+                   f"SELECT COUNT(*) FROM prescriptions WHERE subject_id = {p} AND drug = '{d}'", right)
+    for p, d in rng.sample(only, 10):
+        q = f"How many times was {d} prescribed to patient {p}?"
+        right = f"SELECT COUNT(*) FROM prescriptions WHERE subject_id = {p} AND drug = '{d}'"
+        yield Case(ctx, "right: the bare name, no longer name held for the patient", q, right, right)
+
+
+def presence(dbs: dict[str, DatabaseContext], rng: random.Random) -> Iterator[Case]:
+    fields = [("mimic_iv", "admissions", "admissions", "discharge_location", "discharge location"),
+              ("mimic_iv", "admissions", "admissions", "language", "language"),
+              ("mimic_iv", "admissions", "admissions", "marital_status", "marital status"),
+              ("mimic_iv", "ICU stays", "icustays", "outtime", "ICU out time"),
+              ("eicu", "unit stays", "patient", "admissionweight", "admission weight"),
+              ("eicu", "unit stays", "patient", "dischargeweight", "discharge weight")]
+    for db_id, what, table, column, words in fields:
+        ctx = dbs[db_id]
+        for filled, wording in [(True, "How many {w} have a recorded {f}?"), (True, "How many {w} have a documented {f}?"),
+                                (False, "How many {w} have no recorded {f}?"), (False, "How many {w} without a documented {f}?")]:
+            q = wording.format(w=what, f=words)
+            right = f"SELECT COUNT(*) FROM {table} WHERE {column} IS {'NOT ' if filled else ''}NULL"
+            yield Case(ctx, f"{db_id} right: IS [NOT] NULL", q, right, right)
+            if filled:
+                yield Case(ctx, f"{db_id} right: COUNT(field)", q, f"SELECT COUNT({column}) FROM {table}", right)
+            yield Case(ctx, f"{db_id} every row counted", q, f"SELECT COUNT(*) FROM {table}", right)
+
+
+def anchors(dbs: dict[str, DatabaseContext], rng: random.Random) -> Iterator[Case]:
+    ctx = dbs["mimic_iv"]
+    stays = ctx.db.execute("SELECT i.subject_id, i.stay_id, i.hadm_id FROM icustays i JOIN admissions a ON a.hadm_id = i.hadm_id "
+                           "WHERE julianday(i.intime) - julianday(a.admittime) > 0.25 ORDER BY 1").rows
+    for _, stay, hadm in rng.sample(stays, min(8, len(stays))):
+        n = rng.choice([6, 12, 24])
+        icu = (f"SELECT COUNT(*) FROM chartevents c JOIN icustays i ON c.stay_id = i.stay_id WHERE i.stay_id = {stay} "
+               f"AND c.charttime <= datetime(i.intime, '+{n} hours')")
+        hospital = (f"SELECT COUNT(*) FROM chartevents c JOIN admissions a ON c.hadm_id = a.hadm_id WHERE c.stay_id = {stay} "
+                    f"AND c.charttime <= datetime(a.admittime, '+{n} hours')")
+        q = rng.choice(["How many chart events were recorded in the first {n} hours of ICU stay {s}?",
+                        "How many chart events were recorded within {n} hours of ICU admission for stay {s}?"]).format(n=n, s=stay)
+        yield Case(ctx, "ICU period: right, from the unit's intime", q, icu, icu)
+        yield Case(ctx, "ICU period counted from the hospital admission", q, hospital, icu)
+        labs_hospital = (f"SELECT COUNT(*) FROM labevents l JOIN admissions a ON l.hadm_id = a.hadm_id WHERE l.hadm_id = {hadm} "
+                         f"AND l.charttime <= datetime(a.admittime, '+{n} hours')")
+        labs_icu = (f"SELECT COUNT(*) FROM labevents l JOIN icustays i ON l.hadm_id = i.hadm_id WHERE i.stay_id = {stay} "
+                    f"AND l.charttime <= datetime(i.intime, '+{n} hours')")
+        q = f"How many lab results were drawn in the first {n} hours of hospital admission {hadm}?"
+        yield Case(ctx, "hospital period: right, from the admittime", q, labs_hospital, labs_hospital)
+        yield Case(ctx, "hospital period counted from the ICU arrival", q, labs_icu, labs_hospital)
+
+
 PROBES: dict[str, Callable[[dict[str, DatabaseContext], random.Random], Iterator[Case]]] = {
-    "names": names, "counts": counts, "durations": durations, "ends": ends, "joins": joins}
+    "names": names, "counts": counts, "durations": durations, "ends": ends, "joins": joins,
+    "negations": negations, "variants": variants, "presence": presence, "anchors": anchors}
 
 
 def run(probe: str, dbs: dict[str, DatabaseContext], seed: int) -> list[str]:

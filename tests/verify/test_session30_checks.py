@@ -173,3 +173,76 @@ def test_a_field_said_to_be_recorded_is_tested_for_a_value(ctx, eicu_ctx):
     # eICU: the field's words inside one name, not its neighbour's (admissionheight)
     found = checks(eicu_ctx, "How many stays have a recorded admission weight?", "SELECT COUNT(*) FROM patient")
     assert "admissionweight" in found["missing_presence"].message
+
+
+def test_a_long_drug_name_after_the_negation_is_read_to_its_end(eicu_ctx):
+    drug = "morphine sulfate 2 mg/ml ij soln"
+    assert "row_negation" in checks(eicu_ctx, f"How many ICU stays were not given {drug}?",
+                                    f"SELECT COUNT(DISTINCT patientunitstayid) FROM medication WHERE drugname <> '{drug}'")
+
+
+def test_a_field_never_empty_and_a_recorded_end_asked_for(ctx):
+    # no admission lacks a language here: "no recorded language" is none of them, not all
+    checked = run_checks("How many admissions have no recorded language?", "SELECT COUNT(*) FROM admissions", ctx)
+    assert rows(ctx, repair(checked)) == [(0,)]
+    # the question asks for stays whose out time is recorded: testing it is no unasked filter
+    assert "unasked_ended" not in checks(ctx, "How many ICU stays have a recorded ICU out time?",
+                                         "SELECT COUNT(*) FROM icustays WHERE outtime IS NOT NULL")
+
+
+def test_the_reviews_right_queries_are_left_alone(ctx, eicu_ctx):
+    # a negation inside a clause about a record filters rows, as the query does
+    for question, sql in [
+        ("How many patients had an ICU stay not in the coronary care unit (ccu)?",
+         "SELECT COUNT(DISTINCT subject_id) FROM icustays WHERE first_careunit <> 'coronary care unit (ccu)'"),
+        ("Which patients received a prescription that was not given po?",
+         "SELECT DISTINCT subject_id FROM prescriptions WHERE route <> 'po'"),
+        ("How many patients were prescribed a drug that was not aspirin?",
+         "SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE drug <> 'aspirin'"),
+        ("For each patient, how many prescriptions were not for aspirin?",
+         "SELECT subject_id, COUNT(*) FROM prescriptions WHERE drug <> 'aspirin' GROUP BY subject_id"),
+    ]:
+        assert "row_negation" not in checks(ctx, question, sql), question
+    # a period after the stay's end, and a stay's start read only as a filter
+    readmitted = ("SELECT COUNT(DISTINCT i.subject_id) FROM icustays i JOIN admissions a ON a.subject_id = i.subject_id "
+                  "WHERE a.admittime > i.outtime AND a.admittime <= datetime(i.outtime, '+30 days')")
+    assert "wrong_anchor" not in checks(ctx, "How many patients were readmitted within 30 days after their ICU stay?", readmitted)
+    # a bedside glucose is a blood glucose
+    assert "narrower_value" not in checks(eicu_ctx, "Last blood glucose for unit stay 2893348?",
+                                          "SELECT labresult FROM lab WHERE patientunitstayid = 2893348 AND labname = 'bedside glucose' "
+                                          "ORDER BY labresulttime DESC LIMIT 1")
+    # stays of patients who ever had such an admission: the link on the patient is asked for
+    stays = ("SELECT COUNT(DISTINCT i.stay_id) FROM icustays i JOIN admissions a ON i.subject_id = a.subject_id "
+             "WHERE a.admission_type = 'urgent'")
+    assert "coarse_join" not in checks(ctx, "How many ICU stays belong to patients who have ever had an urgent admission?", stays)
+    # the name as written, forms left out, a route the longer names do not share
+    exact = "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10011398 AND drug = 'aspirin'"
+    for question in ("How many orders were for plain aspirin, not the enteric-coated or buffered forms?",
+                     "How many prescriptions list the drug name exactly as 'aspirin'?"):
+        assert "missing_variants" not in checks(ctx, question, exact), question
+    # "the penultimate day" is reached by date arithmetic, not by a place in the stays' order
+    day = ("SELECT AVG(c.valuenum) FROM chartevents c JOIN icustays i ON c.stay_id = i.stay_id WHERE c.itemid = 220045 "
+           "AND i.stay_id = (SELECT stay_id FROM icustays WHERE subject_id = 10020740 ORDER BY intime DESC LIMIT 1) "
+           "AND date(c.charttime) = date(i.outtime, '-1 day')")
+    question = "The average heart rate of patient 10020740 on the penultimate day of the last ICU stay?"
+    assert "missing_place" not in checks(ctx, question, day)
+
+
+def test_the_reviews_wrong_queries_are_found(ctx):
+    never = "How many patients never received aspirin?"
+    for sql in ("SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE NOT (drug = 'aspirin')",
+                "SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE 'aspirin' <> drug",
+                "SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE LOWER(drug) <> 'aspirin'"):
+        assert "row_negation" in checks(ctx, never, sql), sql
+    orders = "How many aspirin orders does 10011398 have?"
+    for sql in ("SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10011398 AND LOWER(drug) = 'aspirin'",
+                "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10011398 AND 'aspirin' = drug",
+                "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10011398 AND drug IN ('aspirin')"):
+        assert "missing_variants" in checks(ctx, orders, sql), sql
+    # an OR beside the empty side of a LEFT JOIN keeps matched rows: patients repeat
+    assert "counts_rows_not_patients" in checks(ctx, "How many patients had no ICU stay or an ICU stay in a micu?",
+                                                "SELECT COUNT(*) FROM patients p LEFT JOIN icustays i ON i.subject_id = p.subject_id "
+                                                "WHERE i.stay_id IS NULL OR i.first_careunit LIKE '%micu%'")
+    assert "counts_rows_not_patients" in checks(ctx, "How many patients had an admission without a discharge location, or no admission?",
+                                                "SELECT COUNT(*) FROM patients p LEFT JOIN admissions a ON a.subject_id = p.subject_id "
+                                                "WHERE a.discharge_location IS NULL")

@@ -37,6 +37,7 @@ from ehrguard.verify.checks.alignment import (
     check_time_window,
     check_visit_order,
 )
+from ehrguard.verify.checks.anchors import check_anchor
 from ehrguard.verify.checks.arithmetic import check_integer_division, check_percentage
 from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, summary
 from ehrguard.verify.checks.bounds import check_bounds, check_ranges
@@ -53,11 +54,7 @@ from ehrguard.verify.checks.conventions import (
     check_now,
     check_ranked_by_people,
 )
-from ehrguard.verify.checks.anchors import check_anchor
 from ehrguard.verify.checks.dates import check_dates
-from ehrguard.verify.checks.negation import check_row_negation
-from ehrguard.verify.checks.presence import check_presence
-from ehrguard.verify.checks.variants import check_missing_variants
 from ehrguard.verify.checks.execution import check_executes, check_result
 from ehrguard.verify.checks.fanout import check_counted_join, check_fanout
 from ehrguard.verify.checks.grounding import check_grounding
@@ -72,7 +69,9 @@ from ehrguard.verify.checks.keys import (
     check_referenced_table,
     check_row_keys,
 )
+from ehrguard.verify.checks.negation import check_row_negation
 from ehrguard.verify.checks.ordinals import check_stated_place
+from ehrguard.verify.checks.presence import check_presence
 from ehrguard.verify.checks.repair import repair
 from ehrguard.verify.checks.scalars import check_scalar_subqueries
 from ehrguard.verify.checks.schema_refs import check_schema
@@ -90,6 +89,7 @@ from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_r
 from ehrguard.verify.checks.ties import check_tied_end
 from ehrguard.verify.checks.units import check_duration_column, check_duration_unit, check_measure_unit, check_span_unit
 from ehrguard.verify.checks.values import check_patient_ids, check_patterns, check_values
+from ehrguard.verify.checks.variants import check_missing_variants
 from ehrguard.verify.checks.windows import check_stated_window
 from ehrguard.verify.verdict import Finding
 

@@ -246,6 +246,22 @@ def negated(node: Any, *also: type[exp.Expression]) -> bool:
     return False
 
 
+def answers_differently(ctx: SqlContext, other: exp.Expression) -> bool:
+    """Does ``other`` (a rewrite of the query) answer otherwise than the query itself on this database? The query's
+    own result is the one already run; both are read with the same row limit, compared as multisets. False when
+    either fails or is cut at the limit (partial results say nothing)."""
+    mine = ctx.execution
+    if isinstance(mine, DatabaseError) or mine.truncated:
+        return False
+    try:
+        theirs = ctx.db.db.execute(other.sql(dialect=ctx.dialect), timeout_s=EXECUTION_TIMEOUT_S, max_rows=EXECUTION_MAX_ROWS)
+    except DatabaseError:
+        return False
+    if theirs.truncated:
+        return False
+    return sorted(map(tuple, mine.rows), key=repr) != sorted(map(tuple, theirs.rows), key=repr)
+
+
 def rows_and(ctx: SqlContext, select: exp.Select, count: exp.Expression) -> tuple[int, int] | None:
     """How many rows the SELECT keeps (its FROM, joins and conditions; no order or limit), and ``count`` of them
     (``COUNT(DISTINCT key)``, ``COUNT(column)``): the two figures that show rows repeated or left out. None when it

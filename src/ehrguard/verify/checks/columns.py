@@ -41,14 +41,14 @@ _FIELD_WORDS: dict[str, tuple[str, ...]] = {
 _END_TIME = re.compile(r"\bend(?:ing)? (?:time|date)\b", re.IGNORECASE)
 
 
-def _question_words(question: str) -> list[str]:
+def question_words(question: str) -> list[str]:
     """The question's words, each followed by the field names it stands for in plain English (sex: gender)."""
     words = re.findall(r"[a-z]+", _END_TIME.sub(" stop endtime ", question.lower()))
     return [x for w in words for x in (w, *_FIELD_WORDS.get(w, ()))]
 
 
 def _stems(question: str) -> set[str]:
-    return {w[:STEM] for w in _question_words(question) if len(w) >= STEM}
+    return {w[:STEM] for w in question_words(question) if len(w) >= STEM}
 
 
 def _names(column: str, stems: set[str], words: list[str]) -> set[str]:
@@ -95,7 +95,7 @@ def check_returned_column(ctx: SqlContext) -> CheckResult:
     # "after the last admission" says which visit, not which field ("where was she discharged to after the last
     # admission" asks for the discharge location, not the admission's)
     question = VISIT_BY_PLACE.sub(" ", ctx.question)
-    words = _question_words(question)
+    words = question_words(question)
     tables, _ = aliases(ctx.tree)
     # A column the query reads elsewhere (filters, joins, orders by) accounts for the question's words about it.
     returned = {c.name.lower() for c in _returned_columns(ctx.tree)}

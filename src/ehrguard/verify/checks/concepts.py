@@ -48,11 +48,10 @@ _normal = normal_form
 _HAS_LETTER = re.compile(r"[a-z]")
 
 
-def _stem(word: str) -> str:
+def word_stem(word: str) -> str:
     return word[:5] if len(word) > 5 else word
 
 
-word_stem = _stem
 
 
 # Clinicians' usual short names and other names for what records name in full (general clinical usage, not read from any
@@ -123,9 +122,9 @@ def supported(literal: str, question: str) -> bool:
     content = [w for w in lit.split() if w not in _PLAIN and not w.isdigit()]
     if not content:
         return True
-    stems = {_stem(w) for w in q.split()}
+    stems = {word_stem(w) for w in q.split()}
     # a pattern's word may also be the start of a word ('%urin%' for "urine", "urinary")
-    return all(_stem(w) in stems or ("%" in literal and any(word.startswith(w) for word in q.split())) for w in content)
+    return all(word_stem(w) in stems or ("%" in literal and any(word.startswith(w) for word in q.split())) for w in content)
 
 
 _GRAMMAR_WORDS = CLOSED_CLASS_AFTER_RELATIVE | frozenset(("and", "or", "than", "as", "per", "vs", "versus"))
@@ -148,8 +147,8 @@ def _orders(words: list[str]) -> list[str]:
 def _says_every_word(text: str, value: str) -> bool:
     """Does the text hold every word of the value, plain ones too (stems compared)? The query's own names looked at
     this way: 'c-reactive protein' does not say 'protein, total'."""
-    stems = {_stem(w) for w in _words(text)}
-    return all(_stem(w) in stems for w in _words(value))
+    stems = {word_stem(w) for w in _words(text)}
+    return all(word_stem(w) in stems for w in _words(value))
 
 
 def named_values(ctx: SqlContext, columns: list[tuple[str, str]], text: str) -> dict[tuple[str, str], list[str]]:
@@ -262,7 +261,7 @@ _BESIDE_A_NAME = CLOSED_CLASS_AFTER_RELATIVE | frozenset((
 
 def said_stems(question: str) -> set[str]:
     """The stems of the question's words, and of the clinical names it says in other words ("lasix": furosemide)."""
-    return {_stem(w) for w in _words(f"{question} {clinical_wording(question)}")}
+    return {word_stem(w) for w in _words(f"{question} {clinical_wording(question)}")}
 
 
 def _narrower(ctx: SqlContext, table: str, column: str, literal: str, looked_for: set[str]) -> list[Finding]:
@@ -283,7 +282,7 @@ def _narrower(ctx: SqlContext, table: str, column: str, literal: str, looked_for
         before = words[at - 1] if at > 0 else ""
         after = words[at + len(named)] if at + len(named) < len(words) else ""
         extra = [w for w in _words(literal) if w not in named]
-        if any(_stem(w) in said for w in extra if not w.isdigit()):
+        if any(word_stem(w) in said for w in extra if not w.isdigit()):
             continue  # the question says what the longer value adds ("given as a flush", "for hyperkalemia")
         # beside it only words of grammar, or a specimen the longer value does not say ("serum glucose" asked,
         # 'bedside glucose' queried)
@@ -297,9 +296,10 @@ def _narrower(ctx: SqlContext, table: str, column: str, literal: str, looked_for
 
 def _other_specimen(word: str, literal: str) -> bool:
     """``word`` names where a sample came from ("serum", "urine"), and the value looked for does not say it."""
-    from ehrguard.verify.checks.specimens import SPECIMENS
+    from ehrguard.verify.checks.specimens import SPECIMENS  # here: specimens reads keys, which reads this module
 
-    return any(s.pattern.search(word) and not s.pattern.search(literal.lower()) for s in SPECIMENS)
+    # (blood in general is no other specimen: a bedside glucose is a blood glucose)
+    return any(s.name != "blood" and s.pattern.search(word) and not s.pattern.search(literal.lower()) for s in SPECIMENS)
 
 
 # A column of categories (routes, types, statuses) holds at most this many distinct values.
@@ -339,8 +339,8 @@ def _mentions(question: str, value: str) -> bool:
     """Does the question say anything of the value: one of its distinctive words (three letters or more, not plain),
     its abbreviation in brackets, or a genus written short ("E. coli" for 'escherichia coli')?"""
     words = [w for w in _words(value) if len(w) >= 3 and w not in _PLAIN and not w.isdigit()]
-    asked = {_stem(w) for w in _words(question)}
-    if any(_stem(w) in asked for w in words) or supported(value, question) and words:
+    asked = {word_stem(w) for w in _words(question)}
+    if any(word_stem(w) in asked for w in words) or supported(value, question) and words:
         return True
     if _normal(value) and f" {_normal(value)} " in f" {_normal(question)} ":
         return True  # a short value said as it is ('iv', 'po')

@@ -351,7 +351,7 @@ def check_counts_people(ctx: SqlContext) -> CheckResult:
         joined = [j.this for j in select.args.get("joins") or () if isinstance(j.this, exp.Table)]
         if len(joined) != len(select.args.get("joins") or ()):
             continue  # a join with a derived table: not this shape
-        joined = [t for t in joined if not _anti_joined(select, t)]
+        joined = [t for t in joined if not _anti_joined(ctx, select, t)]
         person = person_ids[0]
         holders = [t for t in [table, *joined] if (info := ctx.db.schema.table(t.name)) is not None and info.column(person) is not None]
         several = [t.name for t in [table, *joined] if not (t in holders and one_row_per_person(ctx, t.name, person))]
@@ -376,16 +376,24 @@ def check_counts_people(ctx: SqlContext) -> CheckResult:
     return found(*findings, *summed, edits=edits + sum_edits)
 
 
-def _anti_joined(select: exp.Select, table: exp.Table) -> bool:
-    """``LEFT JOIN t ... WHERE t.col IS NULL``: only the rows with no match are kept, one per row of the left side, so
-    the joined table adds no rows (the patients who never had an ICU stay)."""
+def _anti_joined(ctx: SqlContext, select: exp.Select, table: exp.Table) -> bool:
+    """``LEFT JOIN t ... WHERE t.col IS NULL`` (one of the WHERE's ANDed conditions, on a column that is never empty in
+    a row of ``t``: the join's key or one declared NOT NULL): only the rows with no match are kept, one per row of the
+    left side, so the joined table adds no rows (the patients who never had an ICU stay)."""
     join = next((j for j in select.args.get("joins") or () if j.this is table), None)
     where = select.args.get("where")
     if join is None or (join.side or "").upper() != "LEFT" or where is None:
         return False
     name = table.alias_or_name.lower()
-    return any(isinstance(node.this, exp.Column) and node.this.table.lower() == name and isinstance(node.expression, exp.Null)
-               and not isinstance(node.parent, exp.Not) for node in where.find_all(exp.Is))
+    info = ctx.db.schema.table(table.name)
+    keys = {c.name.lower() for c in join.find_all(exp.Column) if c.table.lower() == name}
+    for node in where.this.flatten() if isinstance(where.this, exp.And) else [where.this]:
+        if isinstance(node, exp.Is) and isinstance(node.this, exp.Column) and node.this.table.lower() == name \
+                and isinstance(node.expression, exp.Null):
+            column = info.column(node.this.name) if info is not None else None
+            if node.this.name.lower() in keys or (column is not None and column.not_null):
+                return True
+    return False
 
 
 def _person_link(ctx: SqlContext, table: exp.Table, person: str) -> tuple[exp.Column, TreeEdit] | None:

@@ -374,7 +374,8 @@ def check_coarse_joins(ctx: SqlContext) -> CheckResult:
                                                 f"{right.sql()} on the {ids[key]} only: rows of every {ids[finer]} of that "
                                                 f"{ids[key]} are paired. Link them on {finer} too.")
             elif not sides and one != other and _joined(left, right) and not {(one, other, finer), (other, one, finer)} & linked \
-                    and _adds_up_rows(ctx, order[order.index(key) + 1:]) and not _compares_visits(ctx, finer) \
+                    and _adds_up_rows(ctx, () if _PATIENT_LEVEL.search(ctx.question) else order[order.index(key) + 1:]) \
+                    and not _compares_visits(ctx, finer) \
                     and (filtered := _visit_filtered(ctx, finer, (one, other), tables)) is not None:
                 # "the total cost of the admission that started on 2100-08-12": one side kept to some visits by what
                 # the visit's own table records of them, the other side's rows of every visit of the patient paired
@@ -396,6 +397,11 @@ def check_coarse_joins(ctx: SqlContext) -> CheckResult:
             edits += [rename(left, finer), rename(right, finer)]
             break
     return found(*findings, edits=edits)
+
+
+# The question ties a condition to the patient, not to one visit ("stays of patients who ever had an urgent admission"):
+# a link on the patient is what it asks.
+_PATIENT_LEVEL = re.compile(r"\b(?:patients?|people|persons|subjects)\s+(?:who|that|with|whose)\b|\bever\b|\bbelong", re.IGNORECASE)
 
 
 def _adds_up_rows(ctx: SqlContext, finer: Sequence[str] = ()) -> bool:
@@ -644,8 +650,9 @@ def check_code_names(ctx: SqlContext) -> CheckResult:
     edits: list[Edit] = []
     plain = clinical_wording(ctx.question)
     for col, table, reference, label, numbers, count in coded:
-        own = [names[(reference, lit.this)] for lit in numbers]
-        if any(n is None for n in own):
+        named_codes = [names[(reference, lit.this)] for lit in numbers]
+        own = [n for n in named_codes if n is not None]
+        if len(own) < len(named_codes):
             continue  # a code with no name
         if any(supported(n, ctx.question) for n in own):
             # named, but maybe only inside a longer name the question says ("ionized calcium": 'free calcium' asked,

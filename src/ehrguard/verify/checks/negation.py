@@ -3,10 +3,11 @@
 "How many patients never received aspirin?" answered with ``WHERE drug <> 'aspirin'`` counts every patient with any
 other order, including those who also received aspirin: the negation is applied to rows, the question applies it to
 people. ``row_negation`` (error, no repair: whether the people with no record at all belong is the asker's to say)
-speaks when the question negates the value right before naming it ("never received aspirin", "without a heparin
-order", "did not get vancomycin"), the query excludes that value row by row (``<>``, ``NOT LIKE``, ``NOT IN`` a list,
-``NOT col = ...``) in a table holding several rows per person, returns or counts people or visits, and leaving the
-people out instead (``person NOT IN (SELECT person ... WHERE col = value)``) changes the answer on this database.
+speaks when the question negates, of the people or visits it counts, the value it then names ("patients who never
+received aspirin", "stays without a heparin order", "patients were not given vancomycin"), the query excludes that
+value row by row (``<>``, ``NOT LIKE``, ``NOT IN`` a list, ``NOT col = ...``) in a table holding several rows per
+person, returns or counts people or visits (not per person), and leaving the people out instead (``person NOT IN
+(SELECT person ... WHERE col = value)``) changes the answer on this database.
 """
 
 from __future__ import annotations
@@ -15,20 +16,42 @@ import re
 
 from sqlglot import exp
 
-from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found, stored_table
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, answers_differently, found, stored_table
 from ehrguard.verify.checks.concepts import supported
 from ehrguard.verify.checks.conventions import one_row_per_person, visit_ids
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
-# A negation of having, receiving or being given something, and the words that follow it (general English).
-_NEGATED = re.compile(r"\b(?:never|not|no|without|didn't|hasn't|haven't|hadn't|wasn't|weren't|none of)\b((?:\W+\w+){1,6})",
-                      re.IGNORECASE)
+# People or visits (a count's subject) followed by a negation of having, receiving or being given something, and the
+# words after it to the end of its clause (general English; a drug's name may be long: 'morphine sulfate 2 mg/ml ij
+# soln'): "patients who never received", "stays with no", "patients were not given". A negation inside a clause about
+# a record ("a stay not in the CCU", "a drug that was not aspirin") is no such negation: that one filters rows.
+_WHO = r"(?:patients?|people|persons|subjects|individuals|stays?|admissions?|visits?|encounters?|hospitali[sz]ations?)"
+_AUX = r"(?:have|has|had|were|was|are|is|did|do|does|ever|been|yet|got|get)"
+_NOT = r"(?:never|not|no|without|didn't|hasn't|haven't|hadn't|wasn't|weren't)"
+_REST = r"((?:[^\w,;?]+\w+){1,12})"
+_NEGATED = re.compile(
+    # the count's own subject: "how many patients never", "count the ICU stays without", "which patients did not"
+    rf"\b(?:how many|which|count(?: the)?|number of|list(?: the| all)?|what)\s+(?:[a-z-]+\s+){{0,2}}{_WHO}"
+    rf"(?:\s+{_AUX}){{0,3}}\s+{_NOT}\b{_REST}"
+    # a relative clause on it: "patients who never", "stays that did not", "patients with no"
+    rf"|\b{_WHO}\s+(?:(?:who|that|which)(?:\s+{_AUX}){{0,3}}\s+{_NOT}|with no|without)\b{_REST}", re.IGNORECASE)
 
 
 def _negated_phrases(question: str) -> list[str]:
-    return [m.group(1) for m in _NEGATED.finditer(question)]
+    return [m.group(1) or m.group(2) for m in _NEGATED.finditer(question)]
+
+
+def _unwrap(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+def _column_of(node: exp.Expression) -> exp.Column | None:
+    node = _unwrap(node)
+    node = node.this if isinstance(node, exp.Lower | exp.Upper) else node
+    return node if isinstance(node, exp.Column) else None
 
 
 def _row_exclusions(select: exp.Select) -> list[tuple[exp.Expression, exp.Column, list[exp.Literal]]]:
@@ -42,11 +65,15 @@ def _row_exclusions(select: exp.Select) -> list[tuple[exp.Expression, exp.Column
             continue
         if isinstance(node, exp.Like | exp.In) and not node.args.get("negate"):  # sqlglot's ``x NOT LIKE y``
             continue
-        inner = node.this if isinstance(node, exp.Not) else node
+        inner = _unwrap(node.this) if isinstance(node, exp.Not) else node
         if isinstance(node, exp.Not) and not isinstance(inner, exp.EQ | exp.Like | exp.In):
             continue
-        column = inner.this if isinstance(inner.this, exp.Column) else None
-        values = inner.expressions if isinstance(inner, exp.In) else [inner.args.get("expression")]
+        if isinstance(inner, exp.In):
+            column, values = _column_of(inner.this), list(inner.expressions)
+        elif _column_of(inner.this) is not None:
+            column, values = _column_of(inner.this), [inner.args.get("expression")]
+        else:  # the value first: 'aspirin' <> drug
+            column, values = _column_of(inner.expression), [inner.this]
         literals = [v for v in values if isinstance(v, exp.Literal) and v.is_string]
         if column is not None and literals and len(literals) == len(values):
             out.append((node, column, literals))
@@ -56,13 +83,6 @@ def _row_exclusions(select: exp.Select) -> list[tuple[exp.Expression, exp.Column
 def _returned_ids(select: exp.Select, ids: set[str]) -> list[str]:
     """The people's or visits' ids the select returns or counts."""
     return list(dict.fromkeys(c.name.lower() for e in select.expressions for c in e.find_all(exp.Column) if c.name.lower() in ids))
-
-
-def _answer(ctx: SqlContext, tree: exp.Expression) -> list[tuple[object, ...]] | None:
-    try:
-        return sorted((tuple(r) for r in ctx.db.db.execute(tree.sql(dialect=ctx.dialect), timeout_s=5, max_rows=10_000).rows), key=repr)
-    except DatabaseError:
-        return None
 
 
 def check_row_negation(ctx: SqlContext) -> CheckResult:
@@ -75,6 +95,8 @@ def check_row_negation(ctx: SqlContext) -> CheckResult:
     ids = {ctx.db.profile.person_ids[0].lower(), *visit_ids(ctx)}
     tables, _ = aliases(ctx.tree)
     for select in ctx.tree.find_all(exp.Select):
+        if select.args.get("group"):
+            continue  # rows counted per person ("how many orders each"), not the people
         returned = _returned_ids(select, ids)
         for node, column, literals in _row_exclusions(select):
             table = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name.lower(), tables)
@@ -87,15 +109,14 @@ def check_row_negation(ctx: SqlContext) -> CheckResult:
                 continue
             holders = exp.select(exp.column(person)).from_(stored_table(ctx, table)).where(
                 exp.or_(*(exp.Like(this=exp.column(column.name), expression=lit.copy()) if "%" in lit.this
-                          else exp.column(column.name).eq(lit.copy()) for lit in literals)))
+                          else exp.Lower(this=exp.column(column.name)).eq(exp.Literal.string(lit.this.lower())) for lit in literals)))
             people = exp.column(person, table=column.table or None)
             left_out = ctx.tree.copy()
             target = next((n for n in left_out.find_all(type(node)) if n == node), None)
             if target is None:
                 continue
             target.replace(exp.Not(this=exp.In(this=people, query=exp.Subquery(this=holders))))
-            before, after = _answer(ctx, ctx.tree), _answer(ctx, left_out)
-            if before is None or after is None or before == after:
+            if not answers_differently(ctx, left_out):
                 continue
             what = " or ".join(f"'{v}'" for v in named[:3])
             return found(Finding("row_negation", "error",

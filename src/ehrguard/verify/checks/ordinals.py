@@ -36,7 +36,9 @@ def stated_places(question: str, sql: str | None = None) -> list[int]:
 
 
 # The place before the last in other words (general English): "penultimate", "next-to-last", "one before the last".
-_PENULTIMATE = re.compile(r"\b(?:penultimate|(?:next|previous|one)[- ]to[- ]last|(?:the )?one before (?:the )?last)\b", re.IGNORECASE)
+# (not of a day or another unit of time, which a query reaches by date arithmetic, not by a place in its order)
+_PENULTIMATE = re.compile(r"\b(?:penultimate|(?:next|previous|one)[- ]to[- ]last|(?:the )?one before (?:the )?last)\b"
+                          r"(?!\s+(?:day|night|week|month|year|hour|shift|morning|evening)s?\b)", re.IGNORECASE)
 _MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:tember)?|oct(?:ober)?|"
           r"nov(?:ember)?|dec(?:ember)?)")
 _DAY_OF_MONTH = re.compile(rf"\b{_MONTH}\.?\s+(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|\b\d{{1,2}}(?:st|nd|rd|th)\s+(?:of\s+)?{_MONTH}\b",

@@ -3,7 +3,7 @@
 
 ``missing_presence`` (error) speaks when the question says a field is recorded / documented / known (or not), the
 field's words name one column of a table the query reads (its name's words, as :mod:`.columns` reads them), the
-query never reads that column, the column has empty (NULL) values, and testing it changes the answer. The repair adds
+query never reads that column, and testing it changes the answer. The repair adds
 ``column IS NOT NULL`` (``IS NULL`` for a field said to be missing) to the query's own conditions.
 """
 
@@ -14,9 +14,10 @@ import re
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, add_condition, data_fact, found, quoted_names
-from ehrguard.verify.checks.columns import STEM, _question_words
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, add_condition, answers_differently, found
+from ehrguard.verify.checks.columns import STEM, question_words
 from ehrguard.verify.checks.keys import entity_columns
+from ehrguard.verify.offline.lexicon import CLOSED_CLASS_AFTER_RELATIVE
 from ehrguard.verify.verdict import Finding
 
 _FILLED = r"(?:recorded|documented|known|charted|listed|available|entered|noted|filled in|on file|on record)"
@@ -27,20 +28,31 @@ _BEFORE = re.compile(rf"\b(with|ha(?:ve|s|d)|without|no|lacking|missing)\s+(?:an
 _AFTER = re.compile(rf"\b(?:whose|where (?:the|their|its))\s+((?:[a-z]+\s+){{0,3}}?[a-z]+)\s+(?:is|was|are|were)\s+(not\s+)?"
                     rf"({_FILLED}|missing|unknown|empty|blank)\b", re.IGNORECASE)
 _ABSENT = {"without", "no", "lacking", "missing"}
+_GRAMMAR = CLOSED_CLASS_AFTER_RELATIVE | {"who", "whom", "which", "what", "when", "where", "and", "or", "any"}
+
+
+def _field(words: str) -> str:
+    """The field's own words: up to the first word of grammar but "of" ("date of death"; "weight who received": weight)."""
+    kept = []
+    for w in words.split():
+        if w.lower() in _GRAMMAR and w.lower() != "of":
+            break
+        kept.append(w)
+    return " ".join(kept).removesuffix(" of")
 
 
 def _asked(question: str) -> list[tuple[str, bool]]:
     """(the field's words, whether it must be filled in) for each field the question says is or is not recorded."""
-    out = [(m.group(2), m.group(1).lower() not in _ABSENT) for m in _BEFORE.finditer(question)]
+    out = [(_field(m.group(2)), m.group(1).lower() not in _ABSENT) for m in _BEFORE.finditer(question)]
     for m in _AFTER.finditer(question):
         empty = m.group(3).lower() in ("missing", "unknown", "empty", "blank")
         out.append((m.group(1), bool(m.group(2)) == empty))
-    return out
+    return [(words, filled) for words, filled in out if words]
 
 
 def _named_column(ctx: SqlContext, words: str, tables: list[str]) -> tuple[str, str] | None:
     """The one column of the query's tables whose name the field's words name best (every part of the name)."""
-    said = [w for w in _question_words(words) if len(w) >= 3]
+    said = [w for w in question_words(words) if len(w) >= 3]
     ids = entity_columns(ctx)
     scored = []
     for table in tables:
@@ -60,11 +72,17 @@ def _named_column(ctx: SqlContext, words: str, tables: list[str]) -> tuple[str, 
     return (top[0][1], top[0][2]) if len(top) == 1 else None
 
 
-def _answer(ctx: SqlContext, tree: exp.Expression) -> list[tuple[object, ...]] | None:
-    try:
-        return sorted((tuple(r) for r in ctx.db.db.execute(tree.sql(dialect=ctx.dialect), timeout_s=5, max_rows=10_000).rows), key=repr)
-    except DatabaseError:
-        return None
+def _left_joined(select: exp.Select, alias: str | None) -> bool:
+    return any((j.side or "").upper() in ("LEFT", "RIGHT", "FULL") and j.this.alias_or_name.lower() == (alias or "")
+               for j in select.args.get("joins") or ())
+
+
+def asked_fields(ctx: SqlContext) -> set[str]:
+    """The columns (lower case) of the query's tables the question says are, or are not, recorded."""
+    if not isinstance(ctx.tree, exp.Select):
+        return set()
+    tables = sorted(set(ctx.own_tables(ctx.tree).values()))
+    return {named[1].lower() for words, _ in _asked(ctx.question) if (named := _named_column(ctx, words, tables)) is not None}
 
 
 def check_presence(ctx: SqlContext) -> CheckResult:
@@ -81,18 +99,15 @@ def check_presence(ctx: SqlContext) -> CheckResult:
         if named is None or named[1].lower() in read:
             continue
         table, column = named
-        source, name = quoted_names(ctx, table, column)
-        if not data_fact(ctx, ("has_nulls", table.lower(), column.lower()), f"SELECT 1 FROM {source} WHERE {name} IS NULL LIMIT 1",
-                         bool):
-            continue
         alias = next((a for a, t in own.items() if t == table), None)
+        if _left_joined(ctx.tree, alias):
+            continue  # its emptiness also says the join found no row: which one the question means is not certain
         qualifier = alias if alias and (len(own) > 1 or alias != table) else None
         test = exp.column(column, table=qualifier).is_(exp.Null())
         condition = exp.Not(this=test) if filled else test
         tested = ctx.tree.copy()
         add_condition(condition)(tested)
-        before, after = _answer(ctx, ctx.tree), _answer(ctx, tested)
-        if before is None or after is None or before == after:
+        if not answers_differently(ctx, tested):
             continue
         state, shown = ("recorded", f"{test.this.sql(dialect='sqlite')} IS NOT NULL") if filled else \
             ("not recorded", test.sql(dialect="sqlite"))

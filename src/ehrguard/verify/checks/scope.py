@@ -36,6 +36,7 @@ from ehrguard.verify.checks.base import (
 )
 from ehrguard.verify.checks.conventions import visit_ids
 from ehrguard.verify.checks.keys import named_visits
+from ehrguard.verify.checks.presence import asked_fields
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
 
@@ -337,6 +338,8 @@ def check_unasked_ended(ctx: SqlContext) -> CheckResult:
             # (the end compared elsewhere too, "discharged in 2100": the test only says what that comparison needs)
             # Repaired by dropping the test, where it is one of the WHERE's ANDed conditions: the rows it kept out are
             # the ones asked for too.
+            if test.this.name.lower() in asked_fields(ctx):
+                continue  # "stays with a recorded out time": the test is asked for
             certain = top_condition(node, ctx.tree) and not _GOING_ON.search(ctx.question)
             return found(Finding("unasked_ended", "warning", f"The query keeps only visits that have ended ({test.this.name} IS NOT "
                                  "NULL); the question does not say so, and the ones still going on are left out.", None,
