@@ -16,6 +16,13 @@ def rows(ctx, sql):
     return sorted(ctx.db.execute(sql).rows)
 
 
+def assert_error_on_wrong_only(ctx, check, question, wrong, right):
+    """The check calls the wrong query an error, the two answer differently here, and the right one is left alone."""
+    assert checks(ctx, question, wrong)[check].severity == "error"
+    assert rows(ctx, wrong) != rows(ctx, right)
+    assert check not in checks(ctx, question, right)
+
+
 def test_a_stated_number_before_the_comparative_is_not_vague():
     for question in ("How many patients were 65 or older at their ICU stay?", "patients aged 80 years or older",
                      "children 12 and under", "patients with 2 or more admissions"):
@@ -89,9 +96,7 @@ def test_a_period_of_the_icu_stay_is_counted_from_the_icu_arrival(ctx):
                 "AND c.itemid = 220050 AND c.charttime <= datetime(a.admittime, '+6 hours')")
     icu = ("SELECT COUNT(*) FROM chartevents c JOIN icustays i ON c.stay_id = i.stay_id WHERE c.subject_id = 10039831 "
            "AND c.itemid = 220050 AND c.charttime <= datetime(i.intime, '+6 hours')")
-    assert checks(ctx, question, hospital)["wrong_anchor"].severity == "error"
-    assert rows(ctx, hospital) != rows(ctx, icu)
-    assert "wrong_anchor" not in checks(ctx, question, icu)
+    assert_error_on_wrong_only(ctx, "wrong_anchor", question, hospital, icu)
     # the other way round, and a period tied to no visit
     assert "wrong_anchor" in checks(ctx, "Lactate values within 24 hours of hospital admission for 10039831",
                                     "SELECT valuenum FROM labevents l JOIN icustays i ON l.hadm_id = i.hadm_id WHERE "
@@ -131,9 +136,7 @@ def test_never_having_a_drug_is_not_having_another_one(ctx, eicu_ctx):
     rows_dropped = "SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE drug <> 'aspirin'"
     people_left_out = ("SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE subject_id NOT IN "
                        "(SELECT subject_id FROM prescriptions WHERE drug = 'aspirin')")
-    assert checks(ctx, question, rows_dropped)["row_negation"].severity == "error"
-    assert rows(ctx, rows_dropped) != rows(ctx, people_left_out)
-    assert "row_negation" not in checks(ctx, question, people_left_out)
+    assert_error_on_wrong_only(ctx, "row_negation", question, rows_dropped, people_left_out)
     assert "row_negation" in checks(ctx, "Which patients did not get vancomycin?",
                                     "SELECT DISTINCT p.subject_id FROM prescriptions p WHERE p.drug NOT LIKE '%vancomycin%'")
     # the stays of eICU, and a negation of something else than the value the query drops
@@ -246,3 +249,38 @@ def test_the_reviews_wrong_queries_are_found(ctx):
     assert "counts_rows_not_patients" in checks(ctx, "How many patients had an admission without a discharge location, or no admission?",
                                                 "SELECT COUNT(*) FROM patients p LEFT JOIN admissions a ON a.subject_id = p.subject_id "
                                                 "WHERE a.discharge_location IS NULL")
+
+
+def test_a_name_said_only_as_part_of_the_records_values(ctx):
+    question = "How many microbiology tests were positive for staph aureus?"
+    other = "SELECT COUNT(*) FROM microbiologyevents WHERE org_name = 'escherichia coli'"
+    found = checks(ctx, question, other)["value_not_named"]
+    assert "'staph aureus coag +'" in found.message
+    right = "SELECT COUNT(*) FROM microbiologyevents WHERE org_name = 'staph aureus coag +'"
+    assert rows(ctx, other) != rows(ctx, right)
+    assert "value_not_named" not in checks(ctx, question, right)
+    assert "value_not_named" not in checks(ctx, question, "SELECT COUNT(*) FROM microbiologyevents WHERE org_name LIKE '%staph aureus%'")
+
+
+def test_never_through_a_join_and_after_a_description(ctx, eicu_ctx):
+    # eICU's medication names the unit stay; the patients are read through the patient table
+    joined = ("SELECT COUNT(DISTINCT p.uniquepid) FROM patient p JOIN medication m ON m.patientunitstayid = p.patientunitstayid "
+              "WHERE m.drugname <> 'aspirin'")
+    assert "row_negation" in checks(eicu_ctx, "How many patients never received aspirin?", joined)
+    left_out = ("SELECT COUNT(DISTINCT p.uniquepid) FROM patient p WHERE p.uniquepid NOT IN (SELECT p2.uniquepid FROM patient p2 "
+                "JOIN medication m ON m.patientunitstayid = p2.patientunitstayid WHERE m.drugname = 'aspirin')")
+    assert "row_negation" not in checks(eicu_ctx, "How many patients never received aspirin?", left_out)
+    assert "row_negation" in checks(ctx, "How many patients with an ICU stay never received aspirin?",
+                                    "SELECT COUNT(DISTINCT i.subject_id) FROM icustays i JOIN prescriptions r ON r.hadm_id = i.hadm_id "
+                                    "WHERE r.drug != 'aspirin'")
+
+
+def test_hours_between_two_moments_are_asked_in_hours(ctx):
+    days = ("SELECT julianday(i.intime) - julianday(a.admittime) FROM icustays i JOIN admissions a ON a.hadm_id = i.hadm_id "
+            "WHERE i.stay_id = 39553978")
+    question = "Hours between admission and ICU arrival for stay 39553978?"
+    checked = run_checks(question, days, ctx)
+    assert {f.check for f in checked.findings} >= {"wrong_duration_unit"}
+    hours = days.replace("julianday(i.intime) - julianday(a.admittime)", "(julianday(i.intime) - julianday(a.admittime)) * 24")
+    assert rows(ctx, repair(checked)) == rows(ctx, hours)
+    assert "wrong_duration_unit" not in checks(ctx, question, hours)

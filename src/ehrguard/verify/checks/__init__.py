@@ -16,7 +16,10 @@ states is the one the query keeps, in any wording), :mod:`.keys` (ids are used a
 :mod:`.contrasts` (the side of a clinical contrast the question asks about), :mod:`.columns` (the field returned is
 the one asked for), :mod:`.ties` (one end of an order taken from records that tie for it), :mod:`.ordinals` (the
 place in an order the question states: "the second most recent"), :mod:`.superlatives` (the end of a named measure:
-"the longest stay", "the oldest patient"), :mod:`.repair`. These modules and :mod:`.base`
+"the longest stay", "the oldest patient"), :mod:`.variants` (a drug matched by one exact name while the records hold
+it with a strength or form), :mod:`.anchors` (a period counted from the start of the visit the question names),
+:mod:`.negation` ("never had X" is not "had something else"), :mod:`.presence` (a field said to be recorded is tested
+for a value), :mod:`.repair`. These modules and :mod:`.base`
 (what every check shares) are internal; the names below are the API (``from ehrguard.verify.checks import run_checks``).
 """
 

@@ -236,8 +236,10 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
             instead = [v for v in named if not _says_every_word(everything, v) and _normal(v) not in _normal(lit.this)
                        and not {_singular(w) for w in re.findall(r"[a-z]+", v.lower())} & excluded]
         if not instead:
-            if not supported(lit.this, question) and isinstance(lit.parent, exp.EQ) and not _excluded(lit):
-                findings += _narrower(ctx, table, column, lit.this, {_normal(other.this) for _, _, other in compared})
+            if not supported(lit.this, question) and not _excluded(lit):
+                narrower = _narrower(ctx, table, column, lit.this, {_normal(other.this) for _, _, other in compared}) \
+                    if isinstance(lit.parent, exp.EQ) else []
+                findings += narrower or _partly_named(ctx, table, column, lit.this, everything)
             continue
         alternatives = " or ".join(f"'{v}'" for v in instead[:3])
         findings.append(Finding("wrong_value", "error",
@@ -300,6 +302,44 @@ def _other_specimen(word: str, literal: str) -> bool:
 
     # (blood in general is no other specimen: a bedside glucose is a blood glucose)
     return any(s.name != "blood" and s.pattern.search(word) and not s.pattern.search(literal.lower()) for s in SPECIMENS)
+
+
+def _values_by_word(ctx: SqlContext, table: str, column: str) -> dict[str, list[str]]:
+    """The column's values under each of their words (normal forms), read once per open database."""
+
+    def build() -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for value in ctx.db.values.values(table, column):
+            for word in set(_normal(value).split()):
+                out.setdefault(word, []).append(value)
+        return out
+
+    return ctx.db.derived(("values_by_word", table.lower(), column.lower()), build)
+
+
+def _partly_named(ctx: SqlContext, table: str, column: str, literal: str, everything: str) -> list[Finding]:
+    """The question names, in two or three words, a part of some of the column's values ("staph aureus": 'staph aureus
+    coag +') that the query's own names do not hold, and the query looks for something the question never says: the
+    query looks for another thing than the one asked. A warning that keeps the answer from being verified, no repair:
+    which of the values holding the words was meant is not certain."""
+    words = _words(ctx.question)
+    said = f" {_normal(everything)} "
+    by_word = _values_by_word(ctx, table, column)
+    for n in (3, 2):
+        for i in range(len(words) - n + 1):
+            gram = words[i:i + n]
+            if any(w in _GRAMMAR_WORDS or w in _PLAIN or len(w) < 2 for w in gram) or all(w.isdigit() for w in gram):
+                continue
+            phrase = " ".join(gram)
+            if f" {phrase} " in said:
+                continue
+            holding = [v for v in by_word.get(gram[0], ()) if f" {phrase} " in f" {_normal(v)} "]
+            if holding:
+                shown = ", ".join(f"'{v}'" for v in holding[:3]) + (f" and {len(holding) - 3} more" if len(holding) > 3 else "")
+                return [Finding("value_not_named", "warning",
+                                f"The query looks for '{literal}' ({table}.{column}); the question names '{phrase}', which "
+                                f"the records hold in {shown}.", ctx.span_of(f"'{literal}'"))]
+    return []
 
 
 # A column of categories (routes, types, statuses) holds at most this many distinct values.

@@ -33,13 +33,26 @@ _REST = r"((?:[^\w,;?]+\w+){1,12})"
 _NEGATED = re.compile(
     # the count's own subject: "how many patients never", "count the ICU stays without", "which patients did not"
     rf"\b(?:how many|which|count(?: the)?|number of|list(?: the| all)?|what)\s+(?:[a-z-]+\s+){{0,2}}{_WHO}"
-    rf"(?:\s+{_AUX}){{0,3}}\s+{_NOT}\b{_REST}"
+    # ... with what describes them first: "how many patients with an ICU stay never received"
+    rf"(?:\s+(?:with|in|from|on|aged|over|under|admitted)(?:\s+[\w-]+){{1,4}}?)?(?:\s+{_AUX}){{0,3}}\s+{_NOT}\b{_REST}"
     # a relative clause on it: "patients who never", "stays that did not", "patients with no"
     rf"|\b{_WHO}\s+(?:(?:who|that|which)(?:\s+{_AUX}){{0,3}}\s+{_NOT}|with no|without)\b{_REST}", re.IGNORECASE)
 
 
 def _negated_phrases(question: str) -> list[str]:
     return [m.group(1) or m.group(2) for m in _NEGATED.finditer(question)]
+
+
+# The value starts within this many words of the negation ("never received any aspirin"); further on, another clause
+# may have begun ("patients with no ICU stay had a non-elective admission").
+NEAR_WORDS = 5
+
+
+def _negates(value: str, phrase: str) -> bool:
+    """Does the negated phrase name ``value`` near its start?"""
+    words = re.findall(r"[a-z0-9]+", phrase.lower())
+    first = next((w for w in re.findall(r"[a-z0-9]+", value.lower()) if not w.isdigit()), None)
+    return first is not None and first in words[:NEAR_WORDS] and supported(value, phrase)
 
 
 def _unwrap(node: exp.Expression) -> exp.Expression:
@@ -101,11 +114,15 @@ def check_row_negation(ctx: SqlContext) -> CheckResult:
         for node, column, literals in _row_exclusions(select):
             table = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name.lower(), tables)
             info = ctx.db.schema.table(table) if table else None
-            person = next((i for i in returned if info is not None and info.column(i) is not None), None)
-            if info is None or person is None or one_row_per_person(ctx, table, person):
+            if info is None or not returned:
+                continue
+            # the people (or visits) returned, else a visit id the table holds for them (eICU's events name the unit
+            # stay, the patient's id is in the patient table): who had the value is asked at that level
+            person = next((i for i in [*returned, *sorted(ids)] if info.column(i) is not None), None)
+            if person is None or one_row_per_person(ctx, table, person):
                 continue
             named = [lit.this.replace("%", " ").strip() for lit in literals]
-            if not any(supported(v, phrase) for v in named if v for phrase in phrases):
+            if not any(_negates(v, phrase) for v in named if v for phrase in phrases):
                 continue
             holders = exp.select(exp.column(person)).from_(stored_table(ctx, table)).where(
                 exp.or_(*(exp.Like(this=exp.column(column.name), expression=lit.copy()) if "%" in lit.this

@@ -25,7 +25,9 @@ from ehrguard.verify.verdict import Finding
 
 SECONDS = {"minute": 60, "hour": 3600, "day": 86400, "week": 604800}
 _ASKED = re.compile(r"\bhow many (minutes|hours|days|weeks)\b|\bin (minutes|hours|days|weeks)\b|\((minutes|hours|days|weeks)\)"
-                    r"|\bnumber of (minutes|hours|days|weeks)\b", re.IGNORECASE)
+                    r"|\bnumber of (minutes|hours|days|weeks)\b"
+                    # "hours between admission and ICU arrival", "days from diagnosis to discharge"
+                    r"|(?<!\d )(?<!\d)\b(minutes|hours|days|weeks)\s+(?:between|from|elapsed|passed|spent)\b", re.IGNORECASE)
 # Aggregates and rounding a duration passes through on its way to its scale.
 _THROUGH = (exp.Paren, exp.Avg, exp.Sum, exp.Max, exp.Min, exp.Round, exp.Abs, exp.Cast)
 
