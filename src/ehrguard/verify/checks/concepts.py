@@ -239,7 +239,11 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
             if not supported(lit.this, question) and not _excluded(lit):
                 narrower = _narrower(ctx, table, column, lit.this, {_normal(other.this) for _, _, other in compared}) \
                     if isinstance(lit.parent, exp.EQ) else []
-                findings += narrower or _partly_named(ctx, table, column, lit.this, everything)
+                # one name looked for in the column, exactly (a pattern is a partial match on purpose; several names
+                # answer a question of several things, whose other words are no sign)
+                alone = "%" not in lit.this and \
+                    sum(1 for t, c, _ in compared if (owner_table(ctx, t, c, tables), c) == (table, column)) == 1
+                findings += narrower or (_partly_named(ctx, table, column, lit.this, everything) if alone else [])
             continue
         alternatives = " or ".join(f"'{v}'" for v in instead[:3])
         findings.append(Finding("wrong_value", "error",
