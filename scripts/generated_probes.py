@@ -335,7 +335,7 @@ def main() -> None:
              "Questions and candidate SQL written by `scripts/generated_probes.py` from the demo databases' own values "
              "(its docstring says how); a wrong candidate is *stopped* by an error or a blocking warning, and *repaired "
              "right* when the repair answers like the right query. docs/safety.md compares them with the checks before "
-             "session 29.", "", f"    python scripts/generated_probes.py --db-dir DIR --seed {args.seed}", ""]
+             "sessions 29 and 30.", "", f"    python scripts/generated_probes.py --db-dir DIR --seed {args.seed}", ""]
     for probe in args.probe or list(PROBES):
         lines += run(probe, dbs, args.seed)
     text = "\n".join(lines)
