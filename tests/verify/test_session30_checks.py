@@ -284,3 +284,20 @@ def test_hours_between_two_moments_are_asked_in_hours(ctx):
     hours = days.replace("julianday(i.intime) - julianday(a.admittime)", "(julianday(i.intime) - julianday(a.admittime)) * 24")
     assert rows(ctx, repair(checked)) == rows(ctx, hours)
     assert "wrong_duration_unit" not in checks(ctx, question, hours)
+
+
+def test_the_second_reviews_right_names_are_not_doubted(ctx):
+    # the query's own name says the phrase in another number or order, in the records' words, or it names a form
+    for question, sql in [
+        ("What was the last white blood cell count of patient 10004235?",
+         "SELECT valuenum FROM labevents WHERE subject_id = 10004235 AND itemid IN (SELECT itemid FROM d_labitems "
+         "WHERE label = 'white blood cells') ORDER BY charttime DESC LIMIT 1"),
+        ("Was a blood culture drawn for fungus for patient 10004235?",
+         "SELECT COUNT(*) FROM microbiologyevents WHERE subject_id = 10004235 AND test_name = 'blood/fungal culture'"),
+        ("How many patients got extended release metoprolol?",
+         "SELECT COUNT(DISTINCT subject_id) FROM prescriptions WHERE drug = 'metoprolol succinate xl'"),
+        ("What was the lowest oxygen saturation of patient 10004235?",
+         "SELECT MIN(valuenum) FROM chartevents WHERE subject_id = 10004235 AND itemid IN (SELECT itemid FROM d_items "
+         "WHERE label = 'o2 saturation pulseoxymetry')"),
+    ]:
+        assert "value_not_named" not in checks(ctx, question, sql), question

@@ -62,6 +62,7 @@ CLINICAL_NAMES: dict[str, tuple[str, ...]] = {
     "hct": ("hematocrit",), "wbc": ("white blood cells",), "plt": ("platelet count",), "platelets": ("platelet count",),
     "k": ("potassium",), "k+": ("potassium",), "creat": ("creatinine",),
     "cr": ("creatinine",), "lactic acid": ("lactate",), "sats": ("o2 saturation",), "spo2": ("o2 saturation",),
+    "oxygen saturation": ("o2 saturation",),
     "hr": ("heart rate",), "rr": ("respiratory rate",), "temp": ("temperature",),
     "iv": ("intravenous",), "intravenous": ("iv",), "intravenously": ("iv", "intravenous"),
     "orally": ("po", "oral"), "subcutaneously": ("sc", "subcutaneous"), "intramuscularly": ("im", "intramuscular"),
@@ -321,6 +322,11 @@ def _values_by_word(ctx: SqlContext, table: str, column: str) -> dict[str, list[
     return ctx.db.derived(("values_by_word", table.lower(), column.lower()), build)
 
 
+# Words of a drug's release form ("extended release", "sustained release"): they name how, not what.
+_RELEASE_FORMS = frozenset(("release", "released", "extended", "sustained", "delayed", "immediate", "controlled", "modified",
+                            "xl", "er", "sr", "cr", "dr", "ec", "xr"))
+
+
 def _partly_named(ctx: SqlContext, table: str, column: str, literal: str, everything: str) -> list[Finding]:
     """The question names, in two or three words, a part of some of the column's values ("staph aureus": 'staph aureus
     coag +') that the query's own names do not hold, and the query looks for something the question never says: the
@@ -328,6 +334,7 @@ def _partly_named(ctx: SqlContext, table: str, column: str, literal: str, everyt
     which of the values holding the words was meant is not certain."""
     words = _words(ctx.question)
     said = f" {_normal(everything)} "
+    said_stems_ = {word_stem(_singular(w)) for w in _words(everything)}
     by_word = _values_by_word(ctx, table, column)
     for n in (3, 2):
         for i in range(len(words) - n + 1):
@@ -335,8 +342,9 @@ def _partly_named(ctx: SqlContext, table: str, column: str, literal: str, everyt
             if any(w in _GRAMMAR_WORDS or w in _PLAIN or len(w) < 2 for w in gram) or all(w.isdigit() for w in gram):
                 continue
             phrase = " ".join(gram)
-            if f" {phrase} " in said:
-                continue
+            if f" {phrase} " in said or set(gram) & _RELEASE_FORMS or \
+                    all(word_stem(_singular(w)) in said_stems_ for w in _words(clinical_wording(phrase))):
+                continue  # the query's own names say it (in any order or number, or in the records' words), or a form
             holding = [v for v in by_word.get(gram[0], ()) if f" {phrase} " in f" {_normal(v)} "]
             if holding:
                 shown = ", ".join(f"'{v}'" for v in holding[:3]) + (f" and {len(holding) - 3} more" if len(holding) > 3 else "")
