@@ -246,6 +246,29 @@ def negated(node: Any, *also: type[exp.Expression]) -> bool:
     return False
 
 
+def copy_with_map(tree: exp.Expression) -> tuple[exp.Expression, dict[int, exp.Expression]]:
+    """A deep copy of ``tree`` and, for every node of ``tree`` (by id), its counterpart in the copy."""
+    copy = tree.copy()
+    originals: list[exp.Expression] = list(tree.walk())  # type: ignore[arg-type]
+    copies: list[exp.Expression] = list(copy.walk())  # type: ignore[arg-type]
+    if len(originals) != len(copies):  # copy() keeps the structure; anything else is a sqlglot change to notice
+        raise AssertionError("sqlglot copy() changed the tree's shape")
+    return copy, {id(a): b for a, b in zip(originals, copies, strict=True)}
+
+
+def rewritten(tree: exp.Expression, node: exp.Expression, replacement: exp.Expression) -> exp.Expression:
+    """A copy of ``tree`` with ``node`` (one of its own nodes, not an equal one elsewhere) replaced by ``replacement``."""
+    copy, counterpart = copy_with_map(tree)
+    counterpart[id(node)].replace(replacement)
+    return copy
+
+
+def quoted_list(values: Sequence[str], shown: int = 3) -> str:
+    """The first values quoted, and how many more there are: "'a', 'b', 'c' and 4 more"."""
+    more = f" and {len(values) - shown} more" if len(values) > shown else ""
+    return ", ".join(f"'{v}'" for v in values[:shown]) + more
+
+
 def answers_differently(ctx: SqlContext, other: exp.Expression) -> bool:
     """Does ``other`` (a rewrite of the query) answer otherwise than the query itself on this database? The query's
     own result is the one already run; both are read with the same row limit, compared as multisets. False when

@@ -21,7 +21,7 @@ from sqlglot import exp
 
 from ehrguard.db.lexicon import normal_form
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, negated, stored_table
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, negated, quoted_list, stored_table
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with, literal_comparisons
 from ehrguard.verify.offline.features import mask_values
@@ -50,8 +50,6 @@ _HAS_LETTER = re.compile(r"[a-z]")
 
 def word_stem(word: str) -> str:
     return word[:5] if len(word) > 5 else word
-
-
 
 
 # Clinicians' usual short names and other names for what records name in full (general clinical usage, not read from any
@@ -347,10 +345,9 @@ def _partly_named(ctx: SqlContext, table: str, column: str, literal: str, everyt
                 continue  # the query's own names say it (in any order or number, or in the records' words), or a form
             holding = [v for v in by_word.get(gram[0], ()) if f" {phrase} " in f" {_normal(v)} "]
             if holding:
-                shown = ", ".join(f"'{v}'" for v in holding[:3]) + (f" and {len(holding) - 3} more" if len(holding) > 3 else "")
                 return [Finding("value_not_named", "warning",
                                 f"The query looks for '{literal}' ({table}.{column}); the question names '{phrase}', which "
-                                f"the records hold in {shown}.", ctx.span_of(f"'{literal}'"))]
+                                f"the records hold in {quoted_list(holding)}.", ctx.span_of(f"'{literal}'"))]
     return []
 
 

@@ -16,7 +16,7 @@ import re
 
 from sqlglot import exp
 
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, answers_differently, found, stored_table
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, answers_differently, found, rewritten, stored_table
 from ehrguard.verify.checks.concepts import supported
 from ehrguard.verify.checks.conventions import one_row_per_person, visit_ids
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
@@ -128,11 +128,7 @@ def check_row_negation(ctx: SqlContext) -> CheckResult:
                 exp.or_(*(exp.Like(this=exp.column(column.name), expression=lit.copy()) if "%" in lit.this
                           else exp.Lower(this=exp.column(column.name)).eq(exp.Literal.string(lit.this.lower())) for lit in literals)))
             people = exp.column(person, table=column.table or None)
-            left_out = ctx.tree.copy()
-            target = next((n for n in left_out.find_all(type(node)) if n == node), None)
-            if target is None:
-                continue
-            target.replace(exp.Not(this=exp.In(this=people, query=exp.Subquery(this=holders))))
+            left_out = rewritten(ctx.tree, node, exp.Not(this=exp.In(this=people, query=exp.Subquery(this=holders))))
             if not answers_differently(ctx, left_out):
                 continue
             what = " or ".join(f"'{v}'" for v in named[:3])

@@ -4,17 +4,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ehrguard.verify.checks.base import Checked, TextEdit, TreeEdit
-
-
-def _copy_with_map(tree: exp.Expression) -> tuple[exp.Expression, dict[int, exp.Expression]]:
-    """A deep copy of ``tree`` and, for every node of ``tree`` (by id), its counterpart in the copy."""
-    copy = tree.copy()
-    originals: list[exp.Expression] = list(tree.walk())  # type: ignore[arg-type]
-    copies: list[exp.Expression] = list(copy.walk())  # type: ignore[arg-type]
-    if len(originals) != len(copies):  # copy() keeps the structure; anything else is a sqlglot change to notice
-        raise AssertionError("sqlglot copy() changed the tree's shape")
-    return copy, {id(a): b for a, b in zip(originals, copies, strict=True)}
+from ehrguard.verify.checks.base import Checked, TextEdit, TreeEdit, copy_with_map
 
 
 def repair(checked: Checked) -> str | None:
@@ -30,7 +20,7 @@ def repair(checked: Checked) -> str | None:
     sql = ctx.sql
     tree_edits = [e for e in checked.edits if isinstance(e, TreeEdit)]
     if tree_edits and ctx.tree is not None:
-        copy, counterpart = _copy_with_map(ctx.tree)
+        copy, counterpart = copy_with_map(ctx.tree)
         targets = [copy if e.target is None else counterpart[id(e.target)] for e in tree_edits]
         for edit, node in zip(tree_edits, targets, strict=True):
             edit.apply(node)

@@ -22,7 +22,17 @@ from typing import cast
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, answers_differently, found, negated, quoted_names
+from ehrguard.verify.checks.base import (
+    NOTHING,
+    CheckResult,
+    SqlContext,
+    answers_differently,
+    found,
+    negated,
+    quoted_list,
+    quoted_names,
+    rewritten,
+)
 from ehrguard.verify.checks.concepts import EXCLUSION, said_stems, supported, word_stem
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
@@ -126,18 +136,13 @@ def check_missing_variants(ctx: SqlContext) -> CheckResult:
                   and not any(word_stem(w) in said for w in set(re.findall(r"[a-z]+", v.lower())) - own)]
         if not longer:
             continue
-        widened = ctx.tree.copy()
-        target = next((n for n in widened.find_all(type(comparison)) if n == comparison), None)
-        if target is None:
-            continue
-        column_node = next(c for c in target.find_all(exp.Column) if c.name.lower() == column)
-        target.replace(exp.In(this=exp.Lower(this=column_node.copy()),
-                              expressions=[exp.Literal.string(v.lower()) for v in (name, *longer)]))
+        column_node = next(c for c in comparison.find_all(exp.Column) if c.name.lower() == column)
+        widened = rewritten(ctx.tree, comparison, exp.In(this=exp.Lower(this=column_node.copy()),
+                                                         expressions=[exp.Literal.string(v.lower()) for v in (name, *longer)]))
         if not answers_differently(ctx, widened):
             continue
-        shown = ", ".join(f"'{v}'" for v in longer[:3]) + (f" and {len(longer) - 3} more" if len(longer) > 3 else "")
         findings.append(Finding("missing_variants", "warning",
                                 f"The query matches '{name}' exactly ({table}.{column}); the records also hold it as "
-                                f"{shown}, and the answer changes when they are counted.",
+                                f"{quoted_list(longer)}, and the answer changes when they are counted.",
                                 ctx.span_of(f"'{name}'")))
     return found(*findings)
