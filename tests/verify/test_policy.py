@@ -149,6 +149,15 @@ def test_the_verdict_serialises_without_its_typed_evidence():
     (Finding("unknown_value", "error", "'glucse' is not a value of d_labitems.label"),
      "'glucse' is not in the records (d_labitems.label)."),
     (Finding("parse", "error", "The SQL does not parse as a single statement."), "The query cannot be read as SQL."),
+    # the place the query takes, as the finding says it
+    (Finding("missing_place", "error", "The question asks for the second of an order; the query takes only the first (LIMIT 1 "
+             "with no OFFSET)."),
+     "The question asks for the second of an order (the second most recent, ...), but the query returns the first."),
+    (Finding("missing_place", "error", "The question asks for the second of an order; the query takes place 3 (OFFSET 2)."),
+     "The question asks for the second of an order (the second most recent, ...), but the query returns place 3 of that order."),
+    (Finding("missing_place", "warning", "The question asks for the third of an order; the query takes no such place (no OFFSET, "
+             "no rank)."),
+     "The question asks for the third of an order (the second most recent, ...), but the query takes no place of that order."),
 ])
 def test_every_reason_is_a_sentence_without_check_names(finding, reason):
     from ehrguard.verify.offline.policy import plain_reason

@@ -134,7 +134,7 @@ def check_row_negation(ctx: SqlContext) -> CheckResult:
             what = " or ".join(f"'{v}'" for v in named[:3])
             return found(Finding("row_negation", "error",
                                  f"The query drops only the rows of {what} ({table}.{column.name.lower()}), so anyone who had "
-                                 f"{what} and anything else are still counted; the question asks for those who never had it "
+                                 f"{what} and anything else is still counted; the question asks for those who never had it "
                                  f"(leave them out: {person} NOT IN (SELECT {person} ... WHERE {column.name.lower()} = ...)).",
                                  ctx.span_of(node.sql(dialect="sqlite"))))
     return NOTHING

@@ -142,7 +142,11 @@ def plain_reason(f: Finding) -> str:
         return "The query cannot be read as SQL."
     m = re.match(r"The question asks for the ([a-z0-9, ]+) of an order", f.message)
     if f.check == "missing_place" and m:
-        return f"The question asks for the {m.group(1)} of an order (the second most recent, ...), but the query returns the first."
+        # what the query takes, as the finding says: the first, another place ("takes place 3"), or no place at all
+        taken = re.search(r"the query takes place (\d+)", f.message)
+        returned = f"returns place {taken.group(1)} of that order" if taken else \
+            "takes no place of that order" if "takes no such place" in f.message else "returns the first"
+        return f"The question asks for the {m.group(1)} of an order (the second most recent, ...), but the query {returned}."
     m = re.match(r"Records tie for the first place of the query's order (\(.*\)) with different answers (\(.*\)):", f.message)
     if f.check == "tied_end" and m:
         return (f"Several records share the first place of the query's order {m.group(1)} with different values {m.group(2)}; "
