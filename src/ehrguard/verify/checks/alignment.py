@@ -65,8 +65,11 @@ _TOTAL = re.compile(r"\b(?:total(?!\s+(?:number|count)\b)|sum|summed|cumulative|
 
 # Still in hospital (no discharge yet), and death.
 _STAY = r"(?:hospital |icu |unit )?(?:visit|stay|admission|encounter|hospitali[sz]ation)s?"
+# "Not discharged" is a stay still open only on its own: "not discharged home", "... to hospice", "... alive" says
+# where or how the stay ended (X: a value the question names, masked).
+_UNQUALIFIED = r"(?!\s+(?:to|home|x|alive|dead|against|on|in|at|after|before|within|with|by|until|during|early|late)\b)"
 _STILL_IN = re.compile(r"\b(?:currently|still|presently|right now)\b(?:\s+\w+){0,3}?\s+(?:admitted|hospitali[sz]ed|in (?:the )?"
-                       r"(?:hospital|icu|unit|ward))\b|\b(?:not (?:yet )?(?:been )?|yet to be |never )discharged\b"
+                       rf"(?:hospital|icu|unit|ward))\b|\b(?:not (?:yet )?(?:been )?|yet to be |never )discharged\b{_UNQUALIFIED}"
                        rf"|\b(?:current|this|ongoing|present) {_STAY}\b|\bcurrent (?:patients?|number|census)\b"
                        r"|\b(?:currently|right now|at present|presently|at the moment|as of now)\b", re.IGNORECASE)
 # A visit named by its place in the patient's history: EHRSQL-style databases mean one that has ended.
@@ -481,7 +484,7 @@ def check_still_admitted(ctx: SqlContext) -> CheckResult:
     tests = [node for node in ctx.tree.find_all(exp.Is) if isinstance(node.this, exp.Column) and node.this.name.lower() in discharge]
     open_only = [t for t in tests if _is_null(t) and not isinstance(t.parent, exp.Not)]
     question = masked_question(ctx)
-    if not _STILL_IN.search(question):
+    if not (_STILL_IN.search(question) and _STILL_IN.search(ctx.question)):  # as written too: "not discharged home"
         # "how many hours since the admission" implies a stay still open: only a visit named by its place in the
         # patient's history (the first, the last ...) says the stay has ended.
         if open_only and _ENDED_VISIT.search(question):
@@ -499,7 +502,7 @@ def check_still_admitted(ctx: SqlContext) -> CheckResult:
                              ctx.span_of("is not null"), "IS NULL"), edits=[TreeEdit(_not_null_to_null, target=n) for n in negated])
     if _names_an_open_visit(ctx, discharge):
         return NOTHING  # "this admission" named by its id, and the records say it has not ended
-    open_stay = _open_stay_condition(ctx, discharge) if _OPEN_STAY.search(question) else None
+    open_stay = _open_stay_condition(ctx, discharge) if _OPEN_STAY.search(question) and _OPEN_STAY.search(ctx.question) else None
     return found(Finding("missing_current_filter", "warning",
                          "The question asks about patients still in hospital; the query does not require a stay without a discharge time.",
                          None, open_stay.sql(dialect=ctx.dialect) if open_stay is not None else None),
@@ -510,7 +513,7 @@ def check_still_admitted(ctx: SqlContext) -> CheckResult:
 # wording the open-stay repair acts on.
 _OPEN_STAY = re.compile(r"\b(?:currently|still|presently|right now)\s+(?:\w+\s+){0,2}?(?:admitted|hospitali[sz]ed|in (?:the )?"
                         r"(?:hospital|icu|unit|ward))\b|\bin (?:the )?(?:hospital|icu|unit|ward) (?:right now|currently|at present|"
-                        r"at the moment)\b|\bnot (?:yet )?(?:been )?discharged\b|\byet to be discharged\b", re.IGNORECASE)
+                        rf"at the moment)\b|\b(?:not (?:yet )?(?:been )?|yet to be )discharged\b{_UNQUALIFIED}", re.IGNORECASE)
 
 
 def _open_stay_condition(ctx: SqlContext, discharge: set[str]) -> exp.Expression | None:

@@ -118,7 +118,10 @@ def supported(literal: str, question: str) -> bool:
     short = re.findall(r"\(([a-z0-9]{2,8})\)", literal.lower())  # "medical intensive care unit (micu)": "MICU" names it
     if any(f" {s} " in f" {q} " for s in short):
         return True
-    content = [w for w in lit.split() if w not in _PLAIN and not w.isdigit()]
+    # the abbreviation in parentheses names what stands before it a second time ("step-down unit (sdu)"): the words
+    # before it are enough
+    content = [w for w in _normal(re.sub(r"\([a-z0-9]{2,8}\)", " ", literal.lower().replace("%", " "))).split()
+               if w not in _PLAIN and not w.isdigit()] if short else [w for w in lit.split() if w not in _PLAIN and not w.isdigit()]
     if not content:
         return True
     stems = {word_stem(w) for w in q.split()}
@@ -234,6 +237,8 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
             excluded = excluded_words(mask_values(ctx.question, ctx.sql))  # "excluding elective ones": named to be left out
             instead = [v for v in named if not _says_every_word(everything, v) and _normal(v) not in _normal(lit.this)
                        and not {_singular(w) for w in re.findall(r"[a-z]+", v.lower())} & excluded]
+        partial = {v: _part_of_longer_name(ctx, table, column, v, lit.this) for v in instead}
+        instead = [v for v in instead if partial[v] != "read"]
         if not instead:
             if not supported(lit.this, question) and not _excluded(lit):
                 narrower = _narrower(ctx, table, column, lit.this, {_normal(other.this) for _, _, other in compared}) \
@@ -247,10 +252,61 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
         alternatives = " or ".join(f"'{v}'" for v in instead[:3])
         findings.append(Finding("wrong_value", "error",
                                 f"The query looks for '{lit.this}' ({table}.{column}); the question names {alternatives}.",
-                                ctx.span_of(f"'{lit.this}'"), f"'{instead[0]}'" if len(instead) == 1 else None))
-        if len(instead) == 1 and "%" not in lit.this:
+                                ctx.span_of(f"'{lit.this}'"), f"'{instead[0]}'" if len(instead) == 1 and not partial[instead[0]] else None))
+        if len(instead) == 1 and "%" not in lit.this and not partial[instead[0]]:
             edits.append(TreeEdit(_replace_with(instead[0]), target=lit))
     return found(*findings, edits=edits)
+
+
+def _part_of_longer_name(ctx: SqlContext, table: str, column: str, value: str, literal: str) -> str:
+    """Is the one-word value the question names only a part of a longer name it says ("nursing home": 'home', "blood
+    alcohol": 'blood', "flu swab": 'swab')? Then replacing the literal by it is no certain repair. "read": the literal
+    reads the longer name (it holds the name's other word, as a stem, inside a word or as initials: 'skilled nursing
+    facility' for "nursing home", 'influenza a/b' for "flu swab", 'lr' for "lactated ringers"), so the value is no
+    sign of a mistake; "part": the value is a part of a longer name, no repair; "": the value stands on its own. The
+    longer name is the word after the value when it says something (not a word of grammar, nor one a question puts
+    around a name: "potassium level"), or the word before it when the literal or the column's own values use that
+    word too ("nursing" in 'skilled nursing facility'); a specimen before a test ("serum potassium") names where it
+    was drawn, not another test."""
+    words = _words(value)
+    question = _words(ctx.question)
+    if len(words) != 1:
+        return ""
+    at = next((i for i, w in enumerate(question) if w == words[0]), None)
+    if at is None:
+        return ""
+    after = question[at + 1] if at + 1 < len(question) else ""
+    before = question[at - 1] if at > 0 else ""
+
+    def says_something(word: str) -> bool:
+        return bool(word) and not word.isdigit() and len(word) > 1 and word not in _BESIDE_A_NAME and word not in _PLAIN \
+            and word not in _GRAMMAR_WORDS
+
+    lit_words = _words(literal)
+
+    def in_literal(word: str) -> bool:  # "nursing" in 'skilled nursing facility', "flu" in 'influenza a/b'
+        return word_stem(word) in {word_stem(w) for w in lit_words} or (len(word) >= 3 and any(word in w for w in lit_words))
+
+    longer = [after] if says_something(after) else []
+    if says_something(before) and not _other_specimen(before, "") \
+            and (in_literal(before) or _column_says(ctx, table, column, before)):
+        longer.append(before)
+    if not longer:
+        return ""
+    phrase = [before, words[0]] if before in longer else [words[0], after]
+    if any(in_literal(w) for w in longer) or "".join(w[0] for w in phrase) in lit_words:  # initials: 'lr'
+        return "read"
+    return "part"
+
+
+def _column_says(ctx: SqlContext, table: str, column: str, word: str) -> bool:
+    """Does some value of the column hold this word (stems compared)?"""
+    try:
+        values = ctx.db.values.values(table, column)
+    except DatabaseError:
+        return False
+    stem = word_stem(word)
+    return any(stem in {word_stem(w) for w in _words(v)} for v in values)
 
 
 # Words that may stand beside a name without being part of it (English grammar's closed classes, and the verbs and
