@@ -41,6 +41,13 @@ def test_a_value_that_is_only_part_of_a_longer_name_is_not_put_in(ctx):
 def test_initials_and_abbreviations_in_parentheses_name_the_value(eicu_ctx):
     sdu = "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE hospitaladmitsource = 'step-down unit (sdu)'"
     assert "wrong_value" not in checks(eicu_ctx, "How many patients came to the ICU from a step-down unit?", sdu)
+    # the word after a value names what the table records ("charges"): the value stands on its own, and is repaired
+    charges = "SELECT SUM(cost) FROM cost WHERE patienthealthsystemstayid = 492414 AND eventtype = 'treatment'"
+    found = checks(eicu_ctx, "What were the medication charges for hospital stay 492414?", charges)["wrong_value"]
+    assert found.suggestion == "'medication'"
+    # ... but a word the column's values use is part of a longer name: "oral intake" ('oral intake amount'), no repair
+    oral = ("SELECT SUM(cellvaluenumeric) FROM intakeoutput WHERE patientunitstayid = 141340 AND celllabel = 'p.o.'")
+    assert checks(eicu_ctx, "What was the total oral intake of unit stay 141340?", oral)["wrong_value"].suggestion is None
     floor = "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE hospitaladmitsource = 'floor'"
     found = checks(eicu_ctx, "How many patients came from the emergency department?", floor)["wrong_value"]
     assert found.suggestion == "'emergency department'"
@@ -68,3 +75,58 @@ def test_a_place_recorded_at_discharge_is_not_the_moment_of_discharge(ctx):
     assert "wrong_concept" not in checks(ctx, "How many admissions with a documented discharge location were there in 2100?", sql)
     wrong = "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE strftime('%Y', admittime) = '2100'"
     assert checks(ctx, "How many patients were discharged in 2100?", wrong)["wrong_concept"].severity == "error"
+
+
+def rows(ctx, sql):
+    return sorted(ctx.db.execute(sql).rows)
+
+
+def assert_error_on_wrong_only(ctx, check, question, wrong, right):
+    """The check calls the wrong query an error, the two answer differently here, and the right one is left alone."""
+    assert checks(ctx, question, wrong)[check].severity == "error"
+    assert rows(ctx, wrong) != rows(ctx, right)
+    assert check not in checks(ctx, question, right)
+
+
+def test_the_first_day_of_the_icu_stay_counts_from_the_unit_without_a_number(ctx):
+    question = "What was the highest heart rate of patient 10004733 during the first day of their ICU stay?"
+    base = ("SELECT MAX(c.valuenum) FROM chartevents c JOIN d_items d ON c.itemid = d.itemid {join} "
+            "WHERE c.subject_id = 10004733 AND d.label = 'heart rate' AND c.charttime BETWEEN {t} AND datetime({t}, '+1 day')")
+    hospital = base.format(join="JOIN admissions a ON a.hadm_id = c.hadm_id", t="a.admittime")
+    unit = base.format(join="JOIN icustays i ON i.stay_id = c.stay_id", t="i.intime")
+    assert checks(ctx, question, hospital)["wrong_anchor"].severity == "error"
+    assert "wrong_anchor" not in checks(ctx, question, unit)
+
+
+def test_a_unit_negated_by_its_abbreviation_is_a_negation_of_people(ctx):
+    question = "How many patients were never in the MICU?"
+    wrong = "SELECT COUNT(DISTINCT subject_id) FROM icustays WHERE first_careunit <> 'medical intensive care unit (micu)'"
+    right = ("SELECT COUNT(DISTINCT subject_id) FROM icustays WHERE subject_id NOT IN "
+             "(SELECT subject_id FROM icustays WHERE first_careunit = 'medical intensive care unit (micu)')")
+    assert_error_on_wrong_only(ctx, "row_negation", question, wrong, right)
+
+
+def test_a_recorded_field_named_by_initials_or_by_the_part_that_tells_it(ctx):
+    assert_error_on_wrong_only(ctx, "missing_presence", "How many patients have a recorded date of death?",
+                               "SELECT COUNT(DISTINCT subject_id) FROM patients",
+                               "SELECT COUNT(DISTINCT subject_id) FROM patients WHERE dod IS NOT NULL")
+    cultures = "SELECT COUNT(*) FROM microbiologyevents WHERE subject_id = 10004733 AND spec_type_desc = 'blood culture'"
+    found = checks(ctx, "How many blood cultures of patient 10004733 have a recorded organism?", cultures)["missing_presence"]
+    assert found.suggestion == "org_name IS NOT NULL"
+
+
+def test_a_table_of_several_kinds_is_read_for_the_kind_asked(ctx, eicu_ctx):
+    # MIMIC-IV's cost rows name their kind by the table the event is in ('diagnoses_icd'); eICU's by a word ('medication')
+    assert_error_on_wrong_only(ctx, "missing_kind", "What was the total cost of diagnoses coded for admission 22595853?",
+                               "SELECT SUM(cost) FROM cost WHERE hadm_id = 22595853",
+                               "SELECT SUM(cost) FROM cost WHERE hadm_id = 22595853 AND event_type = 'diagnoses_icd'")
+    question = "What were the medication charges for hospital stay 492414?"
+    found = checks(eicu_ctx, question, "SELECT SUM(cost) FROM cost WHERE patienthealthsystemstayid = 492414")["missing_kind"]
+    assert found.suggestion == "eventtype = 'medication'"
+    assert "'medication'" in repaired(eicu_ctx, question, "SELECT SUM(cost) FROM cost WHERE patienthealthsystemstayid = 492414")
+    # no kind named, or the kind's own table read to choose the events: nothing to add
+    assert "missing_kind" not in checks(ctx, "What was the total cost of admission 22595853?",
+                                        "SELECT SUM(cost) FROM cost WHERE hadm_id = 22595853")
+    assert "missing_kind" not in checks(ctx, "What was the total cost of the diagnoses of patient 10004733?",
+                                        "SELECT SUM(cost) FROM cost WHERE event_id IN (SELECT row_id FROM diagnoses_icd "
+                                        "WHERE subject_id = 10004733)")

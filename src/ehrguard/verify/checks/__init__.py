@@ -72,6 +72,7 @@ from ehrguard.verify.checks.keys import (
     check_referenced_table,
     check_row_keys,
 )
+from ehrguard.verify.checks.kinds import check_kind
 from ehrguard.verify.checks.negation import check_row_negation
 from ehrguard.verify.checks.ordinals import check_stated_place
 from ehrguard.verify.checks.presence import check_presence
@@ -162,6 +163,7 @@ CHECKS: tuple[Check, ...] = (
     Check("missing_variants", check_missing_variants),
     Check("row_negation", check_row_negation),
     Check("presence", check_presence),
+    Check("kind", check_kind),
     Check("stated_values", check_stated_values),
     Check("unasked_filter", check_unasked_filter),
     Check("unhappened_events", check_unhappened_events),

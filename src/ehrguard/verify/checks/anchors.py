@@ -24,9 +24,9 @@ _UNIT = r"(?:hours?|hrs?|h|days?|minutes?|mins?|weeks?)"
 _OWNER = r"(?:(?:the|his|her|their|this|that|its|an?|each|every|patient\s+\d+'s|\d+'s|[a-z]+'s)\s+)*"
 _ICU = r"(?:icu|intensive care(?: unit)?|unit|micu|sicu|ccu|cvicu|tsicu)"
 _HOSPITAL = r"(?:hospital|hospitali[sz]ation|inpatient)"
-# "the first 6 hours of the ICU stay", "within 24 hours of ICU admission", "48 h after arrival in the ICU"
-# "the first 6 hours of the ICU stay", "the first day in the ICU": a period from the visit's start ...
-_OF = rf"\b(?:(?:first|initial)\s+{_AMOUNT}\s*-?\s*{_UNIT}|{_AMOUNT}\s*-?\s*{_UNIT})\s+(?:of|into|in)\s+{_OWNER}"
+# "the first 6 hours of the ICU stay", "the first day in the ICU", "the first hour of the admission": a period from
+# the visit's start ...
+_OF = rf"\b(?:(?:first|initial)\s+(?:{_AMOUNT}\s*-?\s*)?{_UNIT}|{_AMOUNT}\s*-?\s*{_UNIT})\s+(?:of|into|in)\s+{_OWNER}"
 # ... and "within 24 hours of ICU admission", "48 h after arrival in the ICU": from the arrival itself ("after their
 # ICU stay" counts from its end, and is left alone)
 _FROM = rf"\b{_AMOUNT}\s*-?\s*{_UNIT}\s+(?:of|after|following|from|since|within)\s+{_OWNER}"

@@ -264,10 +264,11 @@ def _part_of_longer_name(ctx: SqlContext, table: str, column: str, value: str, l
     reads the longer name (it holds the name's other word, as a stem, inside a word or as initials: 'skilled nursing
     facility' for "nursing home", 'influenza a/b' for "flu swab", 'lr' for "lactated ringers"), so the value is no
     sign of a mistake; "part": the value is a part of a longer name, no repair; "": the value stands on its own. The
-    longer name is the word after the value when it says something (not a word of grammar, nor one a question puts
-    around a name: "potassium level"), or the word before it when the literal or the column's own values use that
-    word too ("nursing" in 'skilled nursing facility'); a specimen before a test ("serum potassium") names where it
-    was drawn, not another test."""
+    longer name is the word after the value, or the word before it, when it says something (not a word of grammar,
+    nor one a question puts around a name: "potassium level") and the literal or the column's own values use it too
+    ("nursing" in 'skilled nursing facility', "intake" in 'oral intake amount'; not "charges" after 'medication',
+    which names what the table records); after a specimen, any such word ("blood alcohol"). A specimen before a test
+    ("serum potassium") names where it was drawn, not another test."""
     words = _words(value)
     question = _words(ctx.question)
     if len(words) != 1:
@@ -287,7 +288,7 @@ def _part_of_longer_name(ctx: SqlContext, table: str, column: str, value: str, l
     def in_literal(word: str) -> bool:  # "nursing" in 'skilled nursing facility', "flu" in 'influenza a/b'
         return word_stem(word) in {word_stem(w) for w in lit_words} or (len(word) >= 3 and any(word in w for w in lit_words))
 
-    longer = [after] if says_something(after) else []
+    longer = [after] if says_something(after) and (_is_specimen(words[0]) or _column_says(ctx, table, column, after)) else []
     if says_something(before) and not _other_specimen(before, "") \
             and (in_literal(before) or _column_says(ctx, table, column, before)):
         longer.append(before)
@@ -297,6 +298,12 @@ def _part_of_longer_name(ctx: SqlContext, table: str, column: str, value: str, l
     if any(in_literal(w) for w in longer) or "".join(w[0] for w in phrase) in lit_words:  # initials: 'lr'
         return "read"
     return "part"
+
+
+def _is_specimen(word: str) -> bool:
+    from ehrguard.verify.checks.specimens import SPECIMENS  # here: specimens reads keys, which reads this module
+
+    return any(s.pattern.search(word) for s in SPECIMENS)
 
 
 def _column_says(ctx: SqlContext, table: str, column: str, word: str) -> bool:

@@ -49,10 +49,12 @@ NEAR_WORDS = 5
 
 
 def _negates(value: str, phrase: str) -> bool:
-    """Does the negated phrase name ``value`` near its start?"""
+    """Does the negated phrase name ``value`` near its start (by its first word, or by the abbreviation the value
+    gives in parentheses: "never in the MICU" for 'medical intensive care unit (micu)')?"""
     words = re.findall(r"[a-z0-9]+", phrase.lower())
     first = next((w for w in re.findall(r"[a-z0-9]+", value.lower()) if not w.isdigit()), None)
-    return first is not None and first in words[:NEAR_WORDS] and supported(value, phrase)
+    names = {first, *re.findall(r"\(([a-z0-9]{2,8})\)", value.lower())} - {None}
+    return bool(names & set(words[:NEAR_WORDS])) and supported(value, phrase)
 
 
 def _unwrap(node: exp.Expression) -> exp.Expression:

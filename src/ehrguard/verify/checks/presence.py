@@ -28,6 +28,8 @@ _BEFORE = re.compile(rf"\b(with|ha(?:ve|s|d)|without|no|lacking|missing)\s+(?:an
 _AFTER = re.compile(rf"\b(?:whose|where (?:the|their|its))\s+((?:[a-z]+\s+){{0,3}}?[a-z]+)\s+(?:is|was|are|were)\s+(not\s+)?"
                     rf"({_FILLED}|missing|unknown|empty|blank)\b", re.IGNORECASE)
 _ABSENT = {"without", "no", "lacking", "missing"}
+# Parts of a column's name that say what kind of field it is, not which (a name, a description, a value).
+_SAYS_NOTHING = frozenset(("name", "names", "desc", "description", "label", "text", "value", "val", "str", "num"))
 _GRAMMAR = CLOSED_CLASS_AFTER_RELATIVE | {"who", "whom", "which", "what", "when", "where", "and", "or", "any"}
 
 
@@ -52,7 +54,8 @@ def _asked(question: str) -> list[tuple[str, bool]]:
 
 def _named_column(ctx: SqlContext, words: str, tables: list[str]) -> tuple[str, str] | None:
     """The one column of the query's tables whose name the field's words name best (every part of the name)."""
-    said = [w for w in question_words(words) if len(w) >= 3]
+    every = question_words(words)
+    said = [w for w in every if len(w) >= 3]
     ids = entity_columns(ctx)
     scored = []
     for table in tables:
@@ -62,8 +65,15 @@ def _named_column(ctx: SqlContext, words: str, tables: list[str]) -> tuple[str, 
             parts = [p for p in re.split(r"_", name) if p]
             if name in ids or name.endswith("id") or not parts:
                 continue
-            # every part of the name said, and as many of the field's words as possible inside the name
-            if all(any(w.startswith(p[:STEM]) or w[:STEM] in p for w in said) for p in parts):
+            # a short name of initials ("dod": date of death)
+            if 2 <= len(name) <= 4 and name.isalpha() and any("".join(w[0] for w in every[i:i + len(name)]) == name
+                                                             for i in range(len(every) - len(name) + 1)):
+                scored.append((len(name), table, column.name))
+                continue
+            # every part of the name that tells the field (not "name", "desc": 'org_name' is the organism) said, and
+            # as many of the field's words as possible inside the name
+            telling = [p for p in parts if p not in _SAYS_NOTHING] or parts
+            if all(any(w.startswith(p[:STEM]) or w[:STEM] in p for w in said) for p in telling):
                 scored.append((sum(1 for w in said if w[:STEM] in name), table, column.name))
     if not scored:
         return None
