@@ -22,6 +22,13 @@ def test_a_value_inside_a_longer_name_the_literal_reads_is_no_mistake(ctx):
     # a word inside a word of the literal: "flu" in 'influenza a/b by dfa'
     flu = "SELECT COUNT(*) > 0 FROM microbiologyevents WHERE subject_id = 10004733 AND spec_type_desc = 'influenza a/b by dfa'"
     assert "wrong_value" not in checks(ctx, "Did patient 10004733 have a flu swab?", flu)
+    # a generic noun after the value is what it qualifies: "rehab facility" is 'rehab', whatever else says "facility"
+    snf = "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE discharge_location = 'skilled nursing facility'"
+    for question, value in (("How many patients were discharged to a rehab facility?", "'rehab'"),
+                            ("How many patients were discharged to a hospice facility?", "'hospice'")):
+        assert checks(ctx, question, snf)["wrong_value"].suggestion == value, question
+    health = "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE discharge_location = 'home health care'"
+    assert checks(ctx, "How many patients were discharged to hospice care?", health)["wrong_value"].suggestion == "'hospice'"
     # the value said on its own is still a mistake, and repaired
     rehab = "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE discharge_location = 'rehab'"
     found = checks(ctx, "How many patients were discharged home?", rehab)["wrong_value"]
@@ -45,9 +52,9 @@ def test_initials_and_abbreviations_in_parentheses_name_the_value(eicu_ctx):
     charges = "SELECT SUM(cost) FROM cost WHERE patienthealthsystemstayid = 492414 AND eventtype = 'treatment'"
     found = checks(eicu_ctx, "What were the medication charges for hospital stay 492414?", charges)["wrong_value"]
     assert found.suggestion == "'medication'"
-    # ... but a word the column's values use is part of a longer name: "oral intake" ('oral intake amount'), no repair
+    # a value written in clinical shorthand is the value named: 'p.o.' for "oral"
     oral = ("SELECT SUM(cellvaluenumeric) FROM intakeoutput WHERE patientunitstayid = 141340 AND celllabel = 'p.o.'")
-    assert checks(eicu_ctx, "What was the total oral intake of unit stay 141340?", oral)["wrong_value"].suggestion is None
+    assert "wrong_value" not in checks(eicu_ctx, "What was the total oral intake of unit stay 141340?", oral)
     floor = "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE hospitaladmitsource = 'floor'"
     found = checks(eicu_ctx, "How many patients came from the emergency department?", floor)["wrong_value"]
     assert found.suggestion == "'emergency department'"
@@ -65,9 +72,11 @@ def test_not_discharged_with_a_destination_is_not_a_stay_still_open(ctx):
     for question in ("How many patients admitted in 2100 were not discharged home?",
                      "How many patients admitted in 2100 were not discharged to hospice?"):
         assert "missing_current_filter" not in checks(ctx, question, sql.replace("'home'", "'hospice'")), question
-    # on its own it still is
+    # on its own it still is, and with a time it is still open at
     still = checks(ctx, "How many patients are not yet discharged?", "SELECT COUNT(DISTINCT subject_id) FROM admissions")
     assert still["missing_current_filter"].suggestion == "admissions.dischtime IS NULL"
+    ended = "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE dischtime IS NOT NULL"
+    assert checks(ctx, "How many patients have not been discharged until now?", ended)["discharged_not_current"].severity == "error"
 
 
 def test_a_place_recorded_at_discharge_is_not_the_moment_of_discharge(ctx):
@@ -113,6 +122,12 @@ def test_a_recorded_field_named_by_initials_or_by_the_part_that_tells_it(ctx):
     cultures = "SELECT COUNT(*) FROM microbiologyevents WHERE subject_id = 10004733 AND spec_type_desc = 'blood culture'"
     found = checks(ctx, "How many blood cultures of patient 10004733 have a recorded organism?", cultures)["missing_presence"]
     assert found.suggestion == "org_name IS NOT NULL"
+    # initials only where no name is spelt out: "date of discharge" is the discharge time, not dod
+    question = "How many female patients with a recorded date of discharge were admitted in 2100?"
+    joined = ("SELECT COUNT(DISTINCT p.subject_id) FROM patients p JOIN admissions a ON a.subject_id = p.subject_id "
+              "WHERE p.gender = 'f' AND strftime('%Y', a.admittime) = '2100'")
+    assert checks(ctx, question, joined)["missing_presence"].suggestion == "a.dischtime IS NOT NULL"
+    assert "missing_presence" not in checks(ctx, question, joined + " AND a.dischtime IS NOT NULL")
 
 
 def test_a_table_of_several_kinds_is_read_for_the_kind_asked(ctx, eicu_ctx):
@@ -124,7 +139,20 @@ def test_a_table_of_several_kinds_is_read_for_the_kind_asked(ctx, eicu_ctx):
     found = checks(eicu_ctx, question, "SELECT SUM(cost) FROM cost WHERE patienthealthsystemstayid = 492414")["missing_kind"]
     assert found.suggestion == "eventtype = 'medication'"
     assert "'medication'" in repaired(eicu_ctx, question, "SELECT SUM(cost) FROM cost WHERE patienthealthsystemstayid = 492414")
-    # no kind named, or the kind's own table read to choose the events: nothing to add
+    # a kind's word that is not what is paid for, or is left out, or starts another word, is no kind asked
+    total = "SELECT SUM(cost) FROM cost WHERE patienthealthsystemstayid = 789245"
+    for other in ("What was the total hospital cost of stay 789245 in the medical ICU?",
+                  "What was the total cost of hospital stay 789245, excluding medications?",
+                  "What was the total cost of hospital stay 789245 for the patient treated with antibiotics?",
+                  "What was the total hospital cost of the stay with the cardiac arrest diagnosis, stay 789245?"):
+        assert "missing_kind" not in checks(eicu_ctx, other, total), other
+    assert checks(eicu_ctx, "What was the total cost of labs for hospital stay 789245?", total)["missing_kind"].suggestion \
+        == "eventtype = 'lab'"
+    # joined to the kind's events by their id, the kind is still to be chosen (event ids repeat across kinds)
+    by_id = ("SELECT SUM(c.cost) FROM cost c JOIN medication m ON c.eventid = m.medicationid "
+             "WHERE c.patienthealthsystemstayid = 789245")
+    assert "missing_kind" in checks(eicu_ctx, "What were the medication charges for hospital stay 789245?", by_id)
+    # no kind named, or the kind's own table read to choose the visits: nothing to add
     assert "missing_kind" not in checks(ctx, "What was the total cost of admission 22595853?",
                                         "SELECT SUM(cost) FROM cost WHERE hadm_id = 22595853")
     assert "missing_kind" not in checks(ctx, "What was the total cost of the diagnoses of patient 10004733?",

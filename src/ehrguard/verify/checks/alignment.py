@@ -67,7 +67,7 @@ _TOTAL = re.compile(r"\b(?:total(?!\s+(?:number|count)\b)|sum|summed|cumulative|
 _STAY = r"(?:hospital |icu |unit )?(?:visit|stay|admission|encounter|hospitali[sz]ation)s?"
 # "Not discharged" is a stay still open only on its own: "not discharged home", "... to hospice", "... alive" says
 # where or how the stay ended (X: a value the question names, masked).
-_UNQUALIFIED = r"(?!\s+(?:to|home|x|alive|dead|against|on|in|at|after|before|within|with|by|until|during|early|late)\b)"
+_UNQUALIFIED = r"(?!\s+(?:to|home|x|alive|dead|against|with|early|late)\b)"
 _STILL_IN = re.compile(r"\b(?:currently|still|presently|right now)\b(?:\s+\w+){0,3}?\s+(?:admitted|hospitali[sz]ed|in (?:the )?"
                        rf"(?:hospital|icu|unit|ward))\b|\b(?:not (?:yet )?(?:been )?|yet to be |never )discharged\b{_UNQUALIFIED}"
                        rf"|\b(?:current|this|ongoing|present) {_STAY}\b|\bcurrent (?:patients?|number|census)\b"

@@ -110,17 +110,22 @@ def condition_nouns(question: str) -> str:
     return _CONDITION_ADJECTIVE.sub(noun, question.lower())
 
 
+# A short name a value gives in parentheses: 'medical intensive care unit (micu)', '... (neuro sicu)', '(micu/sicu)'.
+_IN_PARENTHESES = r"\(([a-z0-9][a-z0-9 /-]{1,15})\)"
+
+
 def supported(literal: str, question: str) -> bool:
     """Does the question mention the literal: its words in order, or every content word of it (stems compared)?"""
     lit, q = _normal(literal.replace("%", " ")), _normal(question)
     if not lit or f" {lit} " in f" {q} ":
         return True
-    short = re.findall(r"\(([a-z0-9]{2,8})\)", literal.lower())  # "medical intensive care unit (micu)": "MICU" names it
-    if any(f" {s} " in f" {q} " for s in short):
+    # "medical intensive care unit (micu)": "MICU" names it; "... (neuro sicu)": "neuro SICU"
+    short = [_normal(s) for s in re.findall(_IN_PARENTHESES, literal.lower())]
+    if any(s and f" {s} " in f" {q} " for s in short):
         return True
     # the abbreviation in parentheses names what stands before it a second time ("step-down unit (sdu)"): the words
     # before it are enough
-    content = [w for w in _normal(re.sub(r"\([a-z0-9]{2,8}\)", " ", literal.lower().replace("%", " "))).split()
+    content = [w for w in _normal(re.sub(_IN_PARENTHESES, " ", literal.lower().replace("%", " "))).split()
                if w not in _PLAIN and not w.isdigit()] if short else [w for w in lit.split() if w not in _PLAIN and not w.isdigit()]
     if not content:
         return True
@@ -260,19 +265,24 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
 
 def _part_of_longer_name(ctx: SqlContext, table: str, column: str, value: str, literal: str) -> str:
     """Is the one-word value the question names only a part of a longer name it says ("nursing home": 'home', "blood
-    alcohol": 'blood', "flu swab": 'swab')? Then replacing the literal by it is no certain repair. "read": the literal
-    reads the longer name (it holds the name's other word, as a stem, inside a word or as initials: 'skilled nursing
-    facility' for "nursing home", 'influenza a/b' for "flu swab", 'lr' for "lactated ringers"), so the value is no
-    sign of a mistake; "part": the value is a part of a longer name, no repair; "": the value stands on its own. The
-    longer name is the word after the value, or the word before it, when it says something (not a word of grammar,
-    nor one a question puts around a name: "potassium level") and the literal or the column's own values use it too
-    ("nursing" in 'skilled nursing facility', "intake" in 'oral intake amount'; not "charges" after 'medication',
-    which names what the table records); after a specimen, any such word ("blood alcohol"). A specimen before a test
-    ("serum potassium") names where it was drawn, not another test."""
+    alcohol": 'blood', "flu swab": 'swab')? Then replacing the literal by it is no certain repair.
+
+    "read": the literal says the same thing otherwise, so the value is no sign of a mistake: it writes the value in
+    clinical shorthand ('p.o.' for "oral"), or it holds the word that qualifies the value in the question, as a stem,
+    inside a word or as initials ('skilled nursing facility' for "nursing home", 'influenza a/b' for "flu swab", 'lr'
+    for "lactated ringers"). "part": the value is only a part of a longer name, no repair: a qualifying word before it
+    that the column's values use elsewhere, or a word after a specimen ("blood alcohol": the test is the alcohol).
+    "": the value stands on its own. A word after any other value is the generic noun it qualifies ("rehab facility",
+    "hospice care", "medication charges"): the value is still the word that tells the records apart. A specimen
+    before a test ("serum potassium") names where it was drawn, not another test."""
     words = _words(value)
     question = _words(ctx.question)
     if len(words) != 1:
         return ""
+    lit_words = _words(literal)
+    shorthand = clinical_wording(value)
+    if shorthand != value.lower() and re.sub(r"[^a-z0-9]", "", shorthand) == "".join(lit_words):
+        return "read"
     at = next((i for i, w in enumerate(question) if w == words[0]), None)
     if at is None:
         return ""
@@ -283,21 +293,15 @@ def _part_of_longer_name(ctx: SqlContext, table: str, column: str, value: str, l
         return bool(word) and not word.isdigit() and len(word) > 1 and word not in _BESIDE_A_NAME and word not in _PLAIN \
             and word not in _GRAMMAR_WORDS
 
-    lit_words = _words(literal)
-
     def in_literal(word: str) -> bool:  # "nursing" in 'skilled nursing facility', "flu" in 'influenza a/b'
         return word_stem(word) in {word_stem(w) for w in lit_words} or (len(word) >= 3 and any(word in w for w in lit_words))
 
-    longer = [after] if says_something(after) and (_is_specimen(words[0]) or _column_says(ctx, table, column, after)) else []
-    if says_something(before) and not _other_specimen(before, "") \
-            and (in_literal(before) or _column_says(ctx, table, column, before)):
-        longer.append(before)
-    if not longer:
-        return ""
-    phrase = [before, words[0]] if before in longer else [words[0], after]
-    if any(in_literal(w) for w in longer) or "".join(w[0] for w in phrase) in lit_words:  # initials: 'lr'
-        return "read"
-    return "part"
+    if says_something(before) and not _other_specimen(before, ""):
+        if in_literal(before) or before[0] + words[0][0] in lit_words:  # initials: 'lr'
+            return "read"
+        if _column_says(ctx, table, column, before):
+            return "part"
+    return "part" if says_something(after) and _is_specimen(words[0]) else ""
 
 
 def _is_specimen(word: str) -> bool:

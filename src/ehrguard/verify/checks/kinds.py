@@ -9,8 +9,10 @@ admission answers for all kinds together.
 
 ``missing_kind`` (error, repaired by ``column = 'kind'``) speaks when a table the query reads has such a column (a
 text column whose values, at least two of them, are names of the schema's own tables: found from the schema and the
-data, not from a list), the query never reads that column nor the table of the kind, the question names exactly one
-of the kinds (a word of it: "diagnoses", "lab", "medication charges"), and keeping to that kind changes the answer.
+data, not from a list), the query never reads that column, nor the table of the kind but to join the events by their id, the question names
+exactly one of the kinds as what is paid for (a word of it beside a word of money or the table's name: "the cost of
+diagnoses", "lab costs", "medication charges"; not after a word of exception: "excluding labs"), and keeping to that
+kind changes the answer.
 """
 
 from __future__ import annotations
@@ -21,26 +23,52 @@ from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, add_condition, answers_differently, found
+from ehrguard.verify.checks.concepts import EXCLUSION
+from ehrguard.verify.checks.keys import kind_columns
 from ehrguard.verify.verdict import Finding
 
 # A table of kinds has few of them: a column of more values is a name or a label, not a kind.
 MAX_KINDS = 12
 # Parts of a table's name that say how it is stored, not what it records ('diagnoses_icd': diagnoses; 'labevents': lab).
 _STORAGE = re.compile(r"_?(?:icd|events?|items?|data|table)$")
+# Words of money (general English): the kinds of a table of charges are named beside them ("medication charges", "the
+# cost of lab tests", "paid for procedures").
+_MONEY = frozenset(("cost", "costs", "charge", "charges", "charged", "bill", "bills", "billed", "billing", "spent", "spend",
+                    "spending", "paid", "pay", "price", "prices", "expense", "expenses", "fee", "fees"))
+# A kind is named beside the table's own name or a word of money, within this many words.
+NEAR = 3
+
+
+def _base(word: str) -> str:
+    """A noun's singular, as far as matching needs it: diagnoses -> diagnosis, labs -> lab, therapies -> therapy."""
+    if len(word) > 5 and word.endswith("ses"):
+        return word[:-3] + "sis"
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith(("ss", "is", "us")) else word
 
 
 def _kind_words(value: str) -> set[str]:
     """The words a question names a kind by: the table name's parts that say what it records ('diagnoses_icd' ->
-    diagnoses; 'labevents' -> lab), each with its first five letters (diagnosis, diagnosed)."""
-    words = set()
-    for part in re.split(r"[_\s]+", _STORAGE.sub("", value.lower())):
-        if len(part) >= 3:
-            words.add(part[:5] if len(part) > 5 else part)
-    return words
+    diagnosis; 'labevents' -> lab), in the singular."""
+    return {_base(part) for part in re.split(r"[_\s]+", _STORAGE.sub("", value.lower())) if len(part) >= 3}
 
 
-def _question_names(question: str, stems: set[str]) -> bool:
-    return any(w[:5] in stems or (len(w) <= 5 and w in stems) for w in re.findall(r"[a-z]+", question.lower()))
+def _named_kinds(question: str, table: str, kinds: list[str]) -> list[str]:
+    """The kinds the question names as what the table's rows are about: a kind's word (whole, singular or plural)
+    within NEAR words of the table's name or a word of money, and not after a word of exception ("excluding labs")."""
+    words = re.findall(r"[a-z]+", question.lower())
+    anchors = [i for i, w in enumerate(words) if w in _MONEY or _base(w) == _base(table.lower())]
+    excluded = set()
+    for m in EXCLUSION.finditer(question):
+        excluded |= {_base(w) for w in re.findall(r"[a-z]+", question[m.end():].lower())[:NEAR + 1]}
+    named = []
+    for kind in kinds:
+        said = _kind_words(kind)
+        at = [i for i, w in enumerate(words) if _base(w) in said]
+        if at and not said & excluded and any(abs(i - j) <= NEAR for i in at for j in anchors):
+            named.append(kind)
+    return named
 
 
 def _kind_column(ctx: SqlContext, table: str, read: set[str]) -> tuple[str, list[str]] | None:
@@ -75,9 +103,12 @@ def check_kind(ctx: SqlContext) -> CheckResult:
         if kind_column is None:
             continue
         column, kinds = kind_column
-        named = [k for k in kinds if _question_names(ctx.question, _kind_words(k))]
-        if len(named) != 1 or named[0].lower() in read_tables:
-            continue  # no kind named, several, or the kind's own table is read (its rows choose the events)
+        named = _named_kinds(ctx.question, table, kinds)
+        by_event = any(re.fullmatch(r"event_?id", c) for c in read_columns)
+        if len(named) != 1 or (named[0].lower() in read_tables and not by_event):
+            continue  # no kind named, several, or the kind's own table chooses the visits (not the events, by their id)
+        if by_event and any(t == table for t, _ in kind_columns(ctx)):
+            continue  # events joined by a key the schema declares: missing_key_kind's to say
         kind = named[0]
         qualifier = alias if len(own) > 1 or alias != table else None
         condition = exp.EQ(this=exp.column(column, table=qualifier), expression=exp.Literal.string(kind))

@@ -53,7 +53,8 @@ def _negates(value: str, phrase: str) -> bool:
     gives in parentheses: "never in the MICU" for 'medical intensive care unit (micu)')?"""
     words = re.findall(r"[a-z0-9]+", phrase.lower())
     first = next((w for w in re.findall(r"[a-z0-9]+", value.lower()) if not w.isdigit()), None)
-    names = {first, *re.findall(r"\(([a-z0-9]{2,8})\)", value.lower())} - {None}
+    short = [re.findall(r"[a-z0-9]+", s)[0] for s in re.findall(r"\(([a-z0-9][a-z0-9 /-]{1,15})\)", value.lower())]
+    names = {first, *short} - {None}  # 'trauma sicu (tsicu)', 'neuro ... (neuro sicu)': its first word
     return bool(names & set(words[:NEAR_WORDS])) and supported(value, phrase)
 
 

@@ -58,6 +58,7 @@ def _named_column(ctx: SqlContext, words: str, tables: list[str]) -> tuple[str, 
     said = [w for w in every if len(w) >= 3]
     ids = entity_columns(ctx)
     scored = []
+    initials: list[tuple[str, str]] = []
     for table in tables:
         info = ctx.db.schema.table(table)
         for column in info.columns if info is not None else ():
@@ -65,10 +66,10 @@ def _named_column(ctx: SqlContext, words: str, tables: list[str]) -> tuple[str, 
             parts = [p for p in re.split(r"_", name) if p]
             if name in ids or name.endswith("id") or not parts:
                 continue
-            # a short name of initials ("dod": date of death)
+            # a short name of initials ("dod": date of death), only where no name is spelt out
             if 2 <= len(name) <= 4 and name.isalpha() and any("".join(w[0] for w in every[i:i + len(name)]) == name
                                                              for i in range(len(every) - len(name) + 1)):
-                scored.append((len(name), table, column.name))
+                initials.append((table, column.name))
                 continue
             # every part of the name that tells the field (not "name", "desc": 'org_name' is the organism) said, and
             # as many of the field's words as possible inside the name
@@ -76,7 +77,7 @@ def _named_column(ctx: SqlContext, words: str, tables: list[str]) -> tuple[str, 
             if all(any(w.startswith(p[:STEM]) or w[:STEM] in p for w in said) for p in telling):
                 scored.append((sum(1 for w in said if w[:STEM] in name), table, column.name))
     if not scored:
-        return None
+        return initials[0] if len(initials) == 1 else None
     best = max(s[0] for s in scored)
     top = [s for s in scored if s[0] == best]
     return (top[0][1], top[0][2]) if len(top) == 1 else None
