@@ -17,7 +17,10 @@ a blocking warning), how many of those a repair turns into the right answer, and
   longer name ('aspirin ec'), and where they do not.
 - ``presence``: records whose field is (or is not) recorded, counted with and without testing the field.
 - ``anchors``: a period of the ICU stay counted from the hospital admission, and the other way round.
-(The last four were written in session 30, after the checks they probe, from the demo databases' values.)
+- ``kinds``: a visit's charges of one kind (diagnoses, labs, drugs ...) asked in several wordings, some of which no word
+  of the kind's name says ("laboratory tests", "drugs"), summed over every kind; and the same with the kind left out.
+(``negations`` to ``anchors`` were written in session 30, ``kinds`` in session 31, after the checks they probe, from
+the demo databases' values.)
 
 Run: python scripts/generated_probes.py --db-dir DIR [--seed N] [--out report.md]
 DIR holds mimic_iv.sqlite and eicu.sqlite as `ehrguard db build` makes them.
@@ -295,9 +298,39 @@ def anchors(dbs: dict[str, DatabaseContext], rng: random.Random) -> Iterator[Cas
         yield Case(ctx, "hospital period counted from the ICU arrival", q, labs_icu, labs_hospital)
 
 
+# How people name each kind of charge (general clinical English; some of them no word of the kind's table name says).
+_KIND_WORDS = {"diagnoses_icd": ("diagnoses", "diagnosis codes"), "labevents": ("lab tests", "labs", "laboratory tests"),
+               "procedures_icd": ("procedures",), "prescriptions": ("prescriptions", "medications", "drugs"),
+               "diagnosis": ("diagnoses",), "lab": ("labs", "lab tests"), "treatment": ("treatments",),
+               "medication": ("medications", "drugs")}
+
+
+def kinds(dbs: dict[str, DatabaseContext], rng: random.Random) -> Iterator[Case]:
+    for db_id, visit, key, column, words in (("mimic_iv", "admission", "hadm_id", "event_type", "admission"),
+                                             ("eicu", "hospital stay", "patienthealthsystemstayid", "eventtype", "hospital stay")):
+        ctx = dbs[db_id]
+        visits = [r[0] for r in ctx.db.execute(f"SELECT {key} FROM cost GROUP BY {key} HAVING COUNT(DISTINCT {column}) > 1 "
+                                               "ORDER BY 1").rows]
+        for v in rng.sample(visits, min(6, len(visits))):
+            total = f"SELECT SUM(cost) FROM cost WHERE {key} = {v}"
+            kind = rng.choice(sorted(k for k in _KIND_WORDS if ctx.db.execute(
+                f"SELECT 1 FROM cost WHERE {key} = {v} AND {column} = '{k}' LIMIT 1").rows))
+            said = rng.choice(_KIND_WORDS[kind])
+            right = f"{total} AND {column} = '{kind}'"
+            q = rng.choice(["What was the total cost of {k} for {w} {v}?", "How much was charged for {k} during {w} {v}?",
+                            "What did {k} cost in {w} {v}?"]).format(k=said, w=words, v=v)
+            yield Case(ctx, f"{db_id} right: the kind kept", q, right, right)
+            yield Case(ctx, f"{db_id} every kind summed", q, total, right)
+            q = f"What was the total cost of {words} {v}?"
+            yield Case(ctx, f"{db_id} right: no kind asked, every kind summed", q, total, total)
+            q = f"What was the total cost of {words} {v}, excluding {said}?"
+            other = f"{total} AND {column} <> '{kind}'"
+            yield Case(ctx, f"{db_id} a kind left out, every kind summed", q, total, other)
+
+
 PROBES: dict[str, Callable[[dict[str, DatabaseContext], random.Random], Iterator[Case]]] = {
     "names": names, "counts": counts, "durations": durations, "ends": ends, "joins": joins,
-    "negations": negations, "variants": variants, "presence": presence, "anchors": anchors}
+    "negations": negations, "variants": variants, "presence": presence, "anchors": anchors, "kinds": kinds}
 
 
 def run(probe: str, dbs: dict[str, DatabaseContext], seed: int) -> list[str]:

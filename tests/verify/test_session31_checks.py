@@ -142,12 +142,17 @@ def test_a_table_of_several_kinds_is_read_for_the_kind_asked(ctx, eicu_ctx):
     # a kind's word that is not what is paid for, or is left out, or starts another word, is no kind asked
     total = "SELECT SUM(cost) FROM cost WHERE patienthealthsystemstayid = 789245"
     for other in ("What was the total hospital cost of stay 789245 in the medical ICU?",
-                  "What was the total cost of hospital stay 789245, excluding medications?",
                   "What was the total cost of hospital stay 789245 for the patient treated with antibiotics?",
                   "What was the total hospital cost of the stay with the cardiac arrest diagnosis, stay 789245?"):
         assert "missing_kind" not in checks(eicu_ctx, other, total), other
     assert checks(eicu_ctx, "What was the total cost of labs for hospital stay 789245?", total)["missing_kind"].suggestion \
         == "eventtype = 'lab'"
+    # a kind left out is left out, never kept
+    excluding = checks(eicu_ctx, "What was the total cost of hospital stay 789245, excluding medications?", total)
+    assert excluding["missing_kind"].suggestion == "eventtype <> 'medication'"
+    # other words for a kind: drugs are MIMIC-IV's prescriptions
+    assert checks(ctx, "How much was charged for drugs during admission 22595853?",
+                  "SELECT SUM(cost) FROM cost WHERE hadm_id = 22595853")["missing_kind"].suggestion == "event_type = 'prescriptions'"
     # joined to the kind's events by their id, the kind is still to be chosen (event ids repeat across kinds)
     by_id = ("SELECT SUM(c.cost) FROM cost c JOIN medication m ON c.eventid = m.medicationid "
              "WHERE c.patienthealthsystemstayid = 789245")

@@ -11,8 +11,8 @@ admission answers for all kinds together.
 text column whose values, at least two of them, are names of the schema's own tables: found from the schema and the
 data, not from a list), the query never reads that column, nor the table of the kind but to join the events by their id, the question names
 exactly one of the kinds as what is paid for (a word of it beside a word of money or the table's name: "the cost of
-diagnoses", "lab costs", "medication charges"; not after a word of exception: "excluding labs"), and keeping to that
-kind changes the answer.
+diagnoses", "lab costs", "medication charges"), and keeping to that kind changes the answer. A kind the question leaves
+out ("excluding labs") is repaired by ``column <> 'kind'`` the same way.
 """
 
 from __future__ import annotations
@@ -48,27 +48,36 @@ def _base(word: str) -> str:
     return word[:-1] if word.endswith("s") and not word.endswith(("ss", "is", "us")) else word
 
 
+# Other words of clinical English for the same kinds of record (a drug order is a prescription, a medication, a med).
+_SAME_KIND = ({"prescription", "medication", "drug", "med"}, {"lab", "laboratory"}, {"diagnosis", "dx"},
+              {"procedure", "proc"}, {"treatment", "therapy"})
+
+
 def _kind_words(value: str) -> set[str]:
     """The words a question names a kind by: the table name's parts that say what it records ('diagnoses_icd' ->
-    diagnosis; 'labevents' -> lab), in the singular."""
-    return {_base(part) for part in re.split(r"[_\s]+", _STORAGE.sub("", value.lower())) if len(part) >= 3}
+    diagnosis; 'labevents' -> lab), in the singular, and their other words (_SAME_KIND)."""
+    words = {_base(part) for part in re.split(r"[_\s]+", _STORAGE.sub("", value.lower())) if len(part) >= 3}
+    return words.union(*(same for same in _SAME_KIND if same & words))
 
 
-def _named_kinds(question: str, table: str, kinds: list[str]) -> list[str]:
-    """The kinds the question names as what the table's rows are about: a kind's word (whole, singular or plural)
-    within NEAR words of the table's name or a word of money, and not after a word of exception ("excluding labs")."""
+def _named_kinds(question: str, table: str, kinds: list[str]) -> tuple[list[str], list[str]]:
+    """The kinds the question asks for, and those it leaves out. Asked for: a kind's word (whole, singular or plural)
+    within NEAR words of the table's name or a word of money ("the cost of labs"). Left out: a kind's word within
+    NEAR + 1 words after a word of exception ("excluding labs", "other than drugs")."""
     words = re.findall(r"[a-z]+", question.lower())
     anchors = [i for i, w in enumerate(words) if w in _MONEY or _base(w) == _base(table.lower())]
     excluded = set()
     for m in EXCLUSION.finditer(question):
         excluded |= {_base(w) for w in re.findall(r"[a-z]+", question[m.end():].lower())[:NEAR + 1]}
-    named = []
+    asked, left_out = [], []
     for kind in kinds:
         said = _kind_words(kind)
         at = [i for i, w in enumerate(words) if _base(w) in said]
-        if at and not said & excluded and any(abs(i - j) <= NEAR for i in at for j in anchors):
-            named.append(kind)
-    return named
+        if said & excluded:
+            left_out.append(kind)
+        elif at and any(abs(i - j) <= NEAR for i in at for j in anchors):
+            asked.append(kind)
+    return asked, left_out
 
 
 def _kind_column(ctx: SqlContext, table: str, read: set[str]) -> tuple[str, list[str]] | None:
@@ -92,7 +101,8 @@ def _kind_column(ctx: SqlContext, table: str, read: set[str]) -> tuple[str, list
 
 
 def check_kind(ctx: SqlContext) -> CheckResult:
-    """The question names one kind of event; the query reads a table of several kinds and keeps all of them."""
+    """The question names one kind of event, or leaves one out; the query reads a table of several kinds and keeps all
+    of them."""
     if not isinstance(ctx.tree, exp.Select) or isinstance(ctx.execution, DatabaseError):
         return NOTHING
     read_tables = {t.name.lower() for t in ctx.tree.find_all(exp.Table)}
@@ -103,23 +113,30 @@ def check_kind(ctx: SqlContext) -> CheckResult:
         if kind_column is None:
             continue
         column, kinds = kind_column
-        named = _named_kinds(ctx.question, table, kinds)
+        asked, left_out = _named_kinds(ctx.question, table, kinds)
         by_event = any(re.fullmatch(r"event_?id", c) for c in read_columns)
-        if len(named) != 1 or (named[0].lower() in read_tables and not by_event):
-            continue  # no kind named, several, or the kind's own table chooses the visits (not the events, by their id)
         if by_event and any(t == table for t, _ in kind_columns(ctx)):
             continue  # events joined by a key the schema declares: missing_key_kind's to say
-        kind = named[0]
+        if len(asked) == 1 and not left_out and (asked[0].lower() not in read_tables or by_event):
+            # (the kind's own table read, but to join its events by their id, chooses visits, not the kind's rows)
+            kind, keep = asked[0], True
+        elif len(left_out) == 1 and not asked:
+            kind, keep = left_out[0], False
+        else:
+            continue  # no kind named, several, or the kind's own table chooses the visits
         qualifier = alias if len(own) > 1 or alias != table else None
-        condition = exp.EQ(this=exp.column(column, table=qualifier), expression=exp.Literal.string(kind))
+        test = exp.column(column, table=qualifier)
+        literal = exp.Literal.string(kind)
+        condition = exp.EQ(this=test, expression=literal) if keep else exp.NEQ(this=test, expression=literal)
         tested = ctx.tree.copy()
         add_condition(condition)(tested)
         if not answers_differently(ctx, tested):
             continue
         shown = condition.sql(dialect="sqlite")
+        what = "asks only about" if keep else "leaves out"
         return found(Finding("missing_kind", "error",
-                             f"The question asks only about the '{kind}' rows of {table}, which holds several kinds "
-                             f"({column}: {', '.join(repr(k) for k in kinds)}); the query keeps them all. Added {shown}.",
-                             None, shown),
+                             f"The question {what} the '{kind}' rows of {table}, which holds several kinds ({column}: "
+                             f"{', '.join(repr(k) for k in kinds)}); the query keeps {'them all' if keep else 'them'}. "
+                             f"Added {shown}.", None, shown),
                      edits=[TreeEdit(add_condition(condition))])
     return NOTHING
