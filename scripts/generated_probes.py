@@ -306,8 +306,8 @@ _KIND_WORDS = {"diagnoses_icd": ("diagnoses", "diagnosis codes"), "labevents": (
 
 
 def kinds(dbs: dict[str, DatabaseContext], rng: random.Random) -> Iterator[Case]:
-    for db_id, visit, key, column, words in (("mimic_iv", "admission", "hadm_id", "event_type", "admission"),
-                                             ("eicu", "hospital stay", "patienthealthsystemstayid", "eventtype", "hospital stay")):
+    for db_id, key, column, words in (("mimic_iv", "hadm_id", "event_type", "admission"),
+                                      ("eicu", "patienthealthsystemstayid", "eventtype", "hospital stay")):
         ctx = dbs[db_id]
         visits = [r[0] for r in ctx.db.execute(f"SELECT {key} FROM cost GROUP BY {key} HAVING COUNT(DISTINCT {column}) > 1 "
                                                "ORDER BY 1").rows]
