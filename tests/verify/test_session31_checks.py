@@ -163,3 +163,23 @@ def test_a_table_of_several_kinds_is_read_for_the_kind_asked(ctx, eicu_ctx):
     assert "missing_kind" not in checks(ctx, "What was the total cost of the diagnoses of patient 10004733?",
                                         "SELECT SUM(cost) FROM cost WHERE event_id IN (SELECT row_id FROM diagnoses_icd "
                                         "WHERE subject_id = 10004733)")
+
+
+def test_an_item_chosen_by_number_is_moved_to_the_side_asked(ctx):
+    # 220051 is 'arterial blood pressure diastolic'; its systolic sibling in d_items is 220050
+    question = "lowest arterial systolic on 10018081 today"
+    wrong = ("SELECT MIN(valuenum) FROM chartevents WHERE subject_id = 10018081 AND itemid = 220051 "
+             "AND date(charttime) = '2100-12-31'")
+    assert checks(ctx, question, wrong)["wrong_concept"].severity == "error"
+    assert "itemid = 220050" in repaired(ctx, question, wrong)
+    assert "wrong_concept" not in checks(ctx, question, wrong.replace("220051", "220050"))
+
+
+def test_a_value_of_a_family_the_question_says_in_full_is_the_repair(ctx):
+    question = "number of blood cultures sent on 10021487"
+    wrong = "SELECT COUNT(*) FROM microbiologyevents WHERE subject_id = 10021487 AND spec_type_desc = 'blood'"
+    found = checks(ctx, question, wrong)["unknown_value"]
+    assert found.suggestion == "'blood culture'"
+    assert "'blood culture'" in repaired(ctx, question, wrong)
+    # said only in part: which of the family was meant is the asker's
+    assert checks(ctx, "number of blood specimens sent on 10021487", wrong)["unknown_value"].suggestion is None

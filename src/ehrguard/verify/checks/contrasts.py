@@ -263,7 +263,57 @@ def _other_side(ctx: SqlContext, tree: exp.Expression, wrong: tuple[str, ...], a
         if held is None:
             return []
         edits.append(TreeEdit(_replace_with(held[0]), target=lit))
+    for node in tree.find_all(exp.EQ):
+        if not (isinstance(node.this, exp.Column) and node.this.name.lower().endswith("itemid")
+                and isinstance(node.expression, exp.Literal) and not node.expression.is_string):
+            continue
+        # an item chosen by number whose label reads the other side: the item of the same label with the asked word
+        # ('arterial blood pressure diastolic' -> '... systolic'), one in its dictionary
+        sibling = _sibling_item(ctx, node.this.name, node.expression.this, wrong, tries)
+        if sibling == "":
+            return []
+        if sibling is not None:
+            edits.append(TreeEdit(_replace_with_number(sibling), target=node.expression))
     return edits
+
+
+def _replace_with_number(number: str) -> Callable[[exp.Expression], None]:
+    def apply(node: exp.Expression) -> None:
+        node.replace(exp.Literal.number(number))
+
+    return apply
+
+
+def _sibling_item(ctx: SqlContext, key: str, number: str, wrong: tuple[str, ...], tries: list[tuple[str, ...]]) -> str | None:
+    """The number of the item whose label is this item's with the other side's word written as the asked side's, in
+    the dictionary that holds the item; None when its label says neither side (it reads nothing of the contrast),
+    "" when it reads the other side and no single such item exists (then what was meant is a guess)."""
+    if not number.isdigit():
+        return None
+    for table in ctx.db.schema.tables:
+        key_column, label_column = table.column(key), table.column("label")
+        if not table.name.lower().startswith("d_") or key_column is None or label_column is None:
+            continue
+        try:
+            source, id_name = quoted_names(ctx, table.qualified_name, key_column.name)
+            label_name = quoted_names(ctx, table.qualified_name, label_column.name)[1]
+            rows = ctx.db.db.execute(f"SELECT {label_name} FROM {source} WHERE {id_name} = {number}", timeout_s=5).rows
+            if not rows or rows[0][0] is None:
+                continue
+            label = str(rows[0][0])
+            stem = _says(label.lower(), wrong, inside_words=True)
+            if stem is None:
+                return None
+            for words in tries:
+                wanted = ", ".join(exp.Literal.string(re.sub(stem, w, label, flags=re.IGNORECASE)).sql(dialect=ctx.dialect)
+                                   for w in words)
+                siblings = ctx.db.db.execute(f"SELECT {id_name} FROM {source} WHERE {label_name} IN ({wanted})", timeout_s=5).rows
+                if len(siblings) == 1:
+                    return str(siblings[0][0])
+            return ""
+        except DatabaseError:
+            return ""
+    return None
 
 
 def _held_values(ctx: SqlContext, tree: exp.Expression, lit: exp.Literal, stem: str, words: tuple[str, ...]) -> list[str]:

@@ -116,7 +116,12 @@ def check_values(ctx: SqlContext) -> CheckResult:
         family = [] if clearly else _holding_word(ctx, qualified, col.name, value)  # only where no value is clearly meant
         if len(family) > 1:  # 'Black': the records split it ('BLACK/AFRICAN AMERICAN', 'BLACK/CAPE VERDEAN', ...); no one nearest
             message = f"{value!r} is not a value of {table}.{column}; the values holding it: " + ", ".join(repr(v) for v in family)
-            findings.append(Finding("unknown_value", "error", message, ctx.span_of(f"'{value}'")))
+            # ... unless the question says one of them in full ("blood cultures": 'blood culture' of 'blood')
+            said = [v for v in family if _says_in_full(ctx.question, v)]
+            findings.append(Finding("unknown_value", "error", message, ctx.span_of(f"'{value}'"),
+                                    f"'{said[0]}'" if len(said) == 1 else None))
+            if len(said) == 1:
+                edits.append(TreeEdit(_replace_with(said[0]), target=lit))
             continue
         message = f"{value!r} is not a value of {table}.{column}" + (f"; nearest: {best.value!r}" if best else "")
         # Stated by the user and absent, with one clear nearest value: ask back, do not guess.
@@ -127,6 +132,14 @@ def check_values(ctx: SqlContext) -> CheckResult:
         if clear and best:
             edits.append(TreeEdit(_replace_with(best.value), target=lit))
     return found(*findings, edits=edits)
+
+
+def _says_in_full(question: str, value: str) -> bool:
+    """Does the question say every word of the value, in order, each whole or with a plural ending ("blood cultures"
+    says 'blood culture'; "blood" alone does not)?"""
+    words = re.findall(r"[a-z0-9]+", value.lower())
+    said = " ".join(re.findall(r"[a-z0-9]+", question.lower()))
+    return bool(words) and re.search(r"\b" + r"\s+".join(re.escape(w) + r"(?:s|es)?" for w in words) + r"\b", said) is not None
 
 
 def _holding_word(ctx: SqlContext, table: str, column: str, value: str, most: int = 3) -> list[str]:
