@@ -54,9 +54,13 @@ def test_latest_asked_and_highest_taken_is_repaired_only_where_one_time_column_o
                               f"SELECT valuenum FROM chartevents WHERE {HR} ORDER BY valuenum DESC LIMIT 1")
     assert found["wrong_order_kind"].severity == "error" and "latest" in found["wrong_order_kind"].message
     assert found["wrong_order_kind"].suggestion == "ORDER BY charttime"
-    # a stay has two (intime, outtime): which one "the latest" means is a guess
+    # a stay has two (intime, outtime), but stays ordered by their own id are ordered by when they began (session 31)
     checked, found = findings(ctx, "What was the last ICU stay id of patient 10000032?",
                               "SELECT stay_id FROM icustays WHERE subject_id = 10000032 ORDER BY stay_id DESC LIMIT 1")
+    assert found["wrong_order_kind"].suggestion == "ORDER BY intime"
+    # rows of a table with two times ordered by another value: which time "the latest" means is a guess
+    checked, found = findings(ctx, "What was the last insurance of patient 10000032?",
+                              "SELECT insurance FROM admissions WHERE subject_id = 10000032 ORDER BY insurance DESC LIMIT 1")
     assert "wrong_order_kind" in found and not found["wrong_order_kind"].suggestion
 
 

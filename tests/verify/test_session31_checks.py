@@ -183,3 +183,29 @@ def test_a_value_of_a_family_the_question_says_in_full_is_the_repair(ctx):
     assert "'blood culture'" in repaired(ctx, question, wrong)
     # said only in part: which of the family was meant is the asker's
     assert checks(ctx, "number of blood specimens sent on 10021487", wrong)["unknown_value"].suggestion is None
+
+
+def test_a_code_without_its_code_system_is_the_code_the_records_write(ctx):
+    question = "How many times is essential hypertension (ICD-9 401.9) coded?"
+    bare = "SELECT COUNT(*) FROM diagnoses_icd WHERE icd_code = '4019'"
+    found = checks(ctx, question, bare)
+    assert found["unknown_value"].suggestion == "'icd9|4019'"
+    fixed = repaired(ctx, question, bare)
+    assert "'icd9|4019'" in fixed and rows(ctx, fixed) != rows(ctx, bare)
+    # the stated 401.9 is the code written without its dot: no number is missing from the repaired query
+    assert not {"missing_stated_number", "unknown_value"} & set(checks(ctx, question, fixed))
+
+
+def test_a_code_named_in_full_inside_a_longer_name_is_repaired(ctx):
+    question = "Latest ionized calcium for 10039831?"
+    total = "SELECT valuenum FROM labevents WHERE subject_id = 10039831 AND itemid = 50893 ORDER BY charttime DESC LIMIT 1"
+    assert "itemid = 50808" in repaired(ctx, question, total)
+
+
+def test_visits_ordered_by_their_id_are_ordered_by_their_start(eicu_ctx):
+    question = "What was the first unit stay of 006-100716's current hospitalization?"
+    by_id = ("SELECT patientunitstayid FROM patient WHERE uniquepid = '006-100716' AND hospitaldischargetime IS NULL "
+             "ORDER BY patientunitstayid LIMIT 1")
+    assert checks(eicu_ctx, question, by_id)["wrong_order_kind"].suggestion == "ORDER BY unitadmittime"
+    fixed = repaired(eicu_ctx, question, by_id)
+    assert rows(eicu_ctx, fixed) == rows(eicu_ctx, by_id.replace("ORDER BY patientunitstayid", "ORDER BY unitadmittime"))

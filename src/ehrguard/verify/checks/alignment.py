@@ -287,6 +287,12 @@ def _one_time_column(ctx: SqlContext, column: exp.Column) -> exp.Column | None:
     owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
     info = ctx.db.schema.table(owner) if owner else None
     times = [c.name for c in (info.columns if info is not None else ()) if _is_time(ctx, exp.column(c.name, table=owner), {owner: owner})]
+    if len(times) > 1:
+        # a visit's own id, in its own table, orders the visits by when they began (eICU's patientunitstayid: unitadmittime)
+        entity = next((e.name for e in ctx.profile.entities if e.table.lower() == (owner or "").lower()
+                       and e.id_column.lower() == column.name.lower()), None)
+        start = visit_start(ctx, entity) if entity else None
+        times = [start] if start in times else times
     return exp.column(times[0], table=column.table or None) if len(times) == 1 else None
 
 

@@ -661,9 +661,14 @@ def check_code_names(ctx: SqlContext) -> CheckResult:
             instead = {v: held for v in longer if (held := [c for c in codes_named(ctx, table, col.name, reference, label, v)
                                                             if _same_fluid(reference[0], numbers[0].this, c)])}
             if instead:
+                # one longer name, held by one code: the code of the name the question says in full
+                held_longer = next(iter(instead.values()))
+                sure = held_longer[0] if len(instead) == 1 and len(held_longer) == 1 and count == 1 else None
                 findings.append(Finding("wrong_code", "error", f"The query reads {reference[0]} {numbers[0].this} ('{own[0]}'); "
                                         f"the question names {' or '.join(repr(v) for v in list(instead)[:3])}.",
-                                        ctx.span_of(numbers[0].sql()), None))
+                                        ctx.span_of(numbers[0].sql()), sure))
+                if sure is not None:
+                    edits.append(TreeEdit(_replace_with(sure, string=False), target=numbers[0]))
             continue  # a code the question names
         named = named_values(ctx, [(reference[0], label)], ctx.question)[(reference[0], label)]
         # another item only if the table has rows of it ("bun" is a lab item no result refers to: a name, not a reading)

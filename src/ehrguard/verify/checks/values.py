@@ -93,11 +93,12 @@ def check_values(ctx: SqlContext) -> CheckResult:
             findings.append(Finding("value_not_in_data", "info", f"{value!r} is a code of {dictionary}.{column} that no row of "
                                     f"{table} has in this database (the full records may hold it).", ctx.span_of(f"'{value}'")))
             continue
-        undotted = value.replace(".", "")
-        if dictionaries and undotted != value and _holds(ctx, dictionaries, column, undotted):
+        written = _written_otherwise(ctx, dictionaries, table, column, value)
+        if written is not None:
+            how, as_written = written
             findings.append(Finding("unknown_value", "error", f"{value!r} is not a value of {table}.{column}: this database "
-                                    f"writes codes without the dot ('{undotted}').", ctx.span_of(f"'{value}'"), f"'{undotted}'"))
-            edits.append(TreeEdit(_replace_with(undotted), target=lit))
+                                    f"writes {how} ({as_written!r}).", ctx.span_of(f"'{value}'"), f"'{as_written}'"))
+            edits.append(TreeEdit(_replace_with(as_written), target=lit))
             continue
         best = lookup.nearest[0] if lookup.nearest else None
         # A value the question states word for word is what the user asked for: when the data lacks it, that is
@@ -132,6 +133,29 @@ def check_values(ctx: SqlContext) -> CheckResult:
         if clear and best:
             edits.append(TreeEdit(_replace_with(best.value), target=lit))
     return found(*findings, edits=edits)
+
+
+def _written_otherwise(ctx: SqlContext, dictionaries: list[str], table: str, column: str, value: str) -> tuple[str, str] | None:
+    """The same code as this database writes it, and how it writes codes: without the dot ('401.9': '4019'), or after
+    its code system ('4019': 'icd9|4019', where one value of the column is that)."""
+    undotted = value.replace(".", "")
+    if dictionaries and undotted != value and _holds(ctx, dictionaries, column, undotted):
+        return "codes without the dot", undotted
+    prefixed = _prefixed(ctx, table, column, value)
+    return ("it with its code system", prefixed[0]) if len(prefixed) == 1 else None
+
+
+def _prefixed(ctx: SqlContext, table: str, column: str, value: str) -> list[str]:
+    """The column's values that are ``value`` after a namespace and a separator ('icd9|4019' for '4019'); none for an
+    empty value or a column too large to read."""
+    if not value.strip():
+        return []
+    try:
+        values = ctx.db.values.values(table, column)
+    except DatabaseError:
+        return []
+    tail = value.lower()
+    return [v for v in values if v.lower().endswith(tail) and len(v) > len(tail) and v[-len(tail) - 1] in "|:"]
 
 
 def _says_in_full(question: str, value: str) -> bool:
