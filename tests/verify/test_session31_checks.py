@@ -22,13 +22,14 @@ def test_a_value_inside_a_longer_name_the_literal_reads_is_no_mistake(ctx):
     # a word inside a word of the literal: "flu" in 'influenza a/b by dfa'
     flu = "SELECT COUNT(*) > 0 FROM microbiologyevents WHERE subject_id = 10004733 AND spec_type_desc = 'influenza a/b by dfa'"
     assert "wrong_value" not in checks(ctx, "Did patient 10004733 have a flu swab?", flu)
-    # a generic noun after the value is what it qualifies: "rehab facility" is 'rehab', whatever else says "facility"
+    # a generic noun after the value is what it qualifies: "rehab facility" is not 'skilled nursing facility'; but the
+    # literal says a word of the question ("facility"), so it may be the question's own reading: a mistake, no repair
     snf = "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE discharge_location = 'skilled nursing facility'"
-    for question, value in (("How many patients were discharged to a rehab facility?", "'rehab'"),
-                            ("How many patients were discharged to a hospice facility?", "'hospice'")):
-        assert checks(ctx, question, snf)["wrong_value"].suggestion == value, question
+    for question in ("How many patients were discharged to a rehab facility?", "How many patients were discharged to a hospice facility?"):
+        found = checks(ctx, question, snf)["wrong_value"]
+        assert found.severity == "error" and found.suggestion is None, question
     health = "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE discharge_location = 'home health care'"
-    assert checks(ctx, "How many patients were discharged to hospice care?", health)["wrong_value"].suggestion == "'hospice'"
+    assert checks(ctx, "How many patients were discharged to hospice care?", health)["wrong_value"].suggestion is None
     # the value said on its own is still a mistake, and repaired
     rehab = "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE discharge_location = 'rehab'"
     found = checks(ctx, "How many patients were discharged home?", rehab)["wrong_value"]
@@ -209,3 +210,16 @@ def test_visits_ordered_by_their_id_are_ordered_by_their_start(eicu_ctx):
     assert checks(eicu_ctx, question, by_id)["wrong_order_kind"].suggestion == "ORDER BY unitadmittime"
     fixed = repaired(eicu_ctx, question, by_id)
     assert rows(eicu_ctx, fixed) == rows(eicu_ctx, by_id.replace("ORDER BY patientunitstayid", "ORDER BY unitadmittime"))
+
+
+def test_a_pattern_that_matches_none_of_the_kept_rows_but_in_another_column(eicu_ctx):
+    question = "Total recorded intake (mL) over unit stay 603254"
+    label = ("SELECT SUM(cellvaluenumeric) FROM intakeoutput WHERE patientunitstayid = 603254 "
+             "AND celllabel LIKE '%intake%'")
+    found = checks(eicu_ctx, question, label)["pattern_matches_nothing"]
+    assert "cellpath" in found.message
+    assert rows(eicu_ctx, label) == [(None,)]
+    # on the column that holds it, or where the query answers, nothing to say
+    assert "pattern_matches_nothing" not in checks(eicu_ctx, question, label.replace("celllabel", "cellpath"))
+    assert "pattern_matches_nothing" not in checks(eicu_ctx, "Total oral intake over unit stay 603254",
+                                                   label.replace("'%intake%'", "'%oral%'"))

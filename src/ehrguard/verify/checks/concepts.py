@@ -242,7 +242,8 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
             excluded = excluded_words(mask_values(ctx.question, ctx.sql))  # "excluding elective ones": named to be left out
             instead = [v for v in named if not _says_every_word(everything, v) and _normal(v) not in _normal(lit.this)
                        and not {_singular(w) for w in re.findall(r"[a-z]+", v.lower())} & excluded]
-        partial = {v: _part_of_longer_name(ctx, table, column, v, lit.this) for v in instead}
+        partial = {v: _part_of_longer_name(ctx, table, column, v, lit.this) or ("part" if _partly_said(question, lit.this, v) else "")
+                   for v in instead}
         instead = [v for v in instead if partial[v] != "read"]
         if not instead:
             if not supported(lit.this, question) and not _excluded(lit):
@@ -261,6 +262,15 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
         if len(instead) == 1 and "%" not in lit.this and not partial[instead[0]]:
             edits.append(TreeEdit(_replace_with(instead[0]), target=lit))
     return found(*findings, edits=edits)
+
+
+def _partly_said(question: str, literal: str, value: str) -> bool:
+    """Does the question say a word of the literal (four letters or more, stems compared) that the named value does not
+    hold? Then the literal may be the question's own reading of a name it says otherwise, and replacing it by the
+    named value is no certain repair."""
+    said = {word_stem(w) for w in _words(question) if len(w) >= 4 and w not in _PLAIN and w not in _BESIDE_A_NAME}
+    own = {word_stem(w) for w in _words(value)}
+    return any(word_stem(w) in said - own for w in _words(literal) if len(w) >= 4 and w not in _PLAIN)
 
 
 def _part_of_longer_name(ctx: SqlContext, table: str, column: str, value: str, literal: str) -> str:

@@ -21,6 +21,7 @@ from ehrguard.verify.checks.base import (
     ids_compared,
     negated,
     quoted_names,
+    rewritten,
     stored_table,
 )
 from ehrguard.verify.checks.schema_refs import aliases, all_columns, owner_table
@@ -259,6 +260,13 @@ def check_patterns(ctx: SqlContext) -> CheckResult:
                 or node is None or negated(node):
             continue
         if _matches(ctx, info.qualified_name, column, lit.this):
+            # it matches some rows of the table, but maybe none of those the query keeps, where another column does
+            # ("intake" in the labels of other stays, in this stay's paths): the answer is then an empty one
+            elsewhere = _matches_only_in(ctx, info, column, node)
+            if elsewhere:
+                findings.append(Finding("pattern_matches_nothing", "warning", f"None of the rows the query keeps has {column} "
+                                        f"LIKE '{lit.this}', so it answers with nothing; in those rows it matches "
+                                        f"{table}.{elsewhere}.", ctx.span_of(f"'{lit.this}'")))
             continue
         others = [c.name for c in info.columns if c.name.lower() != column and re.search(r"char|text|string", c.type.lower())
                   and _matches(ctx, info.qualified_name, c.name, lit.this)]
@@ -278,6 +286,32 @@ def check_patterns(ctx: SqlContext) -> CheckResult:
         findings.append(Finding("pattern_matches_nothing", "warning", f"No row of {table} has {column} LIKE '{lit.this}'; it matches "
                                 f"{table}.{meant}.", ctx.span_of(f"'{lit.this}'")))
     return found(*findings, edits=edits)
+
+
+def _empty(rows: list[tuple[Any, ...]]) -> bool:
+    return all(v is None for row in rows for v in row)
+
+
+def _matches_only_in(ctx: SqlContext, info: Any, column: str, node: exp.Expression) -> str | None:
+    """The one other text column of the table whose rows would answer where the query, matching ``column`` against
+    the pattern, answers with nothing (no rows, or only NULL); None otherwise."""
+    if not isinstance(node.this, exp.Column) or isinstance(ctx.execution, DatabaseError) or not _empty(ctx.execution.rows) \
+            or node.find_ancestor(exp.Or, exp.Case, exp.If) is not None or _only_removes(node):
+        return None
+    assert ctx.tree is not None
+    answering = []
+    for other in info.columns:
+        if other.name.lower() == column or not re.search(r"char|text|string", other.type.lower()):
+            continue
+        moved = node.copy()
+        moved.this.set("this", exp.to_identifier(other.name))
+        try:
+            rows = ctx.db.db.execute(rewritten(ctx.tree, node, moved).sql(dialect=ctx.dialect), timeout_s=5, max_rows=50).rows
+        except DatabaseError:
+            continue
+        if not _empty(rows):
+            answering.append(other.name)
+    return answering[0] if len(answering) == 1 else None
 
 
 def _only_removes(node: Any) -> bool:
