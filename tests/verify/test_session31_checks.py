@@ -4,6 +4,7 @@ not the moment of discharge. On the real MIMIC-IV and eICU demo databases."""
 
 from __future__ import annotations
 
+from ehrguard.verify import verify
 from ehrguard.verify.checks import repair, run_checks
 
 
@@ -223,3 +224,57 @@ def test_a_pattern_that_matches_none_of_the_kept_rows_but_in_another_column(eicu
     assert "pattern_matches_nothing" not in checks(eicu_ctx, question, label.replace("celllabel", "cellpath"))
     assert "pattern_matches_nothing" not in checks(eicu_ctx, "Total oral intake over unit stay 603254",
                                                    label.replace("'%intake%'", "'%oral%'"))
+
+
+def test_a_cast_that_stops_at_a_thousands_separator(eicu_ctx):
+    question = "biggest single ancef dose on stay 2501548 (mg)?"
+    cut = "SELECT MAX(CAST(dosage AS REAL)) FROM medication WHERE patientunitstayid = 2501548 AND drugname = 'ancef'"
+    assert checks(eicu_ctx, question, cut)["comma_cut_number"].severity == "error"
+    fixed = repaired(eicu_ctx, question, cut)
+    assert rows(eicu_ctx, fixed) == [(2000.0,)] and rows(eicu_ctx, cut) == [(2.0,)]
+    assert "comma_cut_number" not in checks(eicu_ctx, question, fixed)
+
+
+def test_a_positive_culture_is_one_where_an_organism_grew(ctx):
+    question = "How many pts had a positive urine cx?"
+    assert_error_on_wrong_only(ctx, "missing_presence", question,
+                               "SELECT COUNT(DISTINCT subject_id) FROM microbiologyevents WHERE spec_type_desc = 'urine'",
+                               "SELECT COUNT(DISTINCT subject_id) FROM microbiologyevents WHERE spec_type_desc = 'urine' "
+                               "AND org_name IS NOT NULL")
+
+
+def test_where_patients_live_is_not_in_the_records(eicu_ctx):
+    verdict = verify("how many of our ICU pts are from out of state?",
+                     "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE hospitaladmitsource = 'other hospital'", db=eicu_ctx.path)
+    assert verdict.action == "unanswerable" and verdict.status == "abstained"
+
+
+def test_a_length_of_stay_in_days_is_no_difference_of_days_of_the_month(ctx):
+    question = "LOS in days for 10007795's first admission"
+    sql = ("SELECT CAST(strftime('%d', dischtime) AS INTEGER) - CAST(strftime('%d', admittime) AS INTEGER) FROM admissions "
+           "WHERE subject_id = 10007795 ORDER BY admittime LIMIT 1")
+    assert checks(ctx, question, sql)["field_difference"].severity == "error"
+
+
+def test_an_average_over_patients_counts_each_patient_once(ctx, eicu_ctx):
+    found = checks(eicu_ctx, "Mean age of the patients who died in hospital",
+                   "SELECT AVG(CAST(age AS INTEGER)) FROM patient WHERE hospitaldischargestatus = 'expired'")
+    assert found["averaged_over_visits"].severity == "warning"
+    # over the visits themselves, or each patient once: nothing to say
+    assert "averaged_over_visits" not in checks(ctx, "Mean age over all admissions of patients who died",
+                                                "SELECT AVG(age) FROM admissions WHERE discharge_location = 'died'")
+    assert "averaged_over_visits" not in checks(ctx, "What is the average age of patients?",
+                                                "SELECT AVG(age) FROM (SELECT DISTINCT subject_id, age FROM admissions)")
+
+
+def test_a_plural_name_negated_in_the_singular_and_a_test_the_question_rules_out(eicu_ctx):
+    assert_error_on_wrong_only(eicu_ctx, "row_negation", "How many unit stays never received any vasopressor?",
+                               "SELECT COUNT(DISTINCT patientunitstayid) FROM treatment WHERE treatmentname NOT LIKE 'vasopressors%'",
+                               "SELECT COUNT(*) FROM patient WHERE patientunitstayid NOT IN (SELECT patientunitstayid FROM "
+                               "treatment WHERE treatmentname LIKE 'vasopressors%')")
+    question = "last serum glucose (lab, not fingerstick) for stay 1063405"
+    bedside = ("SELECT labresult FROM lab WHERE patientunitstayid = 1063405 AND labname = 'bedside glucose' "
+               "ORDER BY labresulttime DESC LIMIT 1")
+    assert "narrower_value" in checks(eicu_ctx, question, bedside)
+    assert "narrower_value" not in checks(eicu_ctx, question, bedside.replace("'bedside glucose'", "'glucose'"))
+    assert "narrower_value" not in checks(eicu_ctx, "last fingerstick glucose for stay 1063405", bedside)

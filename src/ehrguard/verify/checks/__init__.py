@@ -42,8 +42,10 @@ from ehrguard.verify.checks.alignment import (
 )
 from ehrguard.verify.checks.anchors import check_anchor
 from ehrguard.verify.checks.arithmetic import check_integer_division, check_percentage
+from ehrguard.verify.checks.averages import check_average_over_patients
 from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, summary
 from ehrguard.verify.checks.bounds import check_bounds, check_ranges
+from ehrguard.verify.checks.casts import check_comma_cut
 from ehrguard.verify.checks.columns import check_first_last, check_grouped_by, check_name_returned, check_returned_column
 from ehrguard.verify.checks.concepts import check_stated_values, check_substitution, check_unasked_filter, check_unhappened_events
 from ehrguard.verify.checks.contrasts import check_contrasts
@@ -140,7 +142,9 @@ CHECKS: tuple[Check, ...] = (
     Check("superlatives", check_superlatives),
     Check("visit_order", check_visit_order),
     Check("aggregate", check_aggregate),
+    Check("average_over_patients", check_average_over_patients),
     Check("text_numbers", check_text_numbers),
+    Check("comma_cut", check_comma_cut),
     Check("integer_division", check_integer_division),
     Check("percentage", check_percentage),
     Check("duration_unit", check_duration_unit),

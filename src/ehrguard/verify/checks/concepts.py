@@ -195,7 +195,7 @@ def named_values(ctx: SqlContext, columns: list[tuple[str, str]], text: str) -> 
 # An exclusion the question states in so many words ("heparin (not flushes)", "excluding elective admissions", "drugs
 # other than aspirin", "non-elective"): general English markers of exception.
 EXCLUSION = re.compile(r"\b(?:excluding|exclude|excludes|except(?: for)?|other than|apart from|aside from|but not|not counting|"
-                       r"not including|leaving out|without counting)\b|\(\s*not\b|\bnon-", re.IGNORECASE)
+                       r"not including|leaving out|without counting)\b|\(\s*(?:[\w ]{1,20},\s*)?not\b|\bnon-", re.IGNORECASE)
 _NOT_EXCLUDED = frozenset(("those", "these", "ones", "that", "which", "with", "from", "them", "their", "patients", "people",
                            "admissions", "stays", "cases", "visits", "records", "rows", "what", "were", "have", "been", "any"))
 
@@ -234,7 +234,8 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
         table = owner_table(ctx, table, column, tables)
         if not table or column.endswith("id") or not _distinct_count(ctx, table, column):
             continue
-        if supported(lit.this, question):
+        ruled_out = {_singular(w) for w in _words(lit.this) if len(w) >= 4} & excluded_words(plain)  # "(lab, not fingerstick)"
+        if supported(lit.this, question) and not ruled_out:
             # named, but maybe only inside a longer name the question says ("bedside glucose" asked, 'glucose' queried)
             instead = [] if "%" in lit.this else inside_longer_name(ctx, table, column, lit.this, plain, everything)
         else:
@@ -246,7 +247,7 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
                    for v in instead}
         instead = [v for v in instead if partial[v] != "read"]
         if not instead:
-            if not supported(lit.this, question) and not _excluded(lit):
+            if (ruled_out or not supported(lit.this, question)) and not _excluded(lit):
                 narrower = _narrower(ctx, table, column, lit.this, {_normal(other.this) for _, _, other in compared}) \
                     if isinstance(lit.parent, exp.EQ) else []
                 # one name looked for in the column, exactly (a pattern is a partial match on purpose; several names
@@ -335,6 +336,7 @@ def _column_says(ctx: SqlContext, table: str, column: str, word: str) -> bool:
 _BESIDE_A_NAME = CLOSED_CLASS_AFTER_RELATIVE | frozenset((
     "and", "or", "than", "what", "which", "when", "how", "many", "much", "often", "times", "number", "any", "ever",
     "patient", "patients", "stay", "admission", "value", "values", "level", "levels", "result", "results", "test", "tests",
+    "lab", "labs", "laboratory",
     "reading", "readings", "measurement", "measurements", "dose", "doses", "order", "orders", "prescription", "prescriptions",
     "prescribed", "administered", "received", "receive", "ordered", "measured", "drawn", "checked", "recorded", "get",
     "last", "first", "latest", "earliest", "highest", "lowest", "average", "mean", "maximum", "minimum", "total",
@@ -353,7 +355,8 @@ def _narrower(ctx: SqlContext, table: str, column: str, literal: str, looked_for
     name a narrower item by its first word, and the records may hold it under both names."""
     words = _words(ctx.question)
     lit_words = set(_words(literal))
-    said = said_stems(ctx.question)
+    # what the question says, but what it rules out ("(lab, not fingerstick)": the bedside test is not said)
+    said = said_stems(ctx.question) - {word_stem(w) for w in excluded_words(clinical_wording(ctx.question))}
     for value in named_values(ctx, [(table, column)], ctx.question)[(table, column)]:
         named = _words(value)
         if not named or not set(named) < lit_words or _normal(value) in looked_for:

@@ -327,8 +327,9 @@ _WRAPPING_FIELDS = {"%H": ("hour", 24), "%I": ("hour", 24), "%M": ("minute", 144
                     "%m": ("month", 0), "%w": ("day", 1)}
 _EXTRACTED_FIELDS = {"hour": ("hour", 24), "minute": ("minute", 1440), "second": ("second", 86400), "day": ("day", 1),
                      "month": ("month", 0), "dow": ("day", 1)}
-# A question about how much time passed (general English).
+# A question about how much time passed (general English; "LOS in days": a length of stay in a unit).
 _DURATION_ASKED = re.compile(r"\b(?:how long|how many (?:hours?|minutes?|seconds?|days?|weeks?|months?)|duration|length of (?:stay|time)|"
+                             r"los|(?:in|as) (?:hours|minutes|days|weeks)|"
                              r"elapsed|time (?:between|from|until|since|taken|spent)|(?:hours?|minutes?|days?) (?:between|from|after|"
                              r"since|until|before|passed|elapsed))\b", re.IGNORECASE)
 

@@ -43,9 +43,14 @@ def _field(words: str) -> str:
     return " ".join(kept).removesuffix(" of")
 
 
+# A positive culture is one where an organism grew; a negative one, none (general clinical usage; "cx" is a culture).
+_CULTURE = re.compile(r"\b(positive|negative)\s+(?:[a-z]+\s+){0,2}?(?:cultures?|cx)\b", re.IGNORECASE)
+
+
 def _asked(question: str) -> list[tuple[str, bool]]:
     """(the field's words, whether it must be filled in) for each field the question says is or is not recorded."""
     out = [(_field(m.group(2)), m.group(1).lower() not in _ABSENT) for m in _BEFORE.finditer(question)]
+    out += [("organism", m.group(1).lower() == "positive") for m in _CULTURE.finditer(question)]
     for m in _AFTER.finditer(question):
         empty = m.group(3).lower() in ("missing", "unknown", "empty", "blank")
         out.append((m.group(1), bool(m.group(2)) == empty))

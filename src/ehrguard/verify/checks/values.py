@@ -292,7 +292,7 @@ def _empty(rows: list[tuple[Any, ...]]) -> bool:
     return all(v is None for row in rows for v in row)
 
 
-def _matches_only_in(ctx: SqlContext, info: Any, column: str, node: exp.Expression) -> str | None:
+def _matches_only_in(ctx: SqlContext, info: Any, column: str, node: Any) -> str | None:
     """The one other text column of the table whose rows would answer where the query, matching ``column`` against
     the pattern, answers with nothing (no rows, or only NULL); None otherwise."""
     if not isinstance(node.this, exp.Column) or isinstance(ctx.execution, DatabaseError) or not _empty(ctx.execution.rows) \

@@ -212,7 +212,10 @@ RECORD_KINDS = (
                ("family",)),
     RecordKind("contact details", cue(r"\b(?:home|mailing|street|postal) address(?:es)?\b|\baddress(?:es)? of\b|'s address\b"
                                        r"|\b(?:phone|telephone|mobile) numbers?\b"
-                                       r"|\be-?mail\b|\bzip codes?\b|\bpostal codes?\b|\bnext of kin\b|\bemergency contacts?\b"),
+                                       r"|\be-?mail\b|\bzip codes?\b|\bpostal codes?\b|\bnext of kin\b|\bemergency contacts?\b"
+                                       # where a patient lives: a residence, not a transfer source
+                                       r"|\bout[- ]of[- ](?:state|town|country)\b|\bhome (?:state|town|county)\b|\bhometown\b"
+                                       r"|\b(?:state|county|country|city) of residence\b|\bwhere (?:he|she|they|the patient) lives?\b"),
                ("address", "phone", "email", "zip", "contact")),
     RecordKind("records of who treated the patient", cue(
         rf"\b(?:name|names|identity) of (?:the |his |her |their )?(?:\w+ )?{_STAFF}s?\b|\b{_STAFF}'?s? names?\b"

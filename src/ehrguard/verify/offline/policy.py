@@ -67,7 +67,8 @@ BLOCKING_WARNINGS = frozenset({"count_without_distinct", "counts_rows_not_patien
                                "code_for_name", "count_not_distinct", "missing_visit_scope", "missing_exclusion",
                                "unstated_visit", "unasked_ended", "unasked_filter", "pattern_matches_nothing",
                                "matches_no_record", "side_not_chosen", "mixed_specimens", "unhappened_events",
-                               "death_outside_visit", "narrower_value", "missing_variants", "value_not_named"})
+                               "death_outside_visit", "narrower_value", "missing_variants", "value_not_named",
+                               "averaged_over_visits"})
 
 # Blocking findings that doubt an answer without calling it a mistake: a pattern nothing in these records matches (a
 # sample's gap, or another name), a visit the question leaves open. They keep it from being verified, but a known

@@ -1,0 +1,63 @@
+"""An average over patients counts each patient once.
+
+"The mean age of the patients who died" is an average over people. A query that averages a column of a table of visits
+(MIMIC-IV's admissions, eICU's unit stays) averages over visits: a patient with three stays weighs three times.
+``averaged_over_visits`` (blocking warning, no repair: which visit's value stands for the patient, the first, the
+last or their mean, is the asker's) speaks when the question averages over patients, the query is one SELECT of
+``AVG(column)`` over a visit table with no grouping, and averaging each patient's visits first answers differently on
+the database. A question about the visits themselves ("the mean age at admission over all admissions", "per stay")
+is left alone.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from ehrguard.errors import DatabaseError
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, answers_differently, found
+from ehrguard.verify.verdict import Finding
+
+# An average taken over people: "mean age of the patients who ...", "average weight of female pts" (general English).
+_OVER_PATIENTS = re.compile(r"\b(?:mean|average|avg)\s+(?:[\w-]+\s+){0,3}?(?:of|among|across|for)\s+(?:the\s+|all\s+|our\s+|those\s+)?"
+                            r"(?:[\w-]+\s+){0,2}?(?:patients|pts|people|persons|individuals)\b", re.IGNORECASE)
+# ... and words that make it an average over visits after all.
+_OVER_VISITS = re.compile(r"\b(?:per|each|every|all|over|across)\s+(?:hospital\s+|icu\s+|unit\s+)?(?:admissions?|stays?|visits?|"
+                          r"encounters?|hospitali[sz]ations?)\b", re.IGNORECASE)
+
+
+def check_average_over_patients(ctx: SqlContext) -> CheckResult:
+    """The question averages over patients; the query averages a visit table's column over its visits."""
+    tree = ctx.tree
+    if not isinstance(tree, exp.Select) or isinstance(ctx.execution, DatabaseError) or not _OVER_PATIENTS.search(ctx.question) \
+            or _OVER_VISITS.search(ctx.question) or any(tree.args.get(k) for k in ("group", "having", "order", "limit")):
+        return NOTHING
+    if len(tree.expressions) != 1 or not isinstance(tree.expressions[0].unalias(), exp.Avg):
+        return NOTHING
+    average = tree.expressions[0].unalias()
+    patient = next((e for e in ctx.profile.entities if e.name == "patient"), None)
+    visits = {e.table.lower() for e in ctx.profile.entities if e.name != "patient"}
+    own = ctx.own_tables(tree)
+    visit_aliases = [a for a, t in own.items() if t in visits]
+    if patient is None or len(visit_aliases) != 1 or isinstance(average.this, exp.Distinct):
+        return NOTHING
+    alias = visit_aliases[0]
+    columns = list(average.this.find_all(exp.Column))
+    if not columns or any(c.table and c.table.lower() != alias for c in columns):
+        return NOTHING  # the averaged value is not the visit table's own
+    info = ctx.db.schema.table(own[alias])
+    if info is None or info.column(patient.id_column) is None:
+        return NOTHING
+    # each patient's visits averaged first, then the patients
+    inner = tree.copy()
+    inner.set("expressions", [average.this.copy().as_("v"), exp.column(patient.id_column, table=alias if alias != own[alias] or
+                                                                      len(own) > 1 else None).as_("p")])
+    per_patient = exp.select(exp.Avg(this=exp.column("v")).as_("v"), "p").from_(inner.subquery("visits")).group_by("p")
+    by_patient = exp.select(exp.Avg(this=exp.column("v"))).from_(per_patient.subquery("patients"))
+    if not answers_differently(ctx, by_patient):
+        return NOTHING
+    return found(Finding("averaged_over_visits", "warning",
+                         f"The question averages over patients; the query averages {own[alias]} rows, one per visit, so a "
+                         "patient with several visits counts several times. Say which visit's value stands for each patient "
+                         "(the first, the last, their mean) or average each patient's visits first.", None))
