@@ -278,3 +278,12 @@ def test_a_plural_name_negated_in_the_singular_and_a_test_the_question_rules_out
     assert "narrower_value" in checks(eicu_ctx, question, bedside)
     assert "narrower_value" not in checks(eicu_ctx, question, bedside.replace("'bedside glucose'", "'glucose'"))
     assert "narrower_value" not in checks(eicu_ctx, "last fingerstick glucose for stay 1063405", bedside)
+
+
+def test_visits_counted_over_a_link_on_the_patient_are_linked_on_the_visit(ctx):
+    question = "How many hospital admissions included an ICU stay?"
+    coarse = "SELECT COUNT(DISTINCT a.hadm_id) FROM admissions a JOIN icustays i ON a.subject_id = i.subject_id"
+    assert_error_on_wrong_only(ctx, "coarse_join", question, coarse, coarse.replace("subject_id", "hadm_id"))
+    assert "a.hadm_id = i.hadm_id" in repaired(ctx, question, coarse)
+    # a question about the patients' admissions asks for the link on the patient
+    assert "coarse_join" not in checks(ctx, "How many admissions belong to patients who ever had an ICU stay?", coarse)

@@ -36,6 +36,8 @@ from ehrguard.verify.checks.base import (
     SqlContext,
     TreeEdit,
     add_condition,
+    answers_differently,
+    copy_with_map,
     found,
     ids_compared,
     stored_info,
@@ -387,6 +389,14 @@ def check_coarse_joins(ctx: SqlContext) -> CheckResult:
                                         f"of every {ids[finer]} of that {ids[key]} come in, once per {ids[finer]} kept.",
                                         ctx.span_of(left.sql())))
                 break
+            elif not sides and one != other and _joined(left, right) and not {(one, other, finer), (other, one, finer)} & linked \
+                    and not _PATIENT_LEVEL.search(ctx.question) and _counts_visits(ctx, finer) \
+                    and _relinked_differs(ctx, left, right, finer):
+                # "how many admissions included an ICU stay" answered by pairing each admission with the ICU stays of
+                # every admission of its patient: an admission without a stay of its own comes in
+                severity, message = "error", (f"The query counts {ids[finer]}s, but links {left.sql()} with {right.sql()} on "
+                                              f"the {ids[key]} only: an {ids[finer]} is kept when any {ids[finer]} of its "
+                                              f"{ids[key]} has a matching row, not only when it has one of its own.")
             elif stated and len(sides & {one, other}) == 1:
                 severity, message = "error", (f"The query links {left.sql()} with {right.sql()} but keeps to one {ids[finer]} "
                                               f"({finer}) in {next(iter(sides & {one, other}))} only: the other table's rows of "
@@ -397,6 +407,28 @@ def check_coarse_joins(ctx: SqlContext) -> CheckResult:
             edits += [rename(left, finer), rename(right, finer)]
             break
     return found(*findings, edits=edits)
+
+
+def _counts_visits(ctx: SqlContext, finer: str) -> bool:
+    """The outermost SELECT counts or lists the visits themselves: ``COUNT(DISTINCT x.hadm_id)``, ``SELECT DISTINCT
+    x.hadm_id``."""
+    select = ctx.tree if isinstance(ctx.tree, exp.Select) else None
+    if select is None or len(select.expressions) != 1:
+        return False
+    only = select.expressions[0].unalias()
+    if isinstance(only, exp.Count) and isinstance(only.this, exp.Distinct):
+        counted = only.this.expressions
+        return len(counted) == 1 and isinstance(counted[0], exp.Column) and counted[0].name.lower() == finer
+    return bool(select.args.get("distinct")) and isinstance(only, exp.Column) and only.name.lower() == finer
+
+
+def _relinked_differs(ctx: SqlContext, left: exp.Column, right: exp.Column, finer: str) -> bool:
+    """Does the query linked on ``finer`` instead answer otherwise here?"""
+    assert ctx.tree is not None
+    copy, counterpart = copy_with_map(ctx.tree)
+    for column in (left, right):
+        counterpart[id(column)].set("this", exp.to_identifier(finer))
+    return answers_differently(ctx, copy)
 
 
 # The question ties a condition to the patient, not to one visit ("stays of patients who ever had an urgent admission"):
