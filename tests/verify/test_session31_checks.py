@@ -287,3 +287,27 @@ def test_visits_counted_over_a_link_on_the_patient_are_linked_on_the_visit(ctx):
     assert "a.hadm_id = i.hadm_id" in repaired(ctx, question, coarse)
     # a question about the patients' admissions asks for the link on the patient
     assert "coarse_join" not in checks(ctx, "How many admissions belong to patients who ever had an ICU stay?", coarse)
+
+
+def test_an_empty_text_where_the_records_leave_the_field_null(eicu_ctx):
+    question = "how many unit stays have no hospital discharge status recorded"
+    blank = "SELECT COUNT(*) FROM patient WHERE hospitaldischargestatus = ''"
+    assert_error_on_wrong_only(eicu_ctx, "empty_for_null", question, blank,
+                               "SELECT COUNT(*) FROM patient WHERE hospitaldischargestatus IS NULL")
+    assert "IS NULL" in repaired(eicu_ctx, question, blank)
+    assert "NOT hospitaldischargestatus IS NULL" in repaired(eicu_ctx, question, blank.replace("=", "<>"))
+
+
+def test_a_value_with_other_punctuation_is_the_value_named(eicu_ctx):
+    found = checks(eicu_ctx, "How many African-American pts?",
+                   "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE ethnicity = 'african-american'")["unknown_value"]
+    assert found.suggestion == "'african american'" and found.clarify is None
+
+
+def test_an_id_column_returned_where_the_question_names_another(eicu_ctx):
+    question = "how many different hospitals are in the data"
+    assert_error_on_wrong_only(eicu_ctx, "wrong_column", question, "SELECT COUNT(DISTINCT wardid) FROM patient",
+                               "SELECT COUNT(DISTINCT hospitalid) FROM patient")
+    assert "hospitalid" in repaired(eicu_ctx, question, "SELECT COUNT(DISTINCT wardid) FROM patient")
+    assert "wrong_column" not in checks(eicu_ctx, "which ward was unit stay 141340 in",
+                                        "SELECT wardid FROM patient WHERE patientunitstayid = 141340")

@@ -46,7 +46,13 @@ from ehrguard.verify.checks.averages import check_average_over_patients
 from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, summary
 from ehrguard.verify.checks.bounds import check_bounds, check_ranges
 from ehrguard.verify.checks.casts import check_comma_cut
-from ehrguard.verify.checks.columns import check_first_last, check_grouped_by, check_name_returned, check_returned_column
+from ehrguard.verify.checks.columns import (
+    check_first_last,
+    check_grouped_by,
+    check_name_returned,
+    check_returned_column,
+    check_returned_id,
+)
 from ehrguard.verify.checks.concepts import check_stated_values, check_substitution, check_unasked_filter, check_unhappened_events
 from ehrguard.verify.checks.contrasts import check_contrasts
 from ehrguard.verify.checks.conventions import (
@@ -94,7 +100,7 @@ from ehrguard.verify.checks.superlatives import check_superlatives
 from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_read_only
 from ehrguard.verify.checks.ties import check_tied_end
 from ehrguard.verify.checks.units import check_duration_column, check_duration_unit, check_measure_unit, check_span_unit
-from ehrguard.verify.checks.values import check_patient_ids, check_patterns, check_values
+from ehrguard.verify.checks.values import check_empty_text, check_patient_ids, check_patterns, check_values
 from ehrguard.verify.checks.variants import check_missing_variants
 from ehrguard.verify.checks.windows import check_stated_window
 from ehrguard.verify.verdict import Finding
@@ -113,6 +119,7 @@ CHECKS: tuple[Check, ...] = (
     Check("dates", check_dates),
     Check("idioms", check_idioms),
     Check("values", check_values),
+    Check("empty_text", check_empty_text),
     Check("patterns", check_patterns),
     Check("patient_ids", check_patient_ids),
     Check("id_kinds", check_id_kinds),
@@ -178,6 +185,7 @@ CHECKS: tuple[Check, ...] = (
     Check("stated_exclusion", check_stated_exclusion),
     Check("contrasts", check_contrasts),
     Check("returned_column", check_returned_column),
+    Check("returned_id", check_returned_id),
     Check("first_or_last", check_first_last),
     Check("grouped_by", check_grouped_by),
     Check("name_returned", check_name_returned),

@@ -88,6 +88,37 @@ def _returned_columns(tree: exp.Expression) -> list[exp.Column]:
     return out
 
 
+def check_returned_id(ctx: SqlContext) -> CheckResult:
+    """The query returns (or counts) one id column of a table where the question names another of its id columns by
+    the thing it identifies ("how many different hospitals": ``hospitalid``, not ``wardid``), and not the returned
+    one's. Ids of the profile's patients and visits are left to the checks of keys."""
+    if ctx.tree is None:
+        return NOTHING
+    words = [w for w in re.findall(r"[a-z]+", ctx.question.lower()) if len(w) >= 4]
+    tables, _ = aliases(ctx.tree)
+    entity_ids = set(entity_columns(ctx))
+
+    def named(column: str) -> bool:
+        thing = re.sub(r"_?id$", "", column)
+        return len(thing) >= 4 and any(w.startswith(thing) or thing.startswith(w) for w in words)
+
+    for col in _returned_columns(ctx.tree):
+        name = col.name.lower()
+        if not name.endswith("id") or name in entity_ids:
+            continue
+        table = owner_table(ctx, tables.get(col.table.lower(), col.table.lower()), name, tables)
+        info = ctx.db.schema.table(table) if table else None
+        if info is None or named(name):
+            continue
+        others = [c.name for c in info.columns if c.name.lower().endswith("id") and c.name.lower() not in entity_ids
+                  and c.name.lower() != name and named(c.name.lower())]
+        if len(others) == 1:
+            return found(Finding("wrong_column", "error", f"The query returns {table}.{col.name}; the question asks about "
+                                 f"{table}.{others[0]}.", ctx.span_of(col.name), others[0]),
+                         edits=[rename(col, others[0])])
+    return NOTHING
+
+
 def check_returned_column(ctx: SqlContext) -> CheckResult:
     """The query returns a column the question names less well than another column of the same table and kind."""
     if ctx.tree is None:

@@ -82,8 +82,8 @@ def check_values(ctx: SqlContext) -> CheckResult:
         if col is None or "char" not in col.type.lower() and "text" not in col.type.lower() and col.type:
             continue
         value = lit.this
-        if "%" in value or "_" in value and isinstance(lit.parent, exp.Like):
-            continue
+        if "%" in value or "_" in value and isinstance(lit.parent, exp.Like) or not value.strip():
+            continue  # (an empty text: check_empty_text)
         lookup = ctx.db.values.lookup(table, column, value, k=2)
         if not lookup.indexed or lookup.exists:
             continue
@@ -106,11 +106,12 @@ def check_values(ctx: SqlContext) -> CheckResult:
         # a finding, not a typo to fix.
         stated = value.lower() in ctx.question.lower()
         clearly = best is not None and _clearly_nearest(lookup.nearest)
-        # A value in other letter case ('F', 'Male', 'Furosemide' where the records write 'f', 'male', 'furosemide')
+        # A value in other letter case ('F', 'Male', 'Furosemide' where the records write 'f', 'male', 'furosemide'),
         # is what the user asked for, written as the records write it: a certain fix for a code of a category column,
         # and for a name that no other value of its column holds. Not so where the records name it in several ways
         # ('Propofol': 'propofol', 'propofol 1% inj', ...): which of them were meant is the user's to say.
-        same = [n for n in lookup.nearest if n.value.casefold().strip() == value.casefold().strip()]
+        # ... or with other punctuation between the same letters ('african-american': 'african american')
+        same = [n for n in lookup.nearest if _letters(n.value) == _letters(value)]
         qualified = info.qualified_name if info is not None else table
         if len(same) == 1 and (few_values(ctx, qualified, col.name) or _named_once(ctx, qualified, col.name, value)):
             best, clearly, stated = same[0], True, False
@@ -134,6 +135,46 @@ def check_values(ctx: SqlContext) -> CheckResult:
         if clear and best:
             edits.append(TreeEdit(_replace_with(best.value), target=lit))
     return found(*findings, edits=edits)
+
+
+def check_empty_text(ctx: SqlContext) -> CheckResult:
+    """``column = ''`` (or ``<> ''``) where the records leave the field empty as NULL and never as an empty text: the
+    test keeps nothing (or everything it means to drop). Repaired to ``IS NULL`` (``IS NOT NULL``)."""
+    if ctx.tree is None:
+        return NOTHING
+    tables, _ = aliases(ctx.tree)
+    for table, column, lit in literal_comparisons(ctx.tree, tables, (exp.EQ, exp.NEQ)):
+        node = lit.parent
+        table = owner_table(ctx, table, column, tables)
+        info = ctx.db.schema.table(table) if table else None
+        if lit.this.strip() or info is None or info.column(column) is None or not isinstance(node, exp.EQ | exp.NEQ) \
+                or not isinstance(node.this, exp.Column):
+            continue
+        source, name = quoted_names(ctx, info.qualified_name, column)
+        try:
+            empty = ctx.db.db.execute(f"SELECT 1 FROM {source} WHERE TRIM({name}) = '' LIMIT 1", timeout_s=5).rows
+            null = ctx.db.db.execute(f"SELECT 1 FROM {source} WHERE {name} IS NULL LIMIT 1", timeout_s=5).rows
+        except DatabaseError:
+            continue
+        if empty or not null:
+            continue
+        keep = isinstance(node, exp.EQ)
+        shown = f"{node.this.sql(dialect=ctx.dialect)} IS {'' if keep else 'NOT '}NULL"
+        return found(Finding("empty_for_null", "error", f"No row of {table} has {column} = '': the records leave it empty as "
+                             f"NULL, so the test {'keeps nothing' if keep else 'drops nothing'}. Read as {shown}.",
+                             ctx.span_of(node.sql(dialect=ctx.dialect)), shown),
+                     edits=[TreeEdit(_null_test, target=node)])
+    return NOTHING
+
+
+def _null_test(node: exp.Expression) -> None:
+    test = exp.Is(this=node.this.copy(), expression=exp.Null())
+    node.replace(test if isinstance(node, exp.EQ) else exp.Not(this=test))
+
+
+def _letters(value: str) -> str:
+    """The value's letters and digits, in lower case: what no spacing, case or punctuation changes."""
+    return re.sub(r"[^0-9a-z]", "", value.casefold())
 
 
 def _written_otherwise(ctx: SqlContext, dictionaries: list[str], table: str, column: str, value: str) -> tuple[str, str] | None:
