@@ -110,8 +110,11 @@ def check_returned_id(ctx: SqlContext) -> CheckResult:
         info = ctx.db.schema.table(table) if table else None
         if info is None or named(name):
             continue
+        read = {c.name.lower() for c in ctx.tree.find_all(exp.Column)}
         others = [c.name for c in info.columns if c.name.lower().endswith("id") and c.name.lower() not in entity_ids
                   and c.name.lower() != name and named(c.name.lower())]
+        if any(o.lower() in read for o in others):
+            continue  # the other id is read already ("the units of hospital 73"): the question's word is about it
         if len(others) == 1:
             return found(Finding("wrong_column", "error", f"The query returns {table}.{col.name}; the question asks about "
                                  f"{table}.{others[0]}.", ctx.span_of(col.name), others[0]),

@@ -155,11 +155,16 @@ def _says(text: str, stems: tuple[str, ...], *, inside_words: bool = False) -> s
     return next((s for s in stems if re.search("(?<![a-z])" + _IN_QUESTIONS.get(s, s), text)), None)
 
 
+_CONDITION_NAME = re.compile(r"\b[a-z]+\s+(?:heart\s+|renal\s+|cardiac\s+)?(?:failure|dysfunction|murmur|hypertension|hypotension|"
+                             r"disease|syndrome|insufficiency)\b")
+
+
 def check_contrasts(ctx: SqlContext) -> CheckResult:
     """The question names one side of a contrast and the query reads only the other."""
     if ctx.tree is None:
         return NOTHING
-    question = ctx.question.lower()
+    # a side's word inside a condition's name ("diastolic heart failure", "output failure") names the condition
+    question = _CONDITION_NAME.sub(" ", ctx.question.lower())
     reads = _what_the_query_reads(ctx, ctx.tree)
     findings = []
     edits: list[Edit] = []

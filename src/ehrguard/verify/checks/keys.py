@@ -390,7 +390,8 @@ def check_coarse_joins(ctx: SqlContext) -> CheckResult:
                                         ctx.span_of(left.sql())))
                 break
             elif not sides and one != other and _joined(left, right) and not {(one, other, finer), (other, one, finer)} & linked \
-                    and not _PATIENT_LEVEL.search(ctx.question) and _counts_visits(ctx, finer) \
+                    and not _PATIENT_LEVEL.search(ctx.question) and not _OTHER_VISIT.search(ctx.question) \
+                    and _counts_visits(ctx, finer) and not _sides_compared(ctx, left, right, tables) \
                     and _relinked_differs(ctx, left, right, finer):
                 # "how many admissions included an ICU stay" answered by pairing each admission with the ICU stays of
                 # every admission of its patient: an admission without a stay of its own comes in
@@ -407,6 +408,25 @@ def check_coarse_joins(ctx: SqlContext) -> CheckResult:
             edits += [rename(left, finer), rename(right, finer)]
             break
     return found(*findings, edits=edits)
+
+
+# Another visit of the same person: an order between visits, or the person said as such.
+_OTHER_VISIT = re.compile(r"\b(?:previous|prior|earlier|later|before|after|preceding|following|same (?:patient|person)|"
+                          r"another|other)\b", re.IGNORECASE)
+
+
+def _sides_compared(ctx: SqlContext, left: exp.Column, right: exp.Column, tables: dict[str, str]) -> bool:
+    """Does the query compare the two linked tables' columns beyond the link (``d.hadm_id <> a.hadm_id``, ``i.outtime <
+    a.admittime``)? Then it pairs a visit with the person's other visits on purpose."""
+    assert ctx.tree is not None
+    sides = {table_of(ctx, left, tables), table_of(ctx, right, tables)}
+    for node in ctx.tree.find_all(exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE):
+        if node is left.parent:
+            continue
+        owners = {table_of(ctx, c, tables) for c in node.find_all(exp.Column)}
+        if sides <= owners:
+            return True
+    return False
 
 
 def _counts_visits(ctx: SqlContext, finer: str) -> bool:

@@ -25,6 +25,7 @@ from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, add_condition, answers_differently, found
 from ehrguard.verify.checks.concepts import EXCLUSION
 from ehrguard.verify.checks.keys import kind_columns
+from ehrguard.verify.offline.lexicon import CLOSED_CLASS_AFTER_RELATIVE
 from ehrguard.verify.verdict import Finding
 
 # A table of kinds has few of them: a column of more values is a name or a label, not a kind.
@@ -60,22 +61,38 @@ def _kind_words(value: str) -> set[str]:
     return words.union(*(same for same in _SAME_KIND if same & words))
 
 
+# Words that may follow a kind's name when the kind is what is paid for ("lab tests", "diagnosis codes", "medication
+# charges", "diagnoses coded"); any other noun makes the kind's word a modifier of something else ("drug abuse").
+_AFTER_KIND = frozenset(("test", "tests", "order", "orders", "code", "codes", "result", "results", "item", "items", "work",
+                         "service", "services", "alone", "only"))
+_ARTICLES = frozenset(("the", "a", "an", "any", "all", "their", "his", "her", "its"))
+
+
 def _named_kinds(question: str, table: str, kinds: list[str]) -> tuple[list[str], list[str]]:
     """The kinds the question asks for, and those it leaves out. Asked for: a kind's word (whole, singular or plural)
-    within NEAR words of the table's name or a word of money ("the cost of labs"). Left out: a kind's word within
-    NEAR + 1 words after a word of exception ("excluding labs", "other than drugs")."""
+    within NEAR words of the table's name or a word of money ("the cost of labs"), not followed by a noun it would
+    qualify ("drug abuse admissions"). Left out: a kind's word first after a word of exception ("excluding labs",
+    "other than the drugs"; not "excluding admissions with a diagnosis of ...", which leaves out visits)."""
     words = re.findall(r"[a-z]+", question.lower())
     anchors = [i for i, w in enumerate(words) if w in _MONEY or _base(w) == _base(table.lower())]
-    excluded = set()
+    first_excluded = set()
     for m in EXCLUSION.finditer(question):
-        excluded |= {_base(w) for w in re.findall(r"[a-z]+", question[m.end():].lower())[:NEAR + 1]}
+        after = [w for w in re.findall(r"[a-z]+", question[m.end():].lower()) if w not in _ARTICLES]
+        if after:
+            first_excluded.add(_base(after[0]))
+
+    def paid_for(i: int) -> bool:
+        following = words[i + 1] if i + 1 < len(words) else ""
+        return not following or following in _MONEY or following in _AFTER_KIND or following in CLOSED_CLASS_AFTER_RELATIVE \
+            or following.endswith("ed")
+
     asked, left_out = [], []
     for kind in kinds:
         said = _kind_words(kind)
         at = [i for i, w in enumerate(words) if _base(w) in said]
-        if said & excluded:
+        if said & first_excluded:
             left_out.append(kind)
-        elif at and any(abs(i - j) <= NEAR for i in at for j in anchors):
+        elif any(paid_for(i) and any(abs(i - j) <= NEAR for j in anchors) for i in at):
             asked.append(kind)
     return asked, left_out
 
@@ -120,7 +137,7 @@ def check_kind(ctx: SqlContext) -> CheckResult:
         if len(asked) == 1 and not left_out and (asked[0].lower() not in read_tables or by_event):
             # (the kind's own table read, but to join its events by their id, chooses visits, not the kind's rows)
             kind, keep = asked[0], True
-        elif len(left_out) == 1 and not asked:
+        elif len(left_out) == 1 and not asked and left_out[0].lower() not in read_tables:
             kind, keep = left_out[0], False
         else:
             continue  # no kind named, several, or the kind's own table chooses the visits

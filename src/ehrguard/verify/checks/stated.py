@@ -145,8 +145,9 @@ def check_stated_numbers(ctx: SqlContext) -> CheckResult:
     in_sql = _sql_numbers(ctx.sql, ctx.tree)
     missing = [(n, v) for n, v in stated if not _restated(v, in_sql) and not _restated_in_other_unit(question, n, v, in_sql)]
     # a code stated with its dot, written without it in a string of the query ("ICD-9 401.9": 'icd9|4019')
-    strings = " ".join(lit.this for lit in ctx.tree.find_all(exp.Literal) if lit.is_string)
-    missing = [(n, v) for n, v in missing if not ("." in n and re.search(rf"(?<![0-9]){re.escape(n.replace('.', ''))}(?![0-9])", strings))]
+    codes = [lit.this for lit in ctx.tree.find_all(exp.Literal) if lit.is_string and not re.search(r"\d{4}-\d{2}", lit.this)]
+    missing = [(n, v) for n, v in missing if not ("." in n and len(n.replace(".", "")) >= 3 and any(
+        re.search(rf"(?:^|[|:]){re.escape(n.replace('.', ''))}$", code) for code in codes))]
     if missing:  # a patient the query names by one of their visits' ids
         kept = {n for n in _numbers(_without_people(question, _people_of_visits(ctx, ctx.tree)))}
         missing = [(n, v) for n, v in missing if n in kept]

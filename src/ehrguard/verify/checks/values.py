@@ -120,7 +120,7 @@ def check_values(ctx: SqlContext) -> CheckResult:
         if len(family) > 1:  # 'Black': the records split it ('BLACK/AFRICAN AMERICAN', 'BLACK/CAPE VERDEAN', ...); no one nearest
             message = f"{value!r} is not a value of {table}.{column}; the values holding it: " + ", ".join(repr(v) for v in family)
             # ... unless the question says one of them in full ("blood cultures": 'blood culture' of 'blood')
-            said = [v for v in family if _says_in_full(ctx.question, v)]
+            said = [v for v in family if _says_in_full(ctx.question, v) and not _excluded_in(ctx.question, v)]
             findings.append(Finding("unknown_value", "error", message, ctx.span_of(f"'{value}'"),
                                     f"'{said[0]}'" if len(said) == 1 else None))
             if len(said) == 1:
@@ -138,38 +138,43 @@ def check_values(ctx: SqlContext) -> CheckResult:
 
 
 def check_empty_text(ctx: SqlContext) -> CheckResult:
-    """``column = ''`` (or ``<> ''``) where the records leave the field empty as NULL and never as an empty text: the
-    test keeps nothing (or everything it means to drop). Repaired to ``IS NULL`` (``IS NOT NULL``)."""
+    """``column = ''`` where the records leave the field empty as NULL and never as an empty text: the test keeps
+    nothing. Repaired to ``IS NULL``; not where the question says "unknown" and the column has such a value."""
     if ctx.tree is None:
         return NOTHING
     tables, _ = aliases(ctx.tree)
-    for table, column, lit in literal_comparisons(ctx.tree, tables, (exp.EQ, exp.NEQ)):
+    for table, column, lit in literal_comparisons(ctx.tree, tables, (exp.EQ,)):
         node = lit.parent
         table = owner_table(ctx, table, column, tables)
         info = ctx.db.schema.table(table) if table else None
-        if lit.this.strip() or info is None or info.column(column) is None or not isinstance(node, exp.EQ | exp.NEQ) \
-                or not isinstance(node.this, exp.Column):
-            continue
+        if lit.this.strip() or info is None or info.column(column) is None or not isinstance(node, exp.EQ) \
+                or not isinstance(node.this, exp.Column) or negated(node):
+            continue  # (``<> ''`` drops the NULLs as it is: SQL's NULL <> '' is not true)
         source, name = quoted_names(ctx, info.qualified_name, column)
         try:
             empty = ctx.db.db.execute(f"SELECT 1 FROM {source} WHERE TRIM({name}) = '' LIMIT 1", timeout_s=5).rows
             null = ctx.db.db.execute(f"SELECT 1 FROM {source} WHERE {name} IS NULL LIMIT 1", timeout_s=5).rows
         except DatabaseError:
             continue
-        if empty or not null:
+        if empty or not null or _names_an_unknown_value(ctx, info.qualified_name, column):
             continue
-        keep = isinstance(node, exp.EQ)
-        shown = f"{node.this.sql(dialect=ctx.dialect)} IS {'' if keep else 'NOT '}NULL"
+        shown = f"{node.this.sql(dialect=ctx.dialect)} IS NULL"
         return found(Finding("empty_for_null", "error", f"No row of {table} has {column} = '': the records leave it empty as "
-                             f"NULL, so the test {'keeps nothing' if keep else 'drops nothing'}. Read as {shown}.",
-                             ctx.span_of(node.sql(dialect=ctx.dialect)), shown),
+                             f"NULL, so the test keeps nothing. Read as {shown}.", ctx.span_of(node.sql(dialect=ctx.dialect)),
+                             shown),
                      edits=[TreeEdit(_null_test, target=node)])
     return NOTHING
 
 
+def _names_an_unknown_value(ctx: SqlContext, table: str, column: str) -> bool:
+    """The question says "unknown" (or "other") and the column has such a value ('other/unknown'): which of the empty
+    field and that value was meant is not certain."""
+    said = {w for w in ("unknown", "other", "unspecified") if re.search(rf"\b{w}\b", ctx.question, re.IGNORECASE)}
+    return bool(said) and bool(_holding_word(ctx, table, column, next(iter(said))))
+
+
 def _null_test(node: exp.Expression) -> None:
-    test = exp.Is(this=node.this.copy(), expression=exp.Null())
-    node.replace(test if isinstance(node, exp.EQ) else exp.Not(this=test))
+    node.replace(exp.Is(this=node.this.copy(), expression=exp.Null()))
 
 
 def _letters(value: str) -> str:
@@ -198,6 +203,15 @@ def _prefixed(ctx: SqlContext, table: str, column: str, value: str) -> list[str]
         return []
     tail = value.lower()
     return [v for v in values if v.lower().endswith(tail) and len(v) > len(tail) and v[-len(tail) - 1] in "|:"]
+
+
+_EXCEPT = re.compile(r"\b(?:excluding|except(?: for)?|other than|apart from|aside from|but not|not counting|not including|"
+                     r"without)\s+(?:the\s+|any\s+)?", re.IGNORECASE)
+
+
+def _excluded_in(question: str, value: str) -> bool:
+    """Does the question say the value right after a word of exception ("other than blood cultures")?"""
+    return any(_says_in_full(question[m.end():m.end() + len(value) + 12], value) for m in _EXCEPT.finditer(question))
 
 
 def _says_in_full(question: str, value: str) -> bool:
