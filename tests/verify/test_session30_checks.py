@@ -6,21 +6,7 @@ from __future__ import annotations
 from ehrguard.verify import verify
 from ehrguard.verify.checks import repair, run_checks
 from ehrguard.verify.offline.features import question_cues
-
-
-def checks(ctx, question, sql):
-    return {f.check: f for f in run_checks(question, sql, ctx).findings}
-
-
-def rows(ctx, sql):
-    return sorted(ctx.db.execute(sql).rows)
-
-
-def assert_error_on_wrong_only(ctx, check, question, wrong, right):
-    """The check calls the wrong query an error, the two answer differently here, and the right one is left alone."""
-    assert checks(ctx, question, wrong)[check].severity == "error"
-    assert rows(ctx, wrong) != rows(ctx, right)
-    assert check not in checks(ctx, question, right)
+from tests.verify.check_helpers import assert_error_on_wrong_only, checks, rows
 
 
 def test_a_stated_number_before_the_comparative_is_not_vague():

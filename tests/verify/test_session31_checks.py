@@ -5,15 +5,7 @@ not the moment of discharge. On the real MIMIC-IV and eICU demo databases."""
 from __future__ import annotations
 
 from ehrguard.verify import verify
-from ehrguard.verify.checks import repair, run_checks
-
-
-def checks(ctx, question, sql):
-    return {f.check: f for f in run_checks(question, sql, ctx).findings}
-
-
-def repaired(ctx, question, sql):
-    return repair(run_checks(question, sql, ctx))
+from tests.verify.check_helpers import assert_error_on_wrong_only, checks, repaired, rows
 
 
 def test_a_value_inside_a_longer_name_the_literal_reads_is_no_mistake(ctx):
@@ -86,17 +78,6 @@ def test_a_place_recorded_at_discharge_is_not_the_moment_of_discharge(ctx):
     assert "wrong_concept" not in checks(ctx, "How many admissions with a documented discharge location were there in 2100?", sql)
     wrong = "SELECT COUNT(DISTINCT subject_id) FROM admissions WHERE strftime('%Y', admittime) = '2100'"
     assert checks(ctx, "How many patients were discharged in 2100?", wrong)["wrong_concept"].severity == "error"
-
-
-def rows(ctx, sql):
-    return sorted(ctx.db.execute(sql).rows)
-
-
-def assert_error_on_wrong_only(ctx, check, question, wrong, right):
-    """The check calls the wrong query an error, the two answer differently here, and the right one is left alone."""
-    assert checks(ctx, question, wrong)[check].severity == "error"
-    assert rows(ctx, wrong) != rows(ctx, right)
-    assert check not in checks(ctx, question, right)
 
 
 def test_the_first_day_of_the_icu_stay_counts_from_the_unit_without_a_number(ctx):
