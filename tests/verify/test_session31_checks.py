@@ -335,3 +335,12 @@ def test_the_second_reviews_repairs_keep_what_the_question_excludes_and_its_numb
     # "unknown" ethnicity where the records hold an 'other/unknown' value: which was meant is not certain
     assert "empty_for_null" not in checks(eicu_ctx, "How many patients with unknown ethnicity were admitted?",
                                           "SELECT COUNT(DISTINCT uniquepid) FROM patient WHERE ethnicity = ''")
+
+
+def test_an_age_at_admission_averaged_over_patients_is_still_over_patients(ctx):
+    question = "What is the average age of the female patients at admission?"
+    sql = ("SELECT AVG(admissions.age) FROM admissions JOIN patients ON admissions.subject_id = patients.subject_id "
+           "WHERE patients.gender = 'f'")
+    assert "averaged_over_visits" in checks(ctx, question, sql)
+    assert "averaged_over_visits" not in checks(ctx, "mean age of patients at their admissions in 2100",
+                                                "SELECT AVG(age) FROM admissions WHERE strftime('%Y', admittime) = '2100'")

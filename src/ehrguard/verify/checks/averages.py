@@ -25,7 +25,7 @@ _OVER_PATIENTS = re.compile(r"\b(?:mean|average|avg)\s+(?:[\w-]+\s+){0,3}?(?:of|
 # ... and words that make it an average over visits after all.
 _OVER_VISITS = re.compile(r"\b(?:per|each|every|all|over|across)\s+(?:hospital\s+|icu\s+|unit\s+)?(?:admissions?|stays?|visits?|"
                           r"encounters?|hospitali[sz]ations?)\b|\blength of (?:the )?stay|\blos\b|\bduration|\bhow long\b"
-                          r"|\bat (?:their |the |each )?(?:admissions?|visits?|stays?)\b", re.IGNORECASE)
+                          r"|\bat (?:their |all |the )?(?:admissions|visits|stays)\b|\bat each (?:admission|visit|stay)\b", re.IGNORECASE)
 
 
 def check_average_over_patients(ctx: SqlContext) -> CheckResult:
