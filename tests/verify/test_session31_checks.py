@@ -344,3 +344,12 @@ def test_an_age_at_admission_averaged_over_patients_is_still_over_patients(ctx):
     assert "averaged_over_visits" in checks(ctx, question, sql)
     assert "averaged_over_visits" not in checks(ctx, "mean age of patients at their admissions in 2100",
                                                 "SELECT AVG(age) FROM admissions WHERE strftime('%Y', admittime) = '2100'")
+
+
+def test_only_an_abbreviation_in_parentheses_is_left_out_of_a_name():
+    from ehrguard.verify.checks.concepts import without_abbreviation
+
+    assert without_abbreviation("step-down unit (sdu)").strip() == "step-down unit"
+    assert without_abbreviation("neuro surgical intensive care unit (neuro sicu)").strip() == "neuro surgical intensive care unit"
+    # a form or a kind in parentheses says more than the words before it
+    assert without_abbreviation("acetaminophen (liquid)") == "acetaminophen (liquid)"

@@ -114,6 +114,32 @@ def condition_nouns(question: str) -> str:
 _IN_PARENTHESES = r"\(([a-z0-9][a-z0-9 /-]{1,15})\)"
 
 
+def _abbreviates(short: str, before: list[str]) -> bool:
+    """Is ``short`` (the text of a parenthesis) an abbreviation of the words before it: each of its words one of them,
+    or letters that are their initials in order ('micu': medical intensive care unit; 'neuro sicu'; not 'liquid')?"""
+    initials = "".join(w[0] for w in before)
+
+    def initials_of(token: str) -> bool:
+        at = 0
+        for letter in token:
+            at = initials.find(letter, at) + 1
+            if at == 0:
+                return False
+        return True
+
+    return all(t in before or initials_of(t) for t in re.findall(r"[a-z0-9]+", short))
+
+
+def without_abbreviation(literal: str) -> str:
+    """The literal without the abbreviations it gives in parentheses of the words before them ('step-down unit (sdu)'
+    -> 'step-down unit'); a parenthesis that says more ('acetaminophen (liquid)') stays."""
+    text = literal.lower()
+    for m in reversed(list(re.finditer(_IN_PARENTHESES, text))):
+        if _abbreviates(m.group(1), _words(text[:m.start()])):
+            text = text[:m.start()] + " " + text[m.end():]
+    return text
+
+
 def supported(literal: str, question: str) -> bool:
     """Does the question mention the literal: its words in order, or every content word of it (stems compared)?"""
     lit, q = _normal(literal.replace("%", " ")), _normal(question)
@@ -125,8 +151,7 @@ def supported(literal: str, question: str) -> bool:
         return True
     # the abbreviation in parentheses names what stands before it a second time ("step-down unit (sdu)"): the words
     # before it are enough
-    content = [w for w in _normal(re.sub(_IN_PARENTHESES, " ", literal.lower().replace("%", " "))).split()
-               if w not in _PLAIN and not w.isdigit()] if short else [w for w in lit.split() if w not in _PLAIN and not w.isdigit()]
+    content = [w for w in _normal(without_abbreviation(literal).replace("%", " ")).split() if w not in _PLAIN and not w.isdigit()]
     if not content:
         return True
     stems = {word_stem(w) for w in q.split()}
@@ -539,7 +564,7 @@ def inside_longer_name(ctx: SqlContext, table: str, column: str, literal: str, q
     lit = _normal(literal)
     if lit in {_normal(v) for v in named}:
         return []  # the literal is named on its own too
-    words = {w for w in lit.split() if w not in _PLAIN}
+    words = {w for w in _normal(without_abbreviation(literal)).split() if w not in _PLAIN}
     return [v for v in named if _normal(v) != lit and words and words <= set(_normal(v).split()) and not supported(v, everything)]
 
 
