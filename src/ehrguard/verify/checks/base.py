@@ -263,6 +263,15 @@ def rewritten(tree: exp.Expression, node: exp.Expression, replacement: exp.Expre
     return copy
 
 
+def changes_the_answer(ctx: SqlContext, condition: exp.Expression) -> bool:
+    """Does the query with ``condition`` ANDed into its WHERE answer otherwise on this database
+    (:func:`answers_differently`)?"""
+    assert ctx.tree is not None
+    tested = ctx.tree.copy()
+    add_condition(condition)(tested)
+    return answers_differently(ctx, tested)
+
+
 def quoted_list(values: Sequence[str], shown: int = 3) -> str:
     """The first values quoted, and how many more there are: "'a', 'b', 'c' and 4 more"."""
     more = f" and {len(values) - shown} more" if len(values) > shown else ""

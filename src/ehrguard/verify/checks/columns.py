@@ -97,6 +97,7 @@ def check_returned_id(ctx: SqlContext) -> CheckResult:
     words = [w for w in re.findall(r"[a-z]+", ctx.question.lower()) if len(w) >= 4]
     tables, _ = aliases(ctx.tree)
     entity_ids = set(entity_columns(ctx))
+    read = {c.name.lower() for c in ctx.tree.find_all(exp.Column)}
 
     def named(column: str) -> bool:
         thing = re.sub(r"_?id$", "", column)
@@ -110,7 +111,6 @@ def check_returned_id(ctx: SqlContext) -> CheckResult:
         info = ctx.db.schema.table(table) if table else None
         if info is None or named(name):
             continue
-        read = {c.name.lower() for c in ctx.tree.find_all(exp.Column)}
         others = [c.name for c in info.columns if c.name.lower().endswith("id") and c.name.lower() not in entity_ids
                   and c.name.lower() != name and named(c.name.lower())]
         if any(o.lower() in read for o in others):

@@ -23,7 +23,7 @@ from ehrguard.db.lexicon import normal_form
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, negated, quoted_list, stored_table
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
-from ehrguard.verify.checks.values import _replace_with, literal_comparisons
+from ehrguard.verify.checks.values import _letters, _replace_with, literal_comparisons
 from ehrguard.verify.offline.features import mask_values
 from ehrguard.verify.offline.lexicon import CLOSED_CLASS_AFTER_RELATIVE
 from ehrguard.verify.verdict import Finding
@@ -317,7 +317,7 @@ def _part_of_longer_name(ctx: SqlContext, table: str, column: str, value: str, l
         return ""
     lit_words = _words(literal)
     shorthand = clinical_wording(value)
-    if shorthand != value.lower() and re.sub(r"[^a-z0-9]", "", shorthand) == "".join(lit_words):
+    if shorthand != value.lower() and _letters(shorthand) == _letters(literal):
         return "read"
     at = next((i for i, w in enumerate(question) if w == words[0]), None)
     if at is None:

@@ -224,6 +224,17 @@ def check_referenced_table(ctx: SqlContext) -> CheckResult:
 KIND_SAMPLE = 100_000
 
 
+def sampled_values(ctx: SqlContext, table: str, column: str, most: int) -> list[str] | None:
+    """Up to ``most`` distinct values of a column, read from a bounded sample of its table's rows (a column with a
+    handful of values would otherwise be read to the end of a large table); None when they cannot be read."""
+    sample = exp.select(exp.column(column)).from_(stored_table(ctx, table)).limit(KIND_SAMPLE).subquery("sample")
+    query = exp.select(exp.column(column)).distinct().from_(sample).limit(most)
+    try:
+        return [str(r[0]) for r in ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows if r[0] is not None]
+    except DatabaseError:
+        return None
+
+
 def kind_columns(ctx: SqlContext) -> dict[tuple[str, str], tuple[str, dict[str, str]]]:
     """(table, column) -> the column of that table that says which table a row belongs with, and which of its values
     names which table. Two shapes, both read from the declared foreign keys and the data (a text column whose values
@@ -246,14 +257,8 @@ def kind_columns(ctx: SqlContext) -> dict[tuple[str, str], tuple[str, dict[str, 
             for other in info.columns if info is not None else ():
                 if other.name.lower() == column or not any(k in other.type.lower() for k in ("char", "text", "string")):
                     continue
-                # a bounded sample: a column with a handful of values would otherwise be read to the end of a large table
-                sample = exp.select(exp.column(other.name)).from_(stored_table(ctx, table)).limit(KIND_SAMPLE).subquery("sample")
-                query = exp.select(exp.column(other.name)).distinct().from_(sample).limit(len(tables) + 1)
-                try:
-                    values = [str(r[0]) for r in ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows if r[0] is not None]
-                except DatabaseError:
-                    continue
-                if len(values) >= 2 and all(v.lower() in tables for v in values):
+                values = sampled_values(ctx, table, other.name, len(tables) + 1)
+                if values is not None and len(values) >= 2 and all(v.lower() in tables for v in values):
                     out[(table, column)] = (other.name, {v.lower(): v for v in values})
                     break
         return out

@@ -22,9 +22,9 @@ import re
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, add_condition, answers_differently, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, add_condition, changes_the_answer, found, stored_info
 from ehrguard.verify.checks.concepts import EXCLUSION
-from ehrguard.verify.checks.keys import kind_columns
+from ehrguard.verify.checks.keys import kind_columns, sampled_values
 from ehrguard.verify.offline.lexicon import CLOSED_CLASS_AFTER_RELATIVE
 from ehrguard.verify.verdict import Finding
 
@@ -97,24 +97,26 @@ def _named_kinds(question: str, table: str, kinds: list[str]) -> tuple[list[str]
     return asked, left_out
 
 
-def _kind_column(ctx: SqlContext, table: str, read: set[str]) -> tuple[str, list[str]] | None:
-    """The column of ``table`` whose values name tables of the schema (the kinds), with those values; None if none."""
-    info = ctx.db.schema.table(table)
-    tables = {t.name.lower() for t in ctx.db.schema.tables}
-    for column in info.columns if info is not None else ():
-        name = column.name.lower()
-        if name in read or name.endswith("id") or not re.search(r"char|text|string", column.type.lower()):
-            continue
-        try:
-            if not 2 <= ctx.db.values.distinct_count(table, column.name) <= MAX_KINDS:
+def _kind_column(ctx: SqlContext, table: str) -> tuple[str, list[str]] | None:
+    """The column of ``table`` whose values name tables of the schema (the kinds), with those values; None if none.
+    Read once per database, from a bounded sample of the table's rows (``keys.sampled_values``): every table a query
+    reads is asked, and a full scan of a large one's text columns has no place in a verification."""
+
+    def build() -> tuple[str, list[str]] | None:
+        info = stored_info(ctx, table)
+        tables = {t.name.lower() for t in ctx.db.schema.tables}
+        for column in info.columns if info is not None else ():
+            if column.name.lower().endswith("id") or not re.search(r"char|text|string", column.type.lower()):
                 continue
-            values = ctx.db.values.values(table, column.name)
-        except DatabaseError:
-            continue
-        kinds = [v for v in values if v and v.lower() in tables]
-        if len(kinds) >= 2:
-            return column.name, kinds
-    return None
+            values = sampled_values(ctx, table, column.name, MAX_KINDS + 1)
+            if values is None or not 2 <= len(values) <= MAX_KINDS:
+                continue
+            kinds = [v for v in values if v and v.lower() in tables]
+            if len(kinds) >= 2:
+                return column.name, kinds
+        return None
+
+    return ctx.db.derived(("kind_column", table.lower()), build)
 
 
 def check_kind(ctx: SqlContext) -> CheckResult:
@@ -124,16 +126,16 @@ def check_kind(ctx: SqlContext) -> CheckResult:
         return NOTHING
     read_tables = {t.name.lower() for t in ctx.tree.find_all(exp.Table)}
     read_columns = {c.name.lower() for c in ctx.tree.find_all(exp.Column)}
+    by_event = any(re.fullmatch(r"event_?id", c) for c in read_columns)
     own = ctx.own_tables(ctx.tree)
     for alias, table in own.items():
-        kind_column = _kind_column(ctx, table, read_columns)
-        if kind_column is None:
-            continue
-        column, kinds = kind_column
-        asked, left_out = _named_kinds(ctx.question, table, kinds)
-        by_event = any(re.fullmatch(r"event_?id", c) for c in read_columns)
+        kind_column = _kind_column(ctx, table)
+        if kind_column is None or kind_column[0].lower() in read_columns:
+            continue  # no kinds here, or the query reads which kind each row is
         if by_event and any(t == table for t, _ in kind_columns(ctx)):
             continue  # events joined by a key the schema declares: missing_key_kind's to say
+        column, kinds = kind_column
+        asked, left_out = _named_kinds(ctx.question, table, kinds)
         if len(asked) == 1 and not left_out and (asked[0].lower() not in read_tables or by_event):
             # (the kind's own table read, but to join its events by their id, chooses visits, not the kind's rows)
             kind, keep = asked[0], True
@@ -145,9 +147,7 @@ def check_kind(ctx: SqlContext) -> CheckResult:
         test = exp.column(column, table=qualifier)
         literal = exp.Literal.string(kind)
         condition = exp.EQ(this=test, expression=literal) if keep else exp.NEQ(this=test, expression=literal)
-        tested = ctx.tree.copy()
-        add_condition(condition)(tested)
-        if not answers_differently(ctx, tested):
+        if not changes_the_answer(ctx, condition):
             continue
         shown = condition.sql(dialect="sqlite")
         what = "asks only about" if keep else "leaves out"

@@ -14,7 +14,7 @@ import re
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, add_condition, answers_differently, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, add_condition, changes_the_answer, found
 from ehrguard.verify.checks.columns import STEM, question_words
 from ehrguard.verify.checks.keys import entity_columns
 from ehrguard.verify.offline.lexicon import CLOSED_CLASS_AFTER_RELATIVE
@@ -121,9 +121,7 @@ def check_presence(ctx: SqlContext) -> CheckResult:
         qualifier = alias if alias and (len(own) > 1 or alias != table) else None
         test = exp.column(column, table=qualifier).is_(exp.Null())
         condition = exp.Not(this=test) if filled else test
-        tested = ctx.tree.copy()
-        add_condition(condition)(tested)
-        if not answers_differently(ctx, tested):
+        if not changes_the_answer(ctx, condition):
             continue
         state, shown = ("recorded", f"{test.this.sql(dialect='sqlite')} IS NOT NULL") if filled else \
             ("not recorded", test.sql(dialect="sqlite"))
