@@ -9,6 +9,15 @@ def checks_of(ctx, question, sql):
     return {f.check for f in run_checks(question, sql, ctx).findings}
 
 
+def checks(ctx, question, sql):
+    """The findings of one query, by check name."""
+    return {f.check: f for f in run_checks(question, sql, ctx).findings}
+
+
+def repaired(ctx, question, sql):
+    return repair(run_checks(question, sql, ctx))
+
+
 def rows(ctx, sql):
     return sorted(ctx.db.execute(sql).rows)
 
@@ -28,3 +37,10 @@ def found_not_repaired(ctx, question, wrong, right, check):
     """``check`` finds its mistake in ``wrong`` and stays silent on ``right`` (no repair asked for)."""
     assert check in checks_of(ctx, question, wrong)
     assert check not in checks_of(ctx, question, right)
+
+
+def assert_error_on_wrong_only(ctx, check, question, wrong, right):
+    """The check calls the wrong query an error, the two answer differently here, and the right one is left alone."""
+    assert checks(ctx, question, wrong)[check].severity == "error"
+    assert rows(ctx, wrong) != rows(ctx, right)
+    assert check not in checks(ctx, question, right)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ehrguard.verify import verify
 from ehrguard.verify.checks import repair, run_checks
 from ehrguard.verify.offline.features import question_cues
-from tests.verify.check_helpers import assert_error_on_wrong_only, checks, rows
+from tests.verify.checking import assert_error_on_wrong_only, checks, rows
 
 
 def test_a_stated_number_before_the_comparative_is_not_vague():

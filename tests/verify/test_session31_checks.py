@@ -5,7 +5,7 @@ not the moment of discharge. On the real MIMIC-IV and eICU demo databases."""
 from __future__ import annotations
 
 from ehrguard.verify import verify
-from tests.verify.check_helpers import assert_error_on_wrong_only, checks, repaired, rows
+from tests.verify.checking import assert_error_on_wrong_only, checks, repaired, rows
 
 
 def test_a_value_inside_a_longer_name_the_literal_reads_is_no_mistake(ctx):
