@@ -10,7 +10,7 @@ counts only when the question names it and not the other, and the query names th
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from sqlglot import exp
 
@@ -63,21 +63,25 @@ def item_labels(ctx: SqlContext, tree: exp.Expression) -> list[str]:
             lit.this for lit in literals if isinstance(lit, exp.Literal) and not lit.is_string)
     labels: list[str] = []
     for column, values in numbers.items():
-        for table in ctx.db.schema.tables:
-            key_column, label_column = table.column(column), table.column("label")
-            if not table.name.lower().startswith("d_") or key_column is None or label_column is None:
-                continue
-            listed = ", ".join(v for v in values if v.isdigit())
-            if not listed:
-                continue
+        listed = ", ".join(v for v in values if v.isdigit())
+        if not listed:
+            continue
+        for source, key, label in _labelled_dictionaries(ctx, column):
             try:
-                source, key = quoted_names(ctx, table.qualified_name, key_column.name)
-                label = quoted_names(ctx, table.qualified_name, label_column.name)[1]
                 rows = ctx.db.db.execute(f"SELECT {label} FROM {source} WHERE {key} IN ({listed})", timeout_s=5).rows
             except DatabaseError:
                 continue
             labels.extend(str(r[0]) for r in rows if r[0] is not None)
     return labels
+
+
+def _labelled_dictionaries(ctx: SqlContext, key: str) -> Iterator[tuple[str, str, str]]:
+    """The dictionaries (``d_*`` tables) with a ``key`` column and a ``label``: each one's quoted name, key and label."""
+    for table in ctx.db.schema.tables:
+        key_column, label_column = table.column(key), table.column("label")
+        if table.name.lower().startswith("d_") and key_column is not None and label_column is not None:
+            source, key_name = quoted_names(ctx, table.qualified_name, key_column.name)
+            yield source, key_name, quoted_names(ctx, table.qualified_name, label_column.name)[1]
 
 
 def _visit_tables(ctx: SqlContext) -> set[str]:
@@ -278,15 +282,8 @@ def _other_side(ctx: SqlContext, tree: exp.Expression, wrong: tuple[str, ...], a
         if sibling == "":
             return []
         if sibling is not None:
-            edits.append(TreeEdit(_replace_with_number(sibling), target=node.expression))
+            edits.append(TreeEdit(_replace_with(sibling, string=False), target=node.expression))
     return edits
-
-
-def _replace_with_number(number: str) -> Callable[[exp.Expression], None]:
-    def apply(node: exp.Expression) -> None:
-        node.replace(exp.Literal.number(number))
-
-    return apply
 
 
 def _sibling_item(ctx: SqlContext, key: str, number: str, wrong: tuple[str, ...], tries: list[tuple[str, ...]]) -> str | None:
@@ -295,13 +292,8 @@ def _sibling_item(ctx: SqlContext, key: str, number: str, wrong: tuple[str, ...]
     "" when it reads the other side and no single such item exists (then what was meant is a guess)."""
     if not number.isdigit():
         return None
-    for table in ctx.db.schema.tables:
-        key_column, label_column = table.column(key), table.column("label")
-        if not table.name.lower().startswith("d_") or key_column is None or label_column is None:
-            continue
+    for source, id_name, label_name in _labelled_dictionaries(ctx, key):
         try:
-            source, id_name = quoted_names(ctx, table.qualified_name, key_column.name)
-            label_name = quoted_names(ctx, table.qualified_name, label_column.name)[1]
             rows = ctx.db.db.execute(f"SELECT {label_name} FROM {source} WHERE {id_name} = {number}", timeout_s=5).rows
             if not rows or rows[0][0] is None:
                 continue
