@@ -107,12 +107,12 @@ def test_the_held_out_cases_load_and_answer_as_labelled(mimic_iv_db: Path, eicu_
 
     folder = Path(__file__).parents[2] / "src" / "ehrguard" / "benchmarks" / "safety_heldout"
     cases = []
-    for batch in ("", "second_", "third_", "fourth_"):  # sessions 20, 22 (two) and 31, each written blind by its own helper
+    for batch in ("", "second_", "third_", "fourth_", "fifth_"):  # sessions 20, 22 (two), 31 and 32, each written blind by its own helper
         read, unread = read_case_file(folder / f"{batch}read.jsonl"), read_case_file(folder / f"{batch}unread.jsonl")
         assert len(read) == len(unread) == 100 and len({c.id for c in read + unread}) == 200
         assert all(int(c.id.split("-")[1]) % 2 == 1 for c in read) and all(int(c.id.split("-")[1]) % 2 == 0 for c in unread)
         cases += read + unread
-    assert len({c.id for c in cases}) == 800
+    assert len({c.id for c in cases}) == 1000
     dbs = {"mimic_iv": open_database(mimic_iv_db), "eicu": open_database(eicu_db)}
     for c in cases:
         if c.kind in ("correct", "wrong"):

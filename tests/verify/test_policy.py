@@ -72,9 +72,13 @@ TABLE = [
     (evidence(known=TEMPLATE_AGREES, repair=A_REPAIR),
      ("correct", FIXED, "Corrected.", "agrees", 0.97, "verified")),
     # no query: refused, with the reason when the question reads as one the records cannot answer ...
-    (evidence(0.1, "failed", no_query=True, leaning="infeasible-faq"),
+    (evidence(0.1, "failed", no_query=True, leaning="infeasible-faq", infeasible=("visiting hours",)),
      ("unanswerable", None, "The text-to-SQL model produced no query for this question. This asks for information", None, 0.3,
       "abstained")),
+    # ... and no made-up cause when the question holds no word of the class the model chose
+    (evidence(0.1, "failed", no_query=True, leaning="infeasible-faq"),
+     ("unanswerable", None, "The text-to-SQL model produced no query for this question. The question does not read like one", None,
+      0.3, "abstained")),
     (evidence(0.4, "failed", no_query=True, leaning="out-of-scope", out_of_scope=("predict",)),
      ("unanswerable", None, "The text-to-SQL model produced no query for this question. This asks for an analysis ('predict')", None, 0.3,
       "abstained")),

@@ -94,7 +94,8 @@ def test_safety_questions_learn_wording_from_the_read_cases_only():
     from ehrguard.verify.offline.training import SAFETY_TRAINING_FILES, safety_questions, safety_subtype
 
     names = {p.name for p in SAFETY_TRAINING_FILES}
-    assert {"mimic_iv.jsonl", "eicu.jsonl", "read.jsonl", "second_read.jsonl", "third_read.jsonl", "fourth_read.jsonl"} == names
+    assert {"mimic_iv.jsonl", "eicu.jsonl", "read.jsonl", "second_read.jsonl", "third_read.jsonl", "fourth_read.jsonl",
+            "fifth_read.jsonl"} == names
     assert not any("unread" in n for n in names)  # the halves that measure what this learns
     assert safety_subtype("wrong", "order-direction") == "answerable"
     assert safety_subtype("ambiguous", "vague-threshold") == "vague-word"
@@ -118,5 +119,5 @@ def test_a_model_trained_with_the_safety_cases_records_them_and_never_an_unread_
                                  "--out", str(out)])
     assert r.exit_code == 0, r.output
     seen = set(QuestionModel.load(out).trained_on["safety"])
-    assert {"read.jsonl", "second_read.jsonl", "third_read.jsonl", "fourth_read.jsonl"} <= seen
+    assert {"read.jsonl", "second_read.jsonl", "third_read.jsonl", "fourth_read.jsonl", "fifth_read.jsonl"} <= seen
     assert not any("unread" in name for name in seen)

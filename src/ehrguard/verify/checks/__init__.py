@@ -34,6 +34,7 @@ from ehrguard.verify.checks.alignment import (
     check_direction,
     check_item_filter,
     check_limit,
+    check_one_asked,
     check_repeated_names,
     check_still_admitted,
     check_text_numbers,
@@ -46,6 +47,7 @@ from ehrguard.verify.checks.averages import check_average_over_patients
 from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, summary
 from ehrguard.verify.checks.bounds import check_bounds, check_ranges
 from ehrguard.verify.checks.casts import check_comma_cut
+from ehrguard.verify.checks.choices import check_offered_choices
 from ehrguard.verify.checks.columns import (
     check_first_last,
     check_grouped_by,
@@ -58,12 +60,15 @@ from ehrguard.verify.checks.contrasts import check_contrasts
 from ehrguard.verify.checks.conventions import (
     check_count_distinct,
     check_count_kinds,
+    check_count_of_values,
     check_counted_visit,
     check_counts_people,
     check_counts_visits,
     check_grouped_entity,
     check_now,
     check_ranked_by_people,
+    check_threshold_counts_rows,
+    check_visit_table,
 )
 from ehrguard.verify.checks.dates import check_dates
 from ehrguard.verify.checks.execution import check_executes, check_result
@@ -74,6 +79,7 @@ from ehrguard.verify.checks.keys import (
     check_coarse_joins,
     check_code_names,
     check_codes,
+    check_excluded_item,
     check_id_kinds,
     check_join_keys,
     check_key_kind,
@@ -99,7 +105,7 @@ from ehrguard.verify.checks.stated import (
 from ehrguard.verify.checks.superlatives import check_superlatives
 from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_read_only
 from ehrguard.verify.checks.ties import check_tied_end
-from ehrguard.verify.checks.units import check_duration_column, check_duration_unit, check_measure_unit, check_span_unit
+from ehrguard.verify.checks.units import check_bmi_unit, check_duration_column, check_duration_unit, check_measure_unit, check_span_unit
 from ehrguard.verify.checks.values import check_empty_text, check_patient_ids, check_patterns, check_values
 from ehrguard.verify.checks.variants import check_missing_variants
 from ehrguard.verify.checks.windows import check_stated_window
@@ -130,6 +136,7 @@ CHECKS: tuple[Check, ...] = (
     Check("codes", check_codes),
     Check("scalar_subqueries", check_scalar_subqueries),
     Check("code_names", check_code_names),
+    Check("excluded_item", check_excluded_item),
     Check("specimen", check_specimen),
     Check("coarse_joins", check_coarse_joins),
     Check("fanout", check_fanout),
@@ -144,6 +151,9 @@ CHECKS: tuple[Check, ...] = (
     Check("ranked_by_people", check_ranked_by_people),
     Check("counts_visits", check_counts_visits),
     Check("counted_visit", check_counted_visit),
+    Check("count_of_values", check_count_of_values),
+    Check("threshold_counts_rows", check_threshold_counts_rows),
+    Check("visit_table", check_visit_table),
     Check("grouped_entity", check_grouped_entity),
     Check("direction", check_direction),
     Check("superlatives", check_superlatives),
@@ -158,12 +168,14 @@ CHECKS: tuple[Check, ...] = (
     Check("span_unit", check_span_unit),
     Check("duration_column", check_duration_column),
     Check("measure_unit", check_measure_unit),
+    Check("bmi_unit", check_bmi_unit),
     Check("still_admitted", check_still_admitted),
     Check("death", check_death),
     Check("time_window", check_time_window),
     Check("stated_window", check_stated_window),
     Check("anchor", check_anchor),
     Check("limit", check_limit),
+    Check("one_asked", check_one_asked),
     Check("repeated_names", check_repeated_names),
     Check("bounds", check_bounds),
     Check("ranges", check_ranges),
@@ -186,6 +198,7 @@ CHECKS: tuple[Check, ...] = (
     Check("contrasts", check_contrasts),
     Check("returned_column", check_returned_column),
     Check("returned_id", check_returned_id),
+    Check("offered_choices", check_offered_choices),
     Check("first_or_last", check_first_last),
     Check("grouped_by", check_grouped_by),
     Check("name_returned", check_name_returned),

@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from ehrguard.db.engine import Result
 from ehrguard.errors import DatabaseError
 from ehrguard.sqltree import clause
 from ehrguard.verify.checks.base import (
@@ -35,7 +36,7 @@ from ehrguard.verify.checks.base import (
     visits_by_id,
 )
 from ehrguard.verify.checks.concepts import name_columns, named_values
-from ehrguard.verify.checks.keys import VISIT_BY_PLACE, codes_named, dictionary_of, label_column
+from ehrguard.verify.checks.keys import VISIT_BY_PLACE, codes_named, dictionary_of, label_column, sampled_values
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.offline.forms import stated_time_filter
@@ -870,6 +871,33 @@ def _says_number(question: str, n: int | None) -> bool:
     return n is not None and any(re.search(rf"(?<![\w.]){w}(?!\w|\.\d)", question, re.IGNORECASE) for w in _written(n))
 
 
+# One thing at an end of a ranking: "which single drug was ordered most often", "what unit had the fewest stays".
+_ONE_AT_AN_END = re.compile(r"\b(?:most|least|fewest|highest|lowest|largest|smallest|biggest|greatest)\b|\btop\b(?!\s+\d)",
+                            re.IGNORECASE)
+_A_LIST = re.compile(r"\b(?:each|every|per|all|list|rank\w*|sorted|order(?:ed)? by|in order|top\s+\d+|\d+\s+most)\b", re.IGNORECASE)
+
+
+def check_one_asked(ctx: SqlContext) -> CheckResult:
+    """The question asks for the one thing at an end of a ranking ("which single drug was ordered most often") and
+    the query returns the whole ranking (ORDER BY, no LIMIT): the answer is its first row, shown among every other.
+    Repaired by LIMIT 1 (ties at the top are then ``tied_end``'s to show)."""
+    if not isinstance(ctx.tree, exp.Select) or ctx.tree.args.get("limit") is not None or ctx.tree.args.get("order") is None:
+        return NOTHING
+    if not isinstance(ctx.execution, Result) or len(ctx.execution.rows) < 2:
+        return NOTHING
+    m = re.search(r"\b(?:which|what)\s+(?:single\s+|one\s+)?[a-z]+", ctx.question, re.IGNORECASE)
+    if m is None or asks_plural(ctx.question) or not _ONE_AT_AN_END.search(ctx.question) or _A_LIST.search(ctx.question):
+        return NOTHING
+    return found(Finding("one_asked_all_listed", "error", "The question asks for the one at the end of a ranking; the query "
+                         f"returns all {len(ctx.execution.rows)} rows of it.", None, "LIMIT 1"),
+                 edits=[TreeEdit(_limit_one)])
+
+
+def _limit_one(tree: exp.Expression) -> None:
+    if isinstance(tree, exp.Select):
+        tree.set("limit", exp.Limit(expression=exp.Literal.number(1)))
+
+
 def check_limit(ctx: SqlContext) -> CheckResult:
     """LIMIT on the outer query with no ORDER BY (which rows are kept is up to the engine), or where the question
     asks for every one (all, every, each, list, or things in the plural: "which drugs ...") and names no end or
@@ -923,12 +951,26 @@ def check_repeated_names(ctx: SqlContext) -> CheckResult:
         node = projection.this if isinstance(projection, exp.Alias) else projection
         owner = owner_table(ctx, tables.get(node.table.lower(), node.table.lower()), node.name, tables) \
             if isinstance(node, exp.Column) else None
-        if not owner or (owner.lower(), node.name.lower()) not in names:
+        if not owner or ((owner.lower(), node.name.lower()) not in names and not _a_category(ctx, owner, node.name)):
             return NOTHING
     if not _names_repeat(ctx):
         return NOTHING
     return found(Finding("repeated_names", "warning", "The list names the same thing more than once (once per record); "
                          "the question asks which ones.", None, "every name once (DISTINCT)"), edits=[TreeEdit(_distinct_list)])
+
+
+_MOST_CATEGORIES = 50
+
+
+def _a_category(ctx: SqlContext, table: str, column: str) -> bool:
+    """A text field of a few dozen values at most, read from a sample of the data (a care unit, a route, a location):
+    its values name kinds of things, as a name column does."""
+    info = ctx.db.schema.table(table)
+    field = info.column(column) if info is not None else None
+    if field is None or column.lower().endswith(("id", "time", "date")) or not re.search(r"char|text|string", field.type, re.I):
+        return False
+    values = sampled_values(ctx, table, column, _MOST_CATEGORIES + 1)
+    return values is not None and 1 < len(values) <= _MOST_CATEGORIES
 
 
 # How often or when something happened: the rows of a list are the answer, repeats and all.

@@ -225,15 +225,18 @@ _NOT_EXCLUDED = frozenset(("those", "these", "ones", "that", "which", "with", "f
                            "admissions", "stays", "cases", "visits", "records", "rows", "what", "were", "have", "been", "any"))
 
 
-def excluded_words(question: str) -> set[str]:
-    """The words of what the question leaves out: the content words (four letters or more) of the three words after
-    each marker of exception, as stems ("flushes" -> "flush")."""
+def excluded_words(question: str, shortest: int = 4) -> set[str]:
+    """The words of what the question leaves out: the content words (``shortest`` letters or more) of the three words
+    after each marker of exception, as stems ("flushes" -> "flush")."""
     out = set()
     for m in EXCLUSION.finditer(question):
         for word in re.findall(r"[a-z]+", question[m.end():].lower())[:3]:
-            if len(word) >= 4 and word not in _NOT_EXCLUDED:
+            if len(word) >= shortest and word not in _NOT_EXCLUDED and word not in _SHORT_FUNCTION_WORDS:
                 out.add(_singular(word))
     return out
+
+
+_SHORT_FUNCTION_WORDS = frozenset(("the", "and", "any", "for", "one", "its", "his", "her", "all", "are", "was", "who"))
 
 
 def _singular(word: str) -> str:

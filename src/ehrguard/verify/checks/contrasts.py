@@ -144,11 +144,14 @@ def _visit_sides_returned(ctx: SqlContext, tree: exp.Expression) -> list[str]:
 # a phrase of its own ("how much fluid did she take in").
 # "The admission that began on ..." names the visit; the moment or the measures of admitting are the admission side.
 _ATTRIBUTE = r"(?:location|status|disposition|destination|source|type)s?\b"
+# The work done towards a discharge ("for discharge planning", "discharge summary") is no moment of discharge.
+_DISCHARGE_WORK = r"(?:plan\w*|summar\w*|instructions?|criteria|readiness|team|coordinat\w*|letters?|paperwork|medications?|meds)\b"
 _IN_QUESTIONS = {"intake": r"(?:intake|(?:take|takes|took|taken|taking) in\b)", "lab(?!el)": r"labs?\b",
                  _UNIT: r"(?<!care )(?<!dose )units?\b(?! of)",
                  "admission": r"admission (?:times?|dates?|days?|hours?|weights?|heights?|source|diagnos[ie]s)\b",
                  # a place or status recorded at discharge is an attribute of the visit, as in the query's columns
-                 "discharge": rf"discharge(?!s?\s+{_ATTRIBUTE})", "disch": rf"disch(?!arges?\s+{_ATTRIBUTE})"}
+                 "discharge": rf"discharge(?!s?\s+(?:{_ATTRIBUTE}|{_DISCHARGE_WORK}))",
+                 "disch": rf"disch(?!arges?\s+(?:{_ATTRIBUTE}|{_DISCHARGE_WORK}))"}
 
 
 def _says(text: str, stems: tuple[str, ...], *, inside_words: bool = False) -> str | None:

@@ -177,6 +177,41 @@ def check_count_kinds(ctx: SqlContext) -> CheckResult:
     return found(*findings, edits=edits)
 
 
+# A count of occurrences: "how many heart rate readings", "the number of furosemide orders" (each record counts).
+_OCCURRENCES_COUNTED = re.compile(r"\b(?:how many|count of|number of|total)\s+(?:[\w'-]+\s+){0,3}?(?:readings|measurements|records|"
+                                  r"entries|results|values recorded|times|doses|orders|prescriptions|administrations|charted values|"
+                                  r"observations|draws)\b", re.IGNORECASE)
+
+
+def check_count_of_values(ctx: SqlContext) -> CheckResult:
+    """The question counts occurrences ("how many heart rate readings") and the query counts the distinct values of a
+    field (``COUNT(DISTINCT valuenum)``): two readings of 96 count once. Ids are left to the checks of counting
+    patients and visits; a question of kinds ("how many different ...") asks for distinct values. Repaired by counting
+    the rows where the count reads one table."""
+    if ctx.tree is None or not _OCCURRENCES_COUNTED.search(ctx.question) or _KINDS_COUNTED.search(ctx.question):
+        return NOTHING
+    findings, edits = [], []
+    for count in ctx.tree.find_all(exp.Count):
+        arg, select = count.this, count.find_ancestor(exp.Select)
+        if not isinstance(arg, exp.Distinct) or len(arg.expressions) != 1 or select is None:
+            continue
+        column = arg.expressions[0]
+        if not isinstance(column, exp.Column) or column.name.lower().endswith("id") or count.find_ancestor(exp.Where, exp.Having):
+            continue
+        source = clause(select, "from")
+        fixable = not select.args.get("joins") and source is not None and isinstance(source.this, exp.Table)
+        findings.append(Finding("count_of_values", "error", f"The question counts records; the query counts the different values of "
+                                f"{column.name}, so records with the same value count once.", ctx.span_of(count.sql(dialect="sqlite")),
+                                "COUNT(*)" if fixable else None))
+        if fixable:
+            edits.append(TreeEdit(_count_rows, target=count))
+    return found(*findings, edits=edits)
+
+
+def _count_rows(count: exp.Expression) -> None:
+    count.set("this", exp.Star())
+
+
 # A ranking by how many people: "the drugs given to the most patients", "which units had the fewest patients".
 _RANKED_BY_PEOPLE = re.compile(r"(?<!\bat )\b(?:most|fewest|least|largest number of|highest number of|greatest number of|lowest number of|"
                                r"smallest number of)\s+(?:[a-z-]+\s+)?(?:patients|people|persons|individuals|subjects)\b", re.IGNORECASE)
@@ -495,6 +530,12 @@ def check_counted_visit(ctx: SqlContext) -> CheckResult:
         if count.find_ancestor(exp.Select) is not ctx.tree or count.find_ancestor(exp.Where, exp.Having, exp.Order) is not None:
             continue
         arg = count.this
+        if isinstance(arg, exp.Star) and (rows := _rows_of_other_visits(ctx, wanted)) is not None:
+            findings.append(Finding("counts_other_visit", "error", f"The question counts {_VISIT_WORDS[wanted == visits['stay']]}; "
+                                    f"the query counts the rows of {rows.name}, several for some of them.",
+                                    ctx.span_of(count.sql(dialect="sqlite")), f"COUNT(DISTINCT {wanted})"))
+            edits.append(TreeEdit(count_distinct(exp.column(wanted, table=rows.alias or None)), target=count))
+            continue
         column = arg.expressions[0] if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1 else arg
         if not isinstance(column, exp.Column) or column.name.lower() not in (other, person):
             continue
@@ -510,6 +551,113 @@ def check_counted_visit(ctx: SqlContext) -> CheckResult:
         if fixable:
             edits.append(rename(column, wanted))
     return found(*findings, edits=edits)
+
+
+# The kind of visit a question is about when it says so in words: a hospital admission ("admitted to the hospital",
+# "hospitalizations", "hospital stays") or an ICU stay ("admitted to the ICU", "ICU stays").
+_HOSPITAL_VISIT = re.compile(r"\b(?:admitted|admissions?|readmitted|readmissions?) (?:to|into|in) (?:the |a )?hospital\b"
+                             r"|\bhospital (?:admissions?|stays?|visits?|encounters?|readmissions?)\b|\bhospitali[sz]ations?\b"
+                             r"|\bhospitali[sz]ed\b", re.IGNORECASE)
+_ICU_VISIT = re.compile(r"\b(?:icu|intensive care|critical care|unit)\b", re.IGNORECASE)
+
+
+def check_visit_table(ctx: SqlContext) -> CheckResult:
+    """The question counts hospital admissions ("patients admitted to the hospital more than once") and the query
+    counts the rows of the ICU stays' table, which holds only the admissions that reached an ICU, several for some
+    (or the reverse). The visits' tables come from the profile (a database keeping both kinds in one table has
+    nothing to confuse); repaired by counting from the asked visits' table when it has every column the query reads."""
+    if ctx.tree is None:
+        return NOTHING
+    hospital, icu = bool(_HOSPITAL_VISIT.search(ctx.question)), bool(_ICU_VISIT.search(ctx.question))
+    if hospital == icu:
+        return NOTHING
+    tables_of = {e.name: e.table.lower() for e in ctx.profile.entities if e.name in ("stay", "admission")}
+    if len(set(tables_of.values())) != 2:
+        return NOTHING
+    wanted, other = (tables_of["admission"], tables_of["stay"]) if hospital else (tables_of["stay"], tables_of["admission"])
+    if any(t.name.lower() == wanted for t in ctx.tree.find_all(exp.Table)):
+        return NOTHING
+    info = ctx.db.schema.table(wanted)
+    findings, edits = [], []
+    for count in ctx.tree.find_all(exp.Count):
+        select = count.find_ancestor(exp.Select)
+        source = clause(select, "from") if select is not None else None
+        table = source.this if source is not None else None
+        if select is None or select.args.get("joins") or not isinstance(table, exp.Table) or table.name.lower() != other:
+            continue
+        said = "hospital admissions" if hospital else "ICU stays"
+        read = {c.name.lower() for c in select.find_all(exp.Column) if c.find_ancestor(exp.Select) is select}
+        fixable = info is not None and all(info.column(c) is not None for c in read)
+        findings.append(Finding("counts_other_visit_table", "error", f"The question is about {said}; the query counts the rows of "
+                                f"{other}, which holds {'ICU stays' if hospital else 'hospital admissions'}."
+                                + (f" Counted from {wanted} instead." if fixable else ""),
+                                ctx.span_of(table.sql(dialect="sqlite")), wanted if fixable else None))
+        if fixable:
+            edits.append(TreeEdit(partial(_retable, wanted), target=table))
+    return found(*findings, edits=edits)
+
+
+def _retable(name: str, node: exp.Expression) -> None:
+    node.set("this", exp.to_identifier(name))
+
+
+# A number of people or visits a group must reach: "given on more than 50 different ICU stays", "at least 3 patients".
+_ENTITY_THRESHOLD = re.compile(r"\b(?:more than|over|at least|fewer than|less than|under|at most|(?:>|<)=?)\s*(\d+)\s+"
+                               r"(?:different |distinct |separate |unique )?(?P<noun>patients|people|persons|subjects|"
+                               r"(?:icu |unit )stays|hospital stays|stays|admissions|hospitali[sz]ations|visits)\b", re.IGNORECASE)
+
+
+def check_threshold_counts_rows(ctx: SqlContext) -> CheckResult:
+    """A group must reach a number of patients or visits ("drugs given on more than 50 different ICU stays") and the
+    query's HAVING compares that number with a count of rows (``HAVING COUNT(*) > 50``): a drug given ten times on one
+    stay counts ten. Repaired by counting the distinct ids of what the question counts, when the grouped table has them."""
+    if not isinstance(ctx.tree, exp.Expression):
+        return NOTHING
+    asked = [(m.group(1), m.group("noun").lower()) for m in _ENTITY_THRESHOLD.finditer(ctx.question)]
+    if len(asked) != 1:
+        return NOTHING
+    number, noun = asked[0]
+    entity = "patient" if noun in ("patients", "people", "persons", "subjects") else \
+        "stay" if noun.startswith(("icu", "unit")) or (noun == "stays" and _ICU_WORDS.search(ctx.question)) else "admission"
+    ids: dict[str, str] = {e.name: e.id_column.lower() for e in ctx.profile.entities}
+    wanted = ids.get(entity)
+    if wanted is None:
+        return NOTHING
+    findings, edits = [], []
+    for having in ctx.tree.find_all(exp.Having):
+        select = having.find_ancestor(exp.Select)
+        source = clause(select, "from") if select is not None else None
+        table = source.this if source is not None else None
+        if select is None or select.args.get("joins") or not isinstance(table, exp.Table):
+            continue
+        info = ctx.db.schema.table(table.name)
+        for count in having.find_all(exp.Count):
+            compared = count.parent
+            other = compared.expression if isinstance(compared, exp.Binary) and compared.this is count else None
+            if isinstance(count.this, exp.Distinct) or not isinstance(other, exp.Literal) or other.this != number:
+                continue
+            fixable = info is not None and info.column(wanted) is not None and not one_row_per_person(ctx, table.name, wanted)
+            if not fixable:
+                continue
+            findings.append(Finding("threshold_counts_rows", "error", f"The question counts {noun} a group must reach; the query's "
+                                    f"HAVING counts the rows of {table.name}, several for some of them.",
+                                    ctx.span_of(count.sql(dialect="sqlite")), f"COUNT(DISTINCT {wanted})"))
+            edits.append(TreeEdit(count_distinct(exp.column(wanted, table=table.alias or None)), target=count))
+    return found(*findings, edits=edits)
+
+
+def _rows_of_other_visits(ctx: SqlContext, wanted: str) -> exp.Table | None:
+    """The one table the query counts the rows of (no join, no grouping), when it has the asked visit's id column and
+    holds several rows for some visit (eICU's ``patient``: a row per unit stay, several per hospital stay)."""
+    assert isinstance(ctx.tree, exp.Select)
+    source = clause(ctx.tree, "from")
+    table = source.this if source is not None else None
+    if not isinstance(table, exp.Table) or ctx.tree.args.get("joins") or ctx.tree.args.get("group"):
+        return None
+    info = ctx.db.schema.table(table.name)
+    if info is None or info.column(wanted) is None or one_row_per_person(ctx, table.name, wanted):
+        return None
+    return table
 
 
 _VISIT_WORDS = {True: "ICU stays", False: "hospital stays"}

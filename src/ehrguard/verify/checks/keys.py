@@ -40,10 +40,19 @@ from ehrguard.verify.checks.base import (
     copy_with_map,
     found,
     ids_compared,
+    negated,
     stored_info,
     stored_table,
 )
-from ehrguard.verify.checks.concepts import clinical_wording, inside_longer_name, named_values, supported
+from ehrguard.verify.checks.concepts import (
+    EXCLUSION,
+    _singular,
+    clinical_wording,
+    excluded_words,
+    inside_longer_name,
+    named_values,
+    supported,
+)
 from ehrguard.verify.checks.lab_items import lab_items
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with
@@ -515,7 +524,9 @@ def _joined(left: exp.Column, right: exp.Column) -> bool:
     return isinstance(eq, exp.EQ) and {id(eq.this), id(eq.expression)} == {id(left), id(right)}
 
 
-_PLACE = r"(?:first|last|latest|most recent|current|ongoing|present|earliest|previous|second|final)"
+# or by the month it began in ("her september hospitalization")
+_PLACE = (r"(?:first|last|latest|most recent|current|ongoing|present|earliest|previous|second|final|january|february|march|april|"
+          r"june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)")
 # The phrase that names a visit by its place, any kind of visit: "the last admission", "her first ICU stay".
 VISIT_BY_PLACE = re.compile(rf"\b{_PLACE} (?:{'|'.join(_ONE_VISIT.values())})\b", re.IGNORECASE)
 
@@ -850,3 +861,54 @@ def _retarget_unqualified(ctx: SqlContext, column: exp.Column, table: str, meant
     if any(c.table or info.column(c.name) is None for c in own):
         return []
     return [rename(sources[0], meant)]
+
+
+# Words that say a record is a measurement, not which kind it is ("excluding blood gas values").
+_WHAT_IS_MEASURED = frozenset(("value", "result", "reading", "measurement", "level", "test", "sample", "draw", "one"))
+
+
+def check_excluded_item(ctx: SqlContext) -> CheckResult:
+    """The question leaves a kind of record out ("serum K (not the gas)", "glucose, excluding fingersticks") and the
+    query reads an item by its number whose dictionary row says just that kind: 50822 is 'potassium, whole blood', of
+    the 'Blood Gas' category. The words of the whole dictionary row are read (its name, fluid, category), not only its
+    name; the query reads what the question excludes, and no other item is certain, so nothing is repaired."""
+    if ctx.tree is None:
+        return NOTHING
+    plain = clinical_wording(ctx.question)
+    # what each exception leaves out, as a whole: "excluding blood gas values" leaves out blood gases, not blood
+    excluded = [words - _WHAT_IS_MEASURED for m in EXCLUSION.finditer(plain)
+                if (words := excluded_words(plain[m.start():m.end() + 40].split(",")[0].split(";")[0], shortest=3))]
+    excluded = [w for w in excluded if w]
+    if not excluded:
+        return NOTHING
+    tables, _ = aliases(ctx.tree)
+    findings = []
+    for node in ctx.tree.find_all(exp.EQ, exp.In):
+        column = node.this
+        if not isinstance(column, exp.Column) or negated(node):
+            continue
+        codes = [node.expression] if isinstance(node, exp.EQ) else list(node.expressions)
+        codes = [c for c in codes if isinstance(c, exp.Literal) and not c.is_string and c.this.isdigit()]
+        table = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
+        reference = dictionary_of(ctx, table, column.name.lower()) if table and codes else None
+        if reference is None:
+            continue
+        for code in codes:
+            row = _dictionary_row(ctx, reference, code.this)
+            said = {_singular(t): t for t in re.findall(r"[a-z]+", row.lower())}
+            hit = {said[w] for words in excluded if words <= said.keys() for w in words}
+            if hit:
+                findings.append(Finding("excluded_item", "error", f"The question leaves out '{', '.join(sorted(hit))}'; the query reads "
+                                        f"{column.name} {code.this}, which the records describe as {row!r}.",
+                                        ctx.span_of(code.sql()), None))
+    return found(*findings)
+
+
+def _dictionary_row(ctx: SqlContext, reference: tuple[str, str], code: str) -> str:
+    """The text values of a dictionary's row for a code, joined ('potassium, whole blood; blood; blood gas')."""
+    query = exp.select("*").from_(stored_table(ctx, reference[0])).where(exp.column(reference[1]).eq(code_literal(code))).limit(1)
+    try:
+        rows = ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows
+    except DatabaseError:
+        return ""
+    return "; ".join(str(v) for v in rows[0] if isinstance(v, str)) if rows else ""

@@ -47,6 +47,18 @@ def _field(words: str) -> str:
 _CULTURE = re.compile(r"\b(positive|negative)\s+(?:[a-z]+\s+){0,2}?(?:cultures?|cx)\b", re.IGNORECASE)
 
 
+# The result of a culture that grew nothing, as microbiology records write it (general laboratory wording).
+_NOTHING_GREW = re.compile(r"^\s*(?:no growth\b.*|no (?:\w+ )?(?:organisms?|bacteria|growth) (?:seen|isolated|detected|found)\b.*|"
+                           r"negative|none|not detected|no organisms?)\s*$", re.IGNORECASE)
+
+
+def _nothing_grew(ctx: SqlContext, table: str, column: str) -> list[str]:
+    """The values of an organism column that say nothing grew ('no growth'), read from a sample of the data."""
+    from ehrguard.verify.checks.keys import sampled_values
+
+    return sorted(v for v in sampled_values(ctx, table, column, 200) or [] if _NOTHING_GREW.match(v))
+
+
 def _asked(question: str) -> list[tuple[str, bool]]:
     """(the field's words, whether it must be filled in) for each field the question says is or is not recorded."""
     out = [(_field(m.group(2)), m.group(1).lower() not in _ABSENT) for m in _BEFORE.finditer(question)]
@@ -120,11 +132,19 @@ def check_presence(ctx: SqlContext) -> CheckResult:
             continue  # its emptiness also says the join found no row: which one the question means is not certain
         qualifier = alias if alias and (len(own) > 1 or alias != table) else None
         test = exp.column(column, table=qualifier).is_(exp.Null())
-        condition = exp.Not(this=test) if filled else test
+        condition: exp.Expression = exp.Not(this=test) if filled else test
+        nothing_grew = _nothing_grew(ctx, table, column) if words == "organism" else []
+        if nothing_grew:  # a culture is negative when no organism is named, or the name says none grew ('no growth')
+            grew = exp.Not(this=exp.column(column, table=qualifier).isin(*(exp.Literal.string(v) for v in nothing_grew)))
+            if filled:
+                condition = exp.And(this=condition, expression=grew)
+            else:
+                condition = exp.Paren(this=exp.Or(this=condition, expression=grew.this))
         if not changes_the_answer(ctx, condition):
             continue
-        state, shown = ("recorded", f"{test.this.sql(dialect='sqlite')} IS NOT NULL") if filled else \
-            ("not recorded", test.sql(dialect="sqlite"))
+        shown = re.sub(r"\bNOT (\S+) (IS NULL|IN \()", lambda m: f"{m.group(1)} {'IS NOT NULL' if m.group(2) == 'IS NULL' else 'NOT IN ('}",
+                       condition.sql(dialect="sqlite"))
+        state = "recorded" if filled else "not recorded"
         return found(Finding("missing_presence", "error",
                              f"The question keeps the records whose {words.strip()} is {state}; the query never tests {table}.{column} "
                              f"for a value. Added {shown}.", None, shown),

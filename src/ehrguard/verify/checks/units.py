@@ -457,3 +457,66 @@ def _converted(projection: exp.Expression, factor: float) -> TreeEdit:
         node.replace(exp.alias_(scaled, alias) if alias else scaled)
 
     return TreeEdit(apply, target=projection)
+
+
+# A body-mass index is a weight in kilograms over the square of a height in metres; heights kept in centimetres (an
+# adult's is 140-200 there, never above 3 in metres) make the index 10,000 times too small.
+_HEIGHT = re.compile(r"height", re.IGNORECASE)
+_WEIGHT = re.compile(r"weight", re.IGNORECASE)
+_CENTIMETRES = 100.0  # the median height at or above which the column cannot be in metres (nor in inches: 48-84)
+
+
+def _squared(node: exp.Expression) -> exp.Column | None:
+    """The column a denominator squares: ``h * h``, ``(h * h)``, ``POWER(h, 2)``, ``POW(h, 2)``."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Mul) and isinstance(node.this, exp.Column) and isinstance(node.expression, exp.Column) \
+            and node.this.sql().lower() == node.expression.sql().lower():
+        return node.this
+    if isinstance(node, exp.Pow) and isinstance(node.this, exp.Column) and _number(node.expression) == 2.0:
+        return node.this
+    return None
+
+
+def _median_of(ctx: SqlContext, table: str, column: str) -> float | None:
+    """The median of a sample of the column's numeric values; None when they cannot be read or are not numbers."""
+    from ehrguard.verify.checks.keys import sampled_values
+
+    numbers = []
+    for value in sampled_values(ctx, table, column, 200) or []:
+        try:
+            numbers.append(float(value))
+        except ValueError:
+            continue
+    numbers = sorted(n for n in numbers if n > 0)
+    return numbers[len(numbers) // 2] if numbers else None
+
+
+def check_bmi_unit(ctx: SqlContext) -> CheckResult:
+    """A weight divided by the square of a height the records keep in centimetres (``admissionweight /
+    (admissionheight * admissionheight)``): a body-mass index needs metres, so the answer is 10,000 times too small.
+    The height's unit is read from its values (a median of 100 or more is centimetres). Repaired by dividing the height
+    by 100."""
+    if ctx.tree is None:
+        return NOTHING
+    tables, _ = aliases(ctx.tree)
+    findings, edits = [], []
+    for division in ctx.tree.find_all(exp.Div):
+        height = _squared(division.expression)
+        weights = [c for c in division.this.find_all(exp.Column) if _WEIGHT.search(c.name)]
+        if height is None or not weights or not _HEIGHT.search(height.name):
+            continue
+        table = owner_table(ctx, tables.get(height.table.lower(), height.table.lower()), height.name, tables)
+        median = _median_of(ctx, table, height.name) if table else None
+        if median is None or median < _CENTIMETRES:
+            continue
+        findings.append(Finding("bmi_in_centimetres", "error", f"The query divides by the square of {table}.{height.name}, "
+                                f"which the records keep in centimetres (typical value {median:g}); a body-mass index "
+                                "needs the height in metres. Divided it by 100.", ctx.span_of(division.sql()), "height in metres"))
+        edits += [TreeEdit(_in_metres, target=c) for c in division.expression.find_all(exp.Column)
+                  if c.sql().lower() == height.sql().lower()]
+    return found(*findings, edits=edits)
+
+
+def _in_metres(node: exp.Expression) -> None:
+    node.replace(exp.Paren(this=exp.Div(this=node.copy(), expression=exp.Literal.number("100.0"))))

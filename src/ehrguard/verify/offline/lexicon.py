@@ -71,7 +71,9 @@ TERMS_OF_ART = (
 # (A superlative, "the most frequent", is not vague either: features.py reads "most"/"least" + a word as one.)
 NOT_VAGUE = ("at most", "at least", "how long", "how much", "how many", "how often",
              "as long as", "as many as", "as much as", "as often as", "no longer", "long-term", "short-term", "in short",
-             "how old", "years old", "standard deviation", "high dose", "high-dose", "low dose", "low-dose") + TERMS_OF_ART
+             "how old", "years old", "standard deviation", "high dose", "high-dose", "low dose", "low-dose",
+             # "marked" as a verb, a label put on a record ("stays NOT marked expired", "marked as deceased")
+             "marked as", "is marked", "are marked", "was marked", "were marked", "not marked", "been marked") + TERMS_OF_ART
 
 
 # Words a laboratory's reference range defines for each test (a result above its range is "high", outside it "abnormal"),
@@ -252,6 +254,17 @@ RECORD_KINDS = (
         r"\b(?:x-?rays?|radiographs?|ct(?: scans?)?|cat scans?|mri(?: scans?)?|ultrasounds?|sonograms?|echocardiograms?|echo|"
         r"mammograms?|angiograms?|pet scans?|scans?|imaging|films?)\b(?:[ ,'-]+\w+){0,5}?[ ,'-]+"
         r"(?:show(?:s|ed|n)?|reveal(?:s|ed)?|findings?|impressions?|demonstrat(?:e|es|ed)|suggest(?:s|ed)?|look(?:s|ed)? like|images?)\b"
+        # what it was read as: "was the CT positive for free air", "the chest film was normal"
+        r"|\b(?:x-?rays?|radiographs?|ct(?: scans?)?|cat scans?|mri(?: scans?)?|ultrasounds?|sonograms?|echocardiograms?|echo|"
+        r"mammograms?|angiograms?|pet scans?|scans?|imaging|films?)\b"
+        r"(?:[ ,'-]+(?!who\b|that\b|which\b|and\b)[\w-]+){0,4}?"
+        r"[ ,'-]+(?:(?:is|was|were|come back|came back) )?"
+        r"(?:positive|negative) for\b|\b(?:x-?rays?|radiographs?|ct(?: scans?)?|cat scans?|mri(?: scans?)?|ultrasounds?|scans?|"
+        r"imaging|films?) (?:(?!who\b|that\b|which\b|and\b)\w+ ){0,3}(?:was|were|is|came back|come back) "
+        r"(?:normal|abnormal|clear|unremarkable|positive|negative)\b"
+        r"|\b(?:was|were|is) (?:the |his |her |their |a )?(?:\w+ ){0,2}(?:x-?ray|radiograph|ct(?: scan)?|cat scan|mri|ultrasound|"
+        r"echo(?:cardiogram)?|film|scan|imaging) (?:(?:of|for|on) (?:patient |stay )?[\w'-]+ )?"
+        r"(?:normal|abnormal|clear|unremarkable|positive|negative)\b"
         r"|\b(?:findings|images|impression|reading) (?:of|from|on) (?:the |his |her |their |a )?(?:\w+ )?(?:x-?ray|radiograph|ct|"
         r"cat scan|mri|ultrasound|echo\w*|scan|imaging)\b"
         # what a radiologist read, or what was seen on an image ("a pneumothorax on the last chest film")

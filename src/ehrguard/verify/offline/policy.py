@@ -94,19 +94,26 @@ def clarifying_message(subtype: str, a: QuestionAssessment) -> str:
     return "The question can be read in more than one way; please make it specific (patient, measure, period)."
 
 
+# The reason of a refusal the question model makes on its reading of the whole question, with no word of it to name.
+UNNAMED_REFUSAL = ("The question does not read like one these records can answer as asked, though no single word of it "
+                   "says why; please ask it with the patient, the measure and the period you mean.")
+
+
 def refusal_message(subtype: str, a: QuestionAssessment) -> str:
+    """Why the records cannot answer, in the words of the class the question model chose, when the question holds a
+    word of that class ("hello", "predict", a field no schema holds); otherwise a reason that says no word was found, not
+    a cause the question never gave ("this is conversation" for "who are our oldest patients?")."""
     cues = a.cues
-    if subtype == "small-talk":
+    if subtype == "small-talk" and cues.small_talk:
         return "This is conversation, not a question about the records; there is nothing to look up."
-    if subtype == "out-of-scope":
-        what = f" ('{cues.out_of_scope[0]}')" if cues.out_of_scope else ""
-        return f"This asks for an analysis{what} beyond what one database query can return (models, predictions, generated data)."
-    if subtype == "missing-column":
-        what = f" '{cues.missing[0]}'" if cues.missing else " that"
-        return f"The database has no field for{what}; the records cannot answer this."
-    if subtype == "infeasible-faq":
+    if subtype == "out-of-scope" and cues.out_of_scope:
+        return (f"This asks for an analysis ('{cues.out_of_scope[0]}') beyond what one database query can return (models, "
+                "predictions, generated data).")
+    if subtype == "missing-column" and cues.missing:
+        return f"The database has no field for '{cues.missing[0]}'; the records cannot answer this."
+    if subtype == "infeasible-faq" and cues.infeasible:
         return "This asks for information an EHR database does not hold (schedules, policies, future events, advice)."
-    return "The records cannot answer this question."
+    return UNNAMED_REFUSAL
 
 
 _REPLACED = {
@@ -155,9 +162,32 @@ def plain_reason(f: Finding) -> str:
     m = re.match(r"The query returns (\w+)\.(\w+); the question asks what it is called \((\w+)\.(\w+)\)", f.message)
     if f.check == "code_for_name" and m:
         return f"The query returns the {m.group(2)} column of {m.group(1)}, not the name the question asks for ({m.group(4)})."
+    if f.check == "missing_kind" and (kinds := _kinds_reason(f.message)):
+        return kinds
     if f.check == "execution":
         return f.message.replace("The query fails on the database: ", "The query fails on the database (") + ")"
     return f.message
+
+
+_KINDS = re.compile(r"The question (asks only about|leaves out) the '(.*)' rows of (\w+), which holds several kinds \(\w+: (.*)\); ")
+
+
+def _kinds_reason(message: str) -> str | None:
+    """A ``missing_kind`` finding with the kinds named as words ('diagnoses_icd': diagnoses)."""
+    m = _KINDS.match(message)
+    if m is None:
+        return None
+    asks, kind, table, kinds = m.groups()
+    kinds = ", ".join(_plain_name(k.strip("' ")) for k in kinds.split(", "))
+    if asks == "leaves out":
+        return f"The question leaves out the {_plain_name(kind)} records, but the query reads them with the rest of {table} ({kinds})."
+    return f"The question asks only about {_plain_name(kind)} records, but the query reads every kind in {table} ({kinds})."
+
+
+def _plain_name(name: str) -> str:
+    """A table's name as words: 'diagnoses_icd' -> 'diagnoses', 'labevents' -> 'lab events'."""
+    words = [w for w in re.sub(r"(?<=[a-z])(events?)$", r" \1", name.lower()).replace("_", " ").split() if w not in ("icd", "d")]
+    return " ".join(words) or name
 
 
 def blocking(findings: tuple[Finding, ...] | list[Finding]) -> list[Finding]:

@@ -525,7 +525,7 @@ def scare_questions(paths: Iterable[str | Path]) -> list[tuple[str, str, str]]:
 _BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SAFETY_TRAINING_FILES = (*sorted((_BENCHMARKS / "safety_data").glob("*.jsonl")),
                          *(_BENCHMARKS / "safety_heldout" / f"{name}.jsonl"
-                           for name in ("read", "second_read", "third_read", "fourth_read")))
+                           for name in ("read", "second_read", "third_read", "fourth_read", "fifth_read")))
 # How many times each of them counts: a few hundred questions in clinicians' own words beside thousands of templated
 # ones, weighed up so that their wording is heard. Set once before measuring, not tuned (tuning it on the unread halves
 # would make them no longer held out).
