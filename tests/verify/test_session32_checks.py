@@ -193,3 +193,66 @@ def test_a_list_of_categories_names_each_once(ctx):
     # the stays themselves, each with its unit, are rows of their own
     assert "repeated_names" not in checks_of(ctx, "list the ICU stays of 10020740 with their unit",
                                              "SELECT stay_id, first_careunit FROM icustays WHERE subject_id = 10020740")
+
+
+def test_a_measure_converted_the_wrong_way(ctx):
+    question = "10018081 latest weight in lbs?"
+    base = "FROM chartevents WHERE stay_id = 37293400 AND itemid = 224639 ORDER BY charttime DESC LIMIT 1"
+    # the records keep the daily weight in kg (valueuom): pounds are kg times 2.2046
+    found_and_repaired(ctx, question, f"SELECT valuenum / 2.2046 {base}", f"SELECT valuenum * 2.2046 {base}", "converted_backwards")
+    assert "wrong_measure_unit" not in checks_of(ctx, question, f"SELECT valuenum * 2.2046 {base}")
+
+
+def test_a_bound_on_each_reading_put_on_the_groups_average(ctx):
+    question = "per patient, average of their glucose readings that were above 200"
+    wrong = "SELECT subject_id, AVG(valuenum) FROM labevents WHERE itemid = 50931 GROUP BY subject_id HAVING AVG(valuenum) > 200"
+    right = "SELECT subject_id, AVG(valuenum) FROM labevents WHERE itemid = 50931 AND valuenum > 200 GROUP BY subject_id"
+    found_and_repaired(ctx, question, wrong, right, "rows_bounded_in_having")
+    # a bound on the average itself is what HAVING says
+    assert "rows_bounded_in_having" not in checks_of(ctx, "which patients have an average glucose above 200", wrong)
+
+
+def test_an_offered_choice_said_in_other_words_is_held(ctx, eicu_ctx):
+    ethnicity = "SELECT DISTINCT ethnicity FROM patient WHERE uniquepid = '002-12289'"
+    assert "choices_not_held" not in checks_of(eicu_ctx, "Is patient 002-12289 white or black?", ethnicity)
+    status = "SELECT hospitaldischargestatus FROM patient WHERE uniquepid = '027-101368'"
+    assert "choices_not_held" not in checks_of(eicu_ctx, "Did 027-101368 survive or die?", status)
+    assert "choices_not_held" in checks_of(ctx, "Was the patient 10000032 discharged home or to rehab?",
+                                           "SELECT admission_location FROM admissions WHERE subject_id = 10000032")
+
+
+def test_the_review_s_correct_queries_are_left_alone(ctx, eicu_ctx):
+    """Right queries an independent review wrote against the first version of these checks: none is faulted now."""
+    cases = [
+        (eicu_ctx, "average BMI of unit stays with a recorded height",  # kg / cm² x 10,000 is a BMI
+         "SELECT AVG(p.admissionweight / POWER(p.admissionheight, 2) * 10000) FROM patient p WHERE p.admissionheight > 0",
+         "bmi_in_centimetres"),
+        (ctx, "How many hospital admissions included time in one of the ICUs?", "SELECT COUNT(DISTINCT hadm_id) FROM icustays",
+         "counts_other_visit_table"),
+        (ctx, "How many of patient 10004235's hospital admissions went through the CCU or MICU?",
+         "SELECT COUNT(DISTINCT hadm_id) FROM icustays WHERE subject_id = 10004235", "counts_other_visit_table"),
+        (ctx, "Which patients had more than 2 stays?", "SELECT subject_id FROM icustays GROUP BY subject_id HAVING COUNT(*) > 2",
+         "threshold_counts_rows"),
+        (ctx, "Which care units had more than 20 stays?",
+         "SELECT first_careunit FROM icustays GROUP BY first_careunit HAVING COUNT(*) > 20", "threshold_counts_rows"),
+        (ctx, "What is the creatinine history for 10000032, most recent first?",
+         "SELECT charttime, valuenum FROM labevents WHERE subject_id = 10000032 AND itemid = 50912 ORDER BY charttime DESC",
+         "one_asked_all_listed"),
+        (ctx, "What drug did 10021487 receive the most doses of, with counts for comparison?",
+         "SELECT drug, COUNT(*) AS n FROM prescriptions WHERE subject_id = 10021487 GROUP BY drug ORDER BY n DESC",
+         "one_asked_all_listed"),
+        (ctx, "What is the number of medications in the prescriptions of patient 10000032?",
+         "SELECT COUNT(DISTINCT drug) FROM prescriptions WHERE subject_id = 10000032", "count_of_values"),
+        (ctx, "How many times did 10000032 have a lab drawn (count each draw time once)?",
+         "SELECT COUNT(DISTINCT charttime) FROM labevents WHERE subject_id = 10000032", "count_of_values"),
+        (ctx, "What were the discharge dispositions of patient 10004235's hospital admissions?",
+         "SELECT discharge_location FROM admissions WHERE subject_id = 10004235", "repeated_names"),
+        (ctx, "What was the latest non-invasive systolic blood pressure for ICU stay 39553978?",
+         "SELECT valuenum FROM chartevents WHERE stay_id = 39553978 AND itemid = 220179 ORDER BY charttime DESC LIMIT 1",
+         "excluded_item"),
+        (eicu_ctx, "Of stays that had a chest x-ray, how many later tested positive for MRSA?",
+         "SELECT COUNT(DISTINCT t.patientunitstayid) FROM treatment t JOIN microlab m ON m.patientunitstayid = t.patientunitstayid "
+         "WHERE t.treatmentname LIKE '%x-ray%' AND m.organism LIKE '%mrsa%'", "not_in_records"),
+    ]
+    for db, question, sql, check in cases:
+        assert check not in checks_of(db, question, sql), question

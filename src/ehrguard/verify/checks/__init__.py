@@ -43,7 +43,7 @@ from ehrguard.verify.checks.alignment import (
 )
 from ehrguard.verify.checks.anchors import check_anchor
 from ehrguard.verify.checks.arithmetic import check_integer_division, check_percentage
-from ehrguard.verify.checks.averages import check_average_over_patients
+from ehrguard.verify.checks.averages import check_average_over_patients, check_rows_bounded_in_having
 from ehrguard.verify.checks.base import Check, Checked, CheckResult, Edit, SqlContext, TextEdit, TreeEdit, summary
 from ehrguard.verify.checks.bounds import check_bounds, check_ranges
 from ehrguard.verify.checks.casts import check_comma_cut
@@ -160,6 +160,7 @@ CHECKS: tuple[Check, ...] = (
     Check("visit_order", check_visit_order),
     Check("aggregate", check_aggregate),
     Check("average_over_patients", check_average_over_patients),
+    Check("rows_bounded_in_having", check_rows_bounded_in_having),
     Check("text_numbers", check_text_numbers),
     Check("comma_cut", check_comma_cut),
     Check("integer_division", check_integer_division),

@@ -36,7 +36,7 @@ from ehrguard.verify.checks.base import (
     visits_by_id,
 )
 from ehrguard.verify.checks.concepts import name_columns, named_values
-from ehrguard.verify.checks.keys import VISIT_BY_PLACE, codes_named, dictionary_of, label_column, sampled_values
+from ehrguard.verify.checks.keys import VISIT_BY_PLACE, category_values, codes_named, dictionary_of, label_column
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.offline.forms import stated_time_filter
@@ -872,9 +872,10 @@ def _says_number(question: str, n: int | None) -> bool:
 
 
 # One thing at an end of a ranking: "which single drug was ordered most often", "what unit had the fewest stays".
-_ONE_AT_AN_END = re.compile(r"\b(?:most|least|fewest|highest|lowest|largest|smallest|biggest|greatest)\b|\btop\b(?!\s+\d)",
+_ONE_AT_AN_END = re.compile(rf"\b(?:most|least|fewest|highest|lowest|largest|smallest|biggest|greatest)\b|\btop\b(?!\s+{_NUMBER})",
                             re.IGNORECASE)
-_A_LIST = re.compile(r"\b(?:each|every|per|all|list|rank\w*|sorted|order(?:ed)? by|in order|top\s+\d+|\d+\s+most)\b", re.IGNORECASE)
+_A_LIST = re.compile(rf"\b(?:each|every|per|all|list\w*|rank\w*|sorted|order(?:ed)? by|in order|on top|first|history|trend|"
+                     rf"with (?:the )?counts?|for comparison|top\s+{_NUMBER}|{_NUMBER}\s+most)\b", re.IGNORECASE)
 
 
 def check_one_asked(ctx: SqlContext) -> CheckResult:
@@ -885,12 +886,27 @@ def check_one_asked(ctx: SqlContext) -> CheckResult:
         return NOTHING
     if not isinstance(ctx.execution, Result) or len(ctx.execution.rows) < 2:
         return NOTHING
-    m = re.search(r"\b(?:which|what)\s+(?:single\s+|one\s+)?[a-z]+", ctx.question, re.IGNORECASE)
-    if m is None or asks_plural(ctx.question) or not _ONE_AT_AN_END.search(ctx.question) or _A_LIST.search(ctx.question):
+    question = _ORDER_INSTRUCTION.sub(" ", masked_question(ctx))
+    m = re.search(r"\b(?:which|what)\s+(?:single\s+|one\s+)?[a-z]+", question, re.IGNORECASE)
+    if m is None or asks_plural(question) or not _ONE_AT_AN_END.search(question) or _A_LIST.search(question):
         return NOTHING
+    if not _ranked_by_aggregate(ctx.tree):
+        return NOTHING  # a list in an order of time or value ("the sodium values, highest first") is the answer as asked
     return found(Finding("one_asked_all_listed", "error", "The question asks for the one at the end of a ranking; the query "
                          f"returns all {len(ctx.execution.rows)} rows of it.", None, "LIMIT 1"),
                  edits=[TreeEdit(_limit_one)])
+
+
+def _ranked_by_aggregate(select: exp.Select) -> bool:
+    """Is the query's order a ranking of groups: by an aggregate (``COUNT(*)``, ``SUM(x)``), directly or by the alias
+    of a returned aggregate?"""
+    order = select.args.get("order")
+    aggregates = {p.alias.lower() for p in select.expressions if isinstance(p, exp.Alias) and isinstance(p.this, exp.AggFunc)}
+    for key in order.expressions if order is not None else ():
+        node = key.this
+        if isinstance(node, exp.AggFunc) or (isinstance(node, exp.Column) and not node.table and node.name.lower() in aggregates):
+            return True
+    return False
 
 
 def _limit_one(tree: exp.Expression) -> None:
@@ -962,15 +978,18 @@ def check_repeated_names(ctx: SqlContext) -> CheckResult:
 _MOST_CATEGORIES = 50
 
 
+# The visits named as things the answer is about ("the discharge places of her admissions", "each stay's unit").
+_VISITS_NAMED = re.compile(r"\b(?:admissions?|stays?|visits?|encounters?|hospitali[sz]ations?)\b", re.IGNORECASE)
+
+
 def _a_category(ctx: SqlContext, table: str, column: str) -> bool:
-    """A text field of a few dozen values at most, read from a sample of the data (a care unit, a route, a location):
-    its values name kinds of things, as a name column does."""
-    info = ctx.db.schema.table(table)
-    field = info.column(column) if info is not None else None
-    if field is None or column.lower().endswith(("id", "time", "date")) or not re.search(r"char|text|string", field.type, re.I):
+    """A field of a few dozen values at most. Of a visits' table only where the question names no visits: "the
+    discharge places of her admissions" lists one per admission, repeats and all; "which units has she been admitted
+    to" asks which."""
+    if table.lower() in {e.table.lower() for e in ctx.profile.entities} and _VISITS_NAMED.search(ctx.question):
         return False
-    values = sampled_values(ctx, table, column, _MOST_CATEGORIES + 1)
-    return values is not None and 1 < len(values) <= _MOST_CATEGORIES
+    values = category_values(ctx, table, column, _MOST_CATEGORIES)
+    return values is not None and len(values) > 1
 
 
 # How often or when something happened: the rows of a list are the answer, repeats and all.

@@ -12,11 +12,12 @@ is left alone.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, answers_differently, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, answers_differently, found
 from ehrguard.verify.verdict import Finding
 
 # An average taken over people: "mean age of the patients who ...", "average weight of female pts" (general English).
@@ -62,3 +63,52 @@ def check_average_over_patients(ctx: SqlContext) -> CheckResult:
                          f"The question averages over patients; the query averages {own[alias]} rows, one per visit, so a "
                          "patient with several visits counts several times. Say which visit's value stands for each patient "
                          "(the first, the last, their mean) or average each patient's visits first.", None))
+
+
+# A bound the question puts on each reading, not on their summary: "the average of their glucose readings that were
+# above 200", "mean of the values over 100" (general English: the relative clause or the participle qualifies the rows).
+_ROWS_BOUNDED = re.compile(r"\b(?:readings|values|results|measurements|levels|doses|labs|records|ones)\s+(?:that\s+|which\s+)?"
+                           r"(?:were\s+|was\s+|are\s+|is\s+)?(above|over|greater than|more than|higher than|exceeding|below|under|"
+                           r"less than|lower than)\s+(\d+(?:\.\d+)?)\b", re.IGNORECASE)
+_UPWARD = ("above", "over", "greater than", "more than", "higher than", "exceeding")
+
+
+def check_rows_bounded_in_having(ctx: SqlContext) -> CheckResult:
+    """The question bounds the readings ("the average of their glucose readings that were above 200") and the query
+    bounds the groups' summary (``HAVING AVG(valuenum) > 200``): it averages every reading of the patients whose mean
+    is above 200, not the readings above 200. Repaired by moving the bound to the rows (WHERE ``valuenum > 200``)."""
+    if ctx.tree is None:
+        return NOTHING
+    bounds = [(m.group(1).lower(), float(m.group(2))) for m in _ROWS_BOUNDED.finditer(ctx.question)]
+    if len(bounds) != 1:
+        return NOTHING
+    word, number = bounds[0]
+    upward = word in _UPWARD
+    for having in ctx.tree.find_all(exp.Having):
+        select = having.find_ancestor(exp.Select)
+        compared = having.this
+        if select is None or not isinstance(compared, exp.GT | exp.GTE | exp.LT | exp.LTE):
+            continue
+        aggregate, literal = compared.this, compared.expression
+        if not isinstance(aggregate, exp.AggFunc) or isinstance(aggregate, exp.Count) or not isinstance(literal, exp.Literal) \
+                or literal.is_string or float(literal.this) != number or isinstance(compared, exp.GT | exp.GTE) != upward:
+            continue
+        value = aggregate.this
+        where = select.args.get("where")
+        if not isinstance(value, exp.Column) or (where is not None and any(c.name == value.name for c in where.find_all(exp.Column))):
+            continue  # the rows are bounded already
+        row_bound = type(compared)(this=value.copy(), expression=literal.copy())
+        return found(Finding("rows_bounded_in_having", "error", f"The question bounds each reading ({word} {literal.this}); the query "
+                             f"bounds the groups' {aggregate.key.upper()} instead, so it takes every reading of the groups that pass.",
+                             ctx.span_of(having.sql(dialect="sqlite")), row_bound.sql(dialect="sqlite")),
+                     edits=[TreeEdit(_bound_rows(row_bound), target=select)])
+    return NOTHING
+
+
+def _bound_rows(row_bound: exp.Expression) -> Callable[[exp.Expression], None]:
+    def apply(select: exp.Expression) -> None:
+        if isinstance(select, exp.Select):
+            select.set("having", None)
+            select.where(row_bound.copy(), copy=False)
+
+    return apply

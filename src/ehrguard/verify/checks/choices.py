@@ -3,8 +3,9 @@ field none of whose values is one of them: "Where did 027-101368 go after the De
 with ``hospitaldischargestatus`` ('alive', 'expired') says nothing of where the patient went.
 
 The offered choices are read from the end of the question (``A or B?``); the field's values from the data (a
-category field, a few dozen values at most). A choice is held when a value says its words, or when it is a value's
-initials ('snf': 'skilled nursing facility'). General English; nothing here was taken from a benchmark's questions.
+category field, a few dozen values at most). A choice is held when a value says its words, when it is a value's
+initials ('snf': 'skilled nursing facility'), or when a value means the same in other words ('caucasian' for "white",
+read with the sentence embeddings). General English; nothing here was taken from a benchmark's questions.
 """
 
 from __future__ import annotations
@@ -14,15 +15,19 @@ import re
 from sqlglot import exp
 
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found
-from ehrguard.verify.checks.concepts import _abbreviates, _singular
-from ehrguard.verify.checks.keys import sampled_values
+from ehrguard.verify.checks.concepts import abbreviates, singular
+from ehrguard.verify.checks.keys import category_values
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
+from ehrguard.verify.offline.embedding import load_embedder
 from ehrguard.verify.verdict import Finding
 
 # "..., home or SNF?", "male or female?", "given IV or PO": the word before the last "or" and the words after it.
 _OFFERED = re.compile(r"\b([a-z][\w/-]*) or (?:to |into |on |an? |the |to an? |to the )?([a-z][\w/-]*(?: [a-z][\w/-]*){0,2})\s*[?.)]*\s*$",
                       re.IGNORECASE)
 _MOST_VALUES = 30
+# How close in meaning (MiniLM, cosine) a choice and a value must be to be one thing in two words: 'white' and
+# 'caucasian' (0.64), 'survive' and 'alive' (0.57) are; 'home' and 'alive' (0.39), 'female' and 'single' (0.50) are not.
+_SAME_MEANING = 0.55
 _NOT_A_CHOICE = frozenset(("not", "no", "none", "neither", "both", "either", "something", "anything", "else", "other", "more",
                            "less", "fewer", "higher", "lower", "after", "before", "earlier", "later", "first", "last", "latest",
                            "highest", "lowest", "most", "least"))
@@ -41,14 +46,24 @@ def offered_choices(question: str) -> list[str]:
 
 
 def _held(choice: str, values: list[str]) -> bool:
-    words = {_singular(w) for w in re.findall(r"[a-z0-9]+", choice)}
+    words = {singular(w) for w in re.findall(r"[a-z0-9]+", choice)}
     for value in values:
         said = re.findall(r"[a-z0-9]+", value.lower())
         # said in full, as initials ('snf'), or the value is the choice's code ('f' for female)
-        if words <= {_singular(w) for w in said} or _abbreviates(choice, said) or choice in value.lower() \
-                or (said and len(value) <= 3 and _abbreviates(value.lower(), choice.split())):
+        if words <= {singular(w) for w in said} or abbreviates(choice, said) or choice in value.lower() \
+                or (said and len(value) <= 3 and abbreviates(value.lower(), choice.split())):
             return True
     return False
+
+
+def _said_otherwise(choices: list[str], values: list[str]) -> bool:
+    """Does a value say a choice in other words ("white": 'caucasian', "survive": 'alive')? Read with the sentence
+    embeddings; without them nothing can be told apart, so every choice counts as said."""
+    embedder = load_embedder()
+    if embedder is None:
+        return True
+    vectors = embedder.embed([*choices, *values])
+    return bool((vectors[:len(choices)] @ vectors[len(choices):].T).max() >= _SAME_MEANING)
 
 
 def check_offered_choices(ctx: SqlContext) -> CheckResult:
@@ -62,12 +77,8 @@ def check_offered_choices(ctx: SqlContext) -> CheckResult:
         return NOTHING
     tables, _ = aliases(ctx.tree)
     table = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
-    info = ctx.db.schema.table(table) if table else None
-    field = info.column(column.name) if info is not None else None
-    if field is None or not ("char" in field.type.lower() or "text" in field.type.lower() or "string" in field.type.lower()):
-        return NOTHING
-    values = sampled_values(ctx, table, column.name, _MOST_VALUES + 1)
-    if not values or len(values) > _MOST_VALUES or any(_held(c, values) for c in choices):
+    values = category_values(ctx, table, column.name, _MOST_VALUES) if table else None
+    if not values or any(_held(c, values) for c in choices) or _said_otherwise(choices, values):
         return NOTHING
     shown = ", ".join(repr(v) for v in sorted(values)[:6])
     return found(Finding("choices_not_held", "error", f"The question asks whether it was {choices[0]} or {choices[1]}; the query "

@@ -114,7 +114,7 @@ def condition_nouns(question: str) -> str:
 _IN_PARENTHESES = r"\(([a-z0-9][a-z0-9 /-]{1,15})\)"
 
 
-def _abbreviates(short: str, before: list[str]) -> bool:
+def abbreviates(short: str, before: list[str]) -> bool:
     """Is ``short`` (the text of a parenthesis) an abbreviation of the words before it: each of its words one of them,
     or letters that are their initials in order ('micu': medical intensive care unit; 'neuro sicu'; not 'liquid')?"""
     initials = "".join(w[0] for w in before)
@@ -135,7 +135,7 @@ def without_abbreviation(literal: str) -> str:
     -> 'step-down unit'); a parenthesis that says more ('acetaminophen (liquid)') stays."""
     text = literal.lower()
     for m in reversed(list(re.finditer(_IN_PARENTHESES, text))):
-        if _abbreviates(m.group(1), _words(text[:m.start()])):
+        if abbreviates(m.group(1), _words(text[:m.start()])):
             text = text[:m.start()] + " " + text[m.end():]
     return text
 
@@ -232,14 +232,14 @@ def excluded_words(question: str, shortest: int = 4) -> set[str]:
     for m in EXCLUSION.finditer(question):
         for word in re.findall(r"[a-z]+", question[m.end():].lower())[:3]:
             if len(word) >= shortest and word not in _NOT_EXCLUDED and word not in _SHORT_FUNCTION_WORDS:
-                out.add(_singular(word))
+                out.add(singular(word))
     return out
 
 
 _SHORT_FUNCTION_WORDS = frozenset(("the", "and", "any", "for", "one", "its", "his", "her", "all", "are", "was", "who"))
 
 
-def _singular(word: str) -> str:
+def singular(word: str) -> str:
     if word.endswith("ies"):
         return word[:-3] + "y"
     if re.search(r"(?:sh|ch|x|ss)es$", word):
@@ -262,7 +262,7 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
         table = owner_table(ctx, table, column, tables)
         if not table or column.endswith("id") or not _distinct_count(ctx, table, column):
             continue
-        ruled_out = {_singular(w) for w in _words(lit.this) if len(w) >= 4} & excluded_words(plain)  # "(lab, not fingerstick)"
+        ruled_out = {singular(w) for w in _words(lit.this) if len(w) >= 4} & excluded_words(plain)  # "(lab, not fingerstick)"
         if supported(lit.this, question) and not ruled_out:
             # named, but maybe only inside a longer name the question says ("bedside glucose" asked, 'glucose' queried)
             instead = [] if "%" in lit.this else inside_longer_name(ctx, table, column, lit.this, plain, everything)
@@ -270,7 +270,7 @@ def check_substitution(ctx: SqlContext) -> CheckResult:
             named = named_values(ctx, [(table, column)], question)[(table, column)]
             excluded = excluded_words(mask_values(ctx.question, ctx.sql))  # "excluding elective ones": named to be left out
             instead = [v for v in named if not _says_every_word(everything, v) and _normal(v) not in _normal(lit.this)
-                       and not {_singular(w) for w in re.findall(r"[a-z]+", v.lower())} & excluded]
+                       and not {singular(w) for w in re.findall(r"[a-z]+", v.lower())} & excluded]
         partial = {v: _part_of_longer_name(ctx, table, column, v, lit.this) or ("part" if _partly_said(question, lit.this, v) else "")
                    for v in instead}
         instead = [v for v in instead if partial[v] != "read"]
@@ -440,7 +440,7 @@ def _partly_named(ctx: SqlContext, table: str, column: str, literal: str, everyt
     which of the values holding the words was meant is not certain."""
     words = _words(ctx.question)
     said = f" {_normal(everything)} "
-    said_stems_ = {word_stem(_singular(w)) for w in _words(everything)}
+    said_stems_ = {word_stem(singular(w)) for w in _words(everything)}
     by_word = _values_by_word(ctx, table, column)
     for n in (3, 2):
         for i in range(len(words) - n + 1):
@@ -449,7 +449,7 @@ def _partly_named(ctx: SqlContext, table: str, column: str, literal: str, everyt
                 continue
             phrase = " ".join(gram)
             if f" {phrase} " in said or set(gram) & _RELEASE_FORMS or \
-                    all(word_stem(_singular(w)) in said_stems_ for w in _words(clinical_wording(phrase))):
+                    all(word_stem(singular(w)) in said_stems_ for w in _words(clinical_wording(phrase))):
                 continue  # the query's own names say it (in any order or number, or in the records' words), or a form
             holding = [v for v in by_word.get(gram[0], ()) if f" {phrase} " in f" {_normal(v)} "]
             if holding:

@@ -10,7 +10,20 @@ from functools import partial
 from sqlglot import exp
 
 from ehrguard.sqltree import clause
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TextEdit, TreeEdit, data_fact, found, quoted_names, stored_table
+from ehrguard.verify.checks.base import (
+    NOTHING,
+    CheckResult,
+    SqlContext,
+    TextEdit,
+    TreeEdit,
+    answers_differently,
+    copy_with_map,
+    data_fact,
+    found,
+    quoted_names,
+    rewritten,
+    stored_table,
+)
 from ehrguard.verify.checks.concepts import name_columns_by_table
 from ehrguard.verify.checks.keys import rename
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
@@ -178,7 +191,8 @@ def check_count_kinds(ctx: SqlContext) -> CheckResult:
 
 
 # A count of occurrences: "how many heart rate readings", "the number of furosemide orders" (each record counts).
-_OCCURRENCES_COUNTED = re.compile(r"\b(?:how many|count of|number of|total)\s+(?:[\w'-]+\s+){0,3}?(?:readings|measurements|records|"
+_OCCURRENCES_COUNTED = re.compile(r"\b(?:how many|count of|number of|total)\s+(?:(?!(?:in|of|on|for|from|with|by|at)\b)[\w'-]+\s+){0,3}?"
+                                  r"(?:readings|measurements|records|"
                                   r"entries|results|values recorded|times|doses|orders|prescriptions|administrations|charted values|"
                                   r"observations|draws)\b", re.IGNORECASE)
 
@@ -188,8 +202,11 @@ def check_count_of_values(ctx: SqlContext) -> CheckResult:
     field (``COUNT(DISTINCT valuenum)``): two readings of 96 count once. Ids are left to the checks of counting
     patients and visits; a question of kinds ("how many different ...") asks for distinct values. Repaired by counting
     the rows where the count reads one table."""
-    if ctx.tree is None or not _OCCURRENCES_COUNTED.search(ctx.question) or _KINDS_COUNTED.search(ctx.question):
+    if ctx.tree is None or not _OCCURRENCES_COUNTED.search(ctx.question) or _KINDS_COUNTED.search(ctx.question) \
+            or re.search(r"\bonce\b", ctx.question, re.IGNORECASE):  # "count each draw time once"
         return NOTHING
+    names = {(t.lower(), c.lower()) for t, cs in name_columns_by_table(ctx).items() for c in cs}
+    tables, _ = aliases(ctx.tree)
     findings, edits = [], []
     for count in ctx.tree.find_all(exp.Count):
         arg, select = count.this, count.find_ancestor(exp.Select)
@@ -198,6 +215,11 @@ def check_count_of_values(ctx: SqlContext) -> CheckResult:
         column = arg.expressions[0]
         if not isinstance(column, exp.Column) or column.name.lower().endswith("id") or count.find_ancestor(exp.Where, exp.Having):
             continue
+        owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
+        if (owner.lower(), column.name.lower()) in names:
+            continue  # names counted distinct are kinds of thing (drugs, tests), whatever the noun the question counts by
+        if not _differs(ctx, count, exp.Count(this=exp.Star())):
+            continue  # no two records share a value here
         source = clause(select, "from")
         fixable = not select.args.get("joins") and source is not None and isinstance(source.this, exp.Table)
         findings.append(Finding("count_of_values", "error", f"The question counts records; the query counts the different values of "
@@ -531,6 +553,8 @@ def check_counted_visit(ctx: SqlContext) -> CheckResult:
             continue
         arg = count.this
         if isinstance(arg, exp.Star) and (rows := _rows_of_other_visits(ctx, wanted)) is not None:
+            if not _differs(ctx, count, exp.Count(this=exp.Distinct(expressions=[exp.column(wanted, table=rows.alias or None)]))):
+                continue  # one row per asked visit where the query reads (one unit stay of each hospital stay kept)
             findings.append(Finding("counts_other_visit", "error", f"The question counts {_VISIT_WORDS[wanted == visits['stay']]}; "
                                     f"the query counts the rows of {rows.name}, several for some of them.",
                                     ctx.span_of(count.sql(dialect="sqlite")), f"COUNT(DISTINCT {wanted})"))
@@ -558,7 +582,6 @@ def check_counted_visit(ctx: SqlContext) -> CheckResult:
 _HOSPITAL_VISIT = re.compile(r"\b(?:admitted|admissions?|readmitted|readmissions?) (?:to|into|in) (?:the |a )?hospital\b"
                              r"|\bhospital (?:admissions?|stays?|visits?|encounters?|readmissions?)\b|\bhospitali[sz]ations?\b"
                              r"|\bhospitali[sz]ed\b", re.IGNORECASE)
-_ICU_VISIT = re.compile(r"\b(?:icu|intensive care|critical care|unit)\b", re.IGNORECASE)
 
 
 def check_visit_table(ctx: SqlContext) -> CheckResult:
@@ -568,7 +591,7 @@ def check_visit_table(ctx: SqlContext) -> CheckResult:
     nothing to confuse); repaired by counting from the asked visits' table when it has every column the query reads."""
     if ctx.tree is None:
         return NOTHING
-    hospital, icu = bool(_HOSPITAL_VISIT.search(ctx.question)), bool(_ICU_VISIT.search(ctx.question))
+    hospital, icu = bool(_HOSPITAL_VISIT.search(ctx.question)), bool(_ICU_WORDS.search(ctx.question))
     if hospital == icu:
         return NOTHING
     tables_of = {e.name: e.table.lower() for e in ctx.profile.entities if e.name in ("stay", "admission")}
@@ -588,17 +611,47 @@ def check_visit_table(ctx: SqlContext) -> CheckResult:
         said = "hospital admissions" if hospital else "ICU stays"
         read = {c.name.lower() for c in select.find_all(exp.Column) if c.find_ancestor(exp.Select) is select}
         fixable = info is not None and all(info.column(c) is not None for c in read)
+        if fixable and not answers_differently(ctx, _retabled(ctx, ctx.tree, select, table, wanted)):
+            continue
         findings.append(Finding("counts_other_visit_table", "error", f"The question is about {said}; the query counts the rows of "
                                 f"{other}, which holds {'ICU stays' if hospital else 'hospital admissions'}."
                                 + (f" Counted from {wanted} instead." if fixable else ""),
                                 ctx.span_of(table.sql(dialect="sqlite")), wanted if fixable else None))
         if fixable:
-            edits.append(TreeEdit(partial(_retable, wanted), target=table))
+            edits.append(TreeEdit(partial(_retable, ctx, table, wanted), target=select))
     return found(*findings, edits=edits)
 
 
-def _retable(name: str, node: exp.Expression) -> None:
-    node.set("this", exp.to_identifier(name))
+def _differs(ctx: SqlContext, node: exp.Expression, replacement: exp.Expression) -> bool:
+    """Does the query with ``node`` replaced answer otherwise on this database? A mistake these records do not show is
+    no finding to block an answer with."""
+    assert ctx.tree is not None
+    return answers_differently(ctx, rewritten(ctx.tree, node, replacement))
+
+
+def _retabled(ctx: SqlContext, tree: exp.Expression, select: exp.Select, table: exp.Table, name: str) -> exp.Expression:
+    """A copy of ``tree`` whose ``select`` reads ``name`` where it read ``table``."""
+    copy, counterpart = copy_with_map(tree)
+    _retable(ctx, table, name, counterpart[id(select)])
+    return copy
+
+
+def _retable(ctx: SqlContext, table: exp.Table, name: str, select: exp.Expression) -> None:
+    """Read ``name`` (as the schema stores it) in the FROM of ``select`` where it read ``table``; its alias is kept, and
+    columns qualified by the old table's own name are qualified by the new one."""
+    source = clause(select, "from") if isinstance(select, exp.Select) else None
+    old = source.this if source is not None else None
+    if not isinstance(old, exp.Table) or old.name.lower() != table.name.lower():
+        return
+    alias = old.args.get("alias")
+    new = stored_table(ctx, name)
+    if alias is not None:
+        new.set("alias", alias.copy())
+    else:
+        for column in select.find_all(exp.Column):
+            if column.table.lower() == table.name.lower() and column.find_ancestor(exp.Select) is select:
+                column.set("table", exp.to_identifier(name))
+    old.replace(new)
 
 
 # A number of people or visits a group must reach: "given on more than 50 different ICU stays", "at least 3 patients".
@@ -617,8 +670,11 @@ def check_threshold_counts_rows(ctx: SqlContext) -> CheckResult:
     if len(asked) != 1:
         return NOTHING
     number, noun = asked[0]
-    entity = "patient" if noun in ("patients", "people", "persons", "subjects") else \
-        "stay" if noun.startswith(("icu", "unit")) or (noun == "stays" and _ICU_WORDS.search(ctx.question)) else "admission"
+    if noun in ("stays", "visits"):  # a bare stay is an ICU stay or a hospital stay as the question says elsewhere
+        entity = "stay" if _ICU_WORDS.search(ctx.question) else "admission" if _HOSPITAL_VISIT.search(ctx.question) else ""
+    else:
+        entity = "patient" if noun in ("patients", "people", "persons", "subjects") else \
+            "stay" if noun.startswith(("icu", "unit")) else "admission"
     ids: dict[str, str] = {e.name: e.id_column.lower() for e in ctx.profile.entities}
     wanted = ids.get(entity)
     if wanted is None:
@@ -637,7 +693,8 @@ def check_threshold_counts_rows(ctx: SqlContext) -> CheckResult:
             if isinstance(count.this, exp.Distinct) or not isinstance(other, exp.Literal) or other.this != number:
                 continue
             fixable = info is not None and info.column(wanted) is not None and not one_row_per_person(ctx, table.name, wanted)
-            if not fixable:
+            distinct = exp.Count(this=exp.Distinct(expressions=[exp.column(wanted, table=table.alias or None)]))
+            if not fixable or not _differs(ctx, count, distinct):
                 continue
             findings.append(Finding("threshold_counts_rows", "error", f"The question counts {noun} a group must reach; the query's "
                                     f"HAVING counts the rows of {table.name}, several for some of them.",
@@ -662,7 +719,8 @@ def _rows_of_other_visits(ctx: SqlContext, wanted: str) -> exp.Table | None:
 
 _VISIT_WORDS = {True: "ICU stays", False: "hospital stays"}
 _PER_OR_SHARE = re.compile(r"\b(?:per|each|every|average|mean|ratio|rate|share|proportion|percent\w*)\b", re.IGNORECASE)
-_ICU_WORDS = re.compile(r"\b(?:icu|intensive care|critical care|unit)\b", re.IGNORECASE)
+# An ICU in words: "icu", "ICUs", a kind of ICU by its initials (MICU, SICU, CVICU, CCU, CSRU), "intensive care", "units".
+_ICU_WORDS = re.compile(r"\b(?:[a-z]{0,3}icus?|ccus?|csru|intensive care|critical care|units?)\b", re.IGNORECASE)
 
 
 # The question asks something of each patient, or which patients: "for each patient", "per patient", "which patients

@@ -46,11 +46,11 @@ from ehrguard.verify.checks.base import (
 )
 from ehrguard.verify.checks.concepts import (
     EXCLUSION,
-    _singular,
     clinical_wording,
     excluded_words,
     inside_longer_name,
     named_values,
+    singular,
     supported,
 )
 from ehrguard.verify.checks.lab_items import lab_items
@@ -242,6 +242,17 @@ def sampled_values(ctx: SqlContext, table: str, column: str, most: int) -> list[
         return [str(r[0]) for r in ctx.db.db.execute(query.sql(dialect=ctx.dialect), timeout_s=5).rows if r[0] is not None]
     except DatabaseError:
         return None
+
+
+def category_values(ctx: SqlContext, table: str, column: str, most: int) -> list[str] | None:
+    """The values of a text field of at most ``most`` values (a care unit, a route, a discharge status), read from a
+    sample of the data; None for another field (not text, an id or a time, or more values)."""
+    info = ctx.db.schema.table(table)
+    field = info.column(column) if info is not None else None
+    if field is None or column.lower().endswith(("id", "time", "date")) or not re.search(r"char|text|string", field.type, re.I):
+        return None
+    values = sampled_values(ctx, table, column, most + 1)
+    return values if values is not None and len(values) <= most else None
 
 
 def kind_columns(ctx: SqlContext) -> dict[tuple[str, str], tuple[str, dict[str, str]]]:
@@ -876,7 +887,8 @@ def check_excluded_item(ctx: SqlContext) -> CheckResult:
         return NOTHING
     plain = clinical_wording(ctx.question)
     # what each exception leaves out, as a whole: "excluding blood gas values" leaves out blood gases, not blood
-    excluded = [words - _WHAT_IS_MEASURED for m in EXCLUSION.finditer(plain)
+    # ("non-invasive" names a kind of its own, as the dictionary writes it: 'non invasive blood pressure systolic')
+    excluded = [words - _WHAT_IS_MEASURED for m in EXCLUSION.finditer(plain) if not m.group(0).lower().startswith("non")
                 if (words := excluded_words(plain[m.start():m.end() + 40].split(",")[0].split(";")[0], shortest=3))]
     excluded = [w for w in excluded if w]
     if not excluded:
@@ -895,7 +907,7 @@ def check_excluded_item(ctx: SqlContext) -> CheckResult:
             continue
         for code in codes:
             row = _dictionary_row(ctx, reference, code.this)
-            said = {_singular(t): t for t in re.findall(r"[a-z]+", row.lower())}
+            said = {singular(t): t for t in re.findall(r"[a-z]+", row.lower())}
             hit = {said[w] for words in excluded if words <= said.keys() for w in words}
             if hit:
                 findings.append(Finding("excluded_item", "error", f"The question leaves out '{', '.join(sorted(hit))}'; the query reads "

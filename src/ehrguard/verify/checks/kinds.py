@@ -150,10 +150,15 @@ def check_kind(ctx: SqlContext) -> CheckResult:
         if not changes_the_answer(ctx, condition):
             continue
         shown = condition.sql(dialect="sqlite")
-        what = "asks only about" if keep else "leaves out"
-        return found(Finding("missing_kind", "error",
-                             f"The question {what} the '{kind}' rows of {table}, which holds several kinds ({column}: "
-                             f"{', '.join(repr(k) for k in kinds)}); the query keeps {'them all' if keep else 'them'}. "
-                             f"Added {shown}.", None, shown),
-                     edits=[TreeEdit(add_condition(condition))])
+        every = ", ".join(plain_name(k) for k in kinds)
+        said = (f"The question asks only about {plain_name(kind)} records, but the query reads every kind in {table} ({every})"
+                if keep else f"The question leaves out the {plain_name(kind)} records, but the query reads them with the rest of "
+                f"{table} ({every})")
+        return found(Finding("missing_kind", "error", f"{said}. Added {shown}.", None, shown), edits=[TreeEdit(add_condition(condition))])
     return NOTHING
+
+
+def plain_name(name: str) -> str:
+    """A table's name as words, for a clinician: 'diagnoses_icd' -> 'diagnoses', 'labevents' -> 'lab events'."""
+    words = [w for w in re.sub(r"(?<=[a-z])(events?)$", r" \1", name.lower()).replace("_", " ").split() if w not in ("icd", "d")]
+    return " ".join(words) or name

@@ -17,7 +17,7 @@ import re
 from sqlglot import exp
 
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, answers_differently, found, rewritten, stored_table
-from ehrguard.verify.checks.concepts import _IN_PARENTHESES, _singular, supported
+from ehrguard.verify.checks.concepts import _IN_PARENTHESES, singular, supported
 from ehrguard.verify.checks.conventions import one_row_per_person, visit_ids
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.verdict import Finding
@@ -51,9 +51,9 @@ NEAR_WORDS = 5
 def _negates(value: str, phrase: str) -> bool:
     """Does the negated phrase name ``value`` near its start (by its first word, or by the abbreviation the value
     gives in parentheses: "never in the MICU" for 'medical intensive care unit (micu)')?"""
-    words = [_singular(w) for w in re.findall(r"[a-z0-9]+", phrase.lower())]  # "any vasopressor": 'vasopressors'
-    first = next((_singular(w) for w in re.findall(r"[a-z0-9]+", value.lower()) if not w.isdigit()), None)
-    short = [_singular(re.findall(r"[a-z0-9]+", s)[0]) for s in re.findall(_IN_PARENTHESES, value.lower())]
+    words = [singular(w) for w in re.findall(r"[a-z0-9]+", phrase.lower())]  # "any vasopressor": 'vasopressors'
+    first = next((singular(w) for w in re.findall(r"[a-z0-9]+", value.lower()) if not w.isdigit()), None)
+    short = [singular(re.findall(r"[a-z0-9]+", s)[0]) for s in re.findall(_IN_PARENTHESES, value.lower())]
     names = {first, *short} - {None}  # 'trauma sicu (tsicu)', 'neuro ... (neuro sicu)': its first word
     return bool(names & set(words[:NEAR_WORDS])) and supported(value, phrase)
 

@@ -16,7 +16,7 @@ from sqlglot import exp
 from ehrguard.errors import DatabaseError
 from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, add_condition, changes_the_answer, found
 from ehrguard.verify.checks.columns import STEM, question_words
-from ehrguard.verify.checks.keys import entity_columns
+from ehrguard.verify.checks.keys import entity_columns, sampled_values
 from ehrguard.verify.offline.lexicon import CLOSED_CLASS_AFTER_RELATIVE
 from ehrguard.verify.verdict import Finding
 
@@ -54,8 +54,6 @@ _NOTHING_GREW = re.compile(r"^\s*(?:no growth\b.*|no (?:\w+ )?(?:organisms?|bact
 
 def _nothing_grew(ctx: SqlContext, table: str, column: str) -> list[str]:
     """The values of an organism column that say nothing grew ('no growth'), read from a sample of the data."""
-    from ehrguard.verify.checks.keys import sampled_values
-
     return sorted(v for v in sampled_values(ctx, table, column, 200) or [] if _NOTHING_GREW.match(v))
 
 

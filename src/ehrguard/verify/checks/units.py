@@ -14,11 +14,13 @@ from __future__ import annotations
 import re
 import typing
 from collections.abc import Callable
+from functools import partial
 
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, found, quoted_names
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, quoted_names
+from ehrguard.verify.checks.keys import sampled_values
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with
 from ehrguard.verify.verdict import Finding
@@ -377,10 +379,14 @@ def check_measure_unit(ctx: SqlContext) -> CheckResult:
     if asked is None:
         return NOTHING
     tables, _ = aliases(ctx.tree)
-    findings, edits = [], []
+    findings: list[Finding] = []
+    edits: list[Edit] = []
     for projection in ctx.tree.expressions:
         columns = list(projection.find_all(exp.Column))
-        if len(columns) != 1 or _scaled(columns[0]):
+        if len(columns) != 1:
+            continue
+        if _scaled(columns[0]):
+            findings += _converted_backwards(ctx, columns[0], asked, tables, edits)
             continue
         value = columns[0]
         table = owner_table(ctx, tables.get(value.table.lower(), value.table.lower()), value.name, tables)
@@ -399,6 +405,41 @@ def check_measure_unit(ctx: SqlContext) -> CheckResult:
         if factor is not None:
             edits.append(_converted(projection, factor))
     return found(*findings, edits=edits)
+
+
+def _converted_backwards(ctx: SqlContext, value: exp.Column, asked: str, tables: dict[str, str], edits: list[Edit]) -> list[Finding]:
+    """The query converts the value by the factor between the records' unit and the asked one, but the wrong way: kg
+    divided by 2.2046 for "in lbs" (pounds are kg times 2.2046). Only one multiplication or division by a number on the
+    value's way to the answer; the same number within 2% of the factor's inverse. Repaired by turning it over."""
+    scalings = [p for p in _ancestors(value) if isinstance(p, exp.Mul | exp.Div)]
+    if len(scalings) != 1:
+        return []
+    scaling = scalings[0]
+    number = _number(scaling.expression) if isinstance(scaling.expression, exp.Literal) else None
+    if number is None or number <= 0:
+        return []
+    table = owner_table(ctx, tables.get(value.table.lower(), value.table.lower()), value.name, tables)
+    unit_column = _unit_column(ctx, table, value.name.lower()) if table else None
+    assert ctx.tree is not None
+    held = _units_read(ctx, value, unit_column) if unit_column is not None else _named_unit(ctx.tree, _MEASURES[asked][0])
+    if held is None or held == asked or _MEASURES[held][0] != _MEASURES[asked][0]:
+        return []
+    factor = _factor(held, asked)
+    if factor is None or factor == 1.0:
+        return []
+    taken = number if isinstance(scaling, exp.Mul) else 1 / number
+    if abs(taken * factor - 1) > 0.02:
+        return []
+    said, wanted = _SAID.get(held, held), _SAID.get(asked, asked)
+    right = exp.Mul if factor >= 1 else exp.Div
+    edits.append(TreeEdit(partial(_turned_over, right), target=scaling))
+    return [Finding("converted_backwards", "error", f"The records keep {table}.{value.name} in {said}; the query "
+                    f"{'divides' if isinstance(scaling, exp.Div) else 'multiplies'} by {scaling.expression.sql()}, which converts "
+                    f"{wanted} to {said}, not {said} to {wanted}.", ctx.span_of(scaling.sql()), f"in {wanted}")]
+
+
+def _turned_over(right: type[exp.Mul] | type[exp.Div], node: exp.Expression) -> None:
+    node.replace(right(this=node.this.copy(), expression=node.expression.copy()))
 
 
 # Units as the names of items and results write them ('Weight (Lbs)', 'Height (cm)', 'Temperature Fahrenheit'): the
@@ -480,8 +521,6 @@ def _squared(node: exp.Expression) -> exp.Column | None:
 
 def _median_of(ctx: SqlContext, table: str, column: str) -> float | None:
     """The median of a sample of the column's numeric values; None when they cannot be read or are not numbers."""
-    from ehrguard.verify.checks.keys import sampled_values
-
     numbers = []
     for value in sampled_values(ctx, table, column, 200) or []:
         try:
@@ -504,7 +543,7 @@ def check_bmi_unit(ctx: SqlContext) -> CheckResult:
     for division in ctx.tree.find_all(exp.Div):
         height = _squared(division.expression)
         weights = [c for c in division.this.find_all(exp.Column) if _WEIGHT.search(c.name)]
-        if height is None or not weights or not _HEIGHT.search(height.name):
+        if height is None or not weights or not _HEIGHT.search(height.name) or _scaled_index(division):
             continue
         table = owner_table(ctx, tables.get(height.table.lower(), height.table.lower()), height.name, tables)
         median = _median_of(ctx, table, height.name) if table else None
@@ -512,10 +551,23 @@ def check_bmi_unit(ctx: SqlContext) -> CheckResult:
             continue
         findings.append(Finding("bmi_in_centimetres", "error", f"The query divides by the square of {table}.{height.name}, "
                                 f"which the records keep in centimetres (typical value {median:g}); a body-mass index "
-                                "needs the height in metres. Divided it by 100.", ctx.span_of(division.sql()), "height in metres"))
+                                "needs the height in metres. Divided it by 100.", ctx.span_of(division.sql(dialect="sqlite")),
+                                "height in metres"))
         edits += [TreeEdit(_in_metres, target=c) for c in division.expression.find_all(exp.Column)
                   if c.sql().lower() == height.sql().lower()]
     return found(*findings, edits=edits)
+
+
+def _scaled_index(division: exp.Div) -> bool:
+    """The index is scaled already: multiplied by 10,000 (kg / cm² x 10,000) or by 703 (lb / in² x 703) in the
+    expression it is part of (any number of 100 or more beside the division, above it or in its numerator)."""
+    top: exp.Expression = division
+    parent = top.parent
+    while isinstance(parent, exp.Binary | exp.Paren | exp.Func):
+        top = typing.cast(exp.Expression, parent)
+        parent = top.parent
+    return any(lit.is_number and float(lit.this) >= 100 for lit in top.find_all(exp.Literal)
+               if lit not in set(division.expression.find_all(exp.Literal)))
 
 
 def _in_metres(node: exp.Expression) -> None:

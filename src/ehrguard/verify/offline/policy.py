@@ -162,32 +162,11 @@ def plain_reason(f: Finding) -> str:
     m = re.match(r"The query returns (\w+)\.(\w+); the question asks what it is called \((\w+)\.(\w+)\)", f.message)
     if f.check == "code_for_name" and m:
         return f"The query returns the {m.group(2)} column of {m.group(1)}, not the name the question asks for ({m.group(4)})."
-    if f.check == "missing_kind" and (kinds := _kinds_reason(f.message)):
-        return kinds
+    if f.check == "missing_kind":  # said in plain words by the check; what it added is for the SQL's reader
+        return f.message.split(". Added ", 1)[0] + "."
     if f.check == "execution":
         return f.message.replace("The query fails on the database: ", "The query fails on the database (") + ")"
     return f.message
-
-
-_KINDS = re.compile(r"The question (asks only about|leaves out) the '(.*)' rows of (\w+), which holds several kinds \(\w+: (.*)\); ")
-
-
-def _kinds_reason(message: str) -> str | None:
-    """A ``missing_kind`` finding with the kinds named as words ('diagnoses_icd': diagnoses)."""
-    m = _KINDS.match(message)
-    if m is None:
-        return None
-    asks, kind, table, kinds = m.groups()
-    kinds = ", ".join(_plain_name(k.strip("' ")) for k in kinds.split(", "))
-    if asks == "leaves out":
-        return f"The question leaves out the {_plain_name(kind)} records, but the query reads them with the rest of {table} ({kinds})."
-    return f"The question asks only about {_plain_name(kind)} records, but the query reads every kind in {table} ({kinds})."
-
-
-def _plain_name(name: str) -> str:
-    """A table's name as words: 'diagnoses_icd' -> 'diagnoses', 'labevents' -> 'lab events'."""
-    words = [w for w in re.sub(r"(?<=[a-z])(events?)$", r" \1", name.lower()).replace("_", " ").split() if w not in ("icd", "d")]
-    return " ".join(words) or name
 
 
 def blocking(findings: tuple[Finding, ...] | list[Finding]) -> list[Finding]:
