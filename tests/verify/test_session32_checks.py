@@ -256,3 +256,41 @@ def test_the_review_s_correct_queries_are_left_alone(ctx, eicu_ctx):
     ]
     for db, question, sql, check in cases:
         assert check not in checks_of(db, question, sql), question
+
+
+def test_records_with_no_value_counted_as_not_x(eicu_ctx):
+    question = "how many unit stays are NOT marked expired? blanks and people still in house count as not expired"
+    wrong = "SELECT COUNT(*) FROM patient WHERE hospitaldischargestatus <> 'expired'"
+    right = "SELECT COUNT(*) FROM patient WHERE hospitaldischargestatus IS NULL OR hospitaldischargestatus <> 'expired'"
+    found_and_repaired(eicu_ctx, question, wrong, right, "unknowns_left_out")
+    # without the question saying so, leaving the unknowns out is a reading of its own
+    assert "unknowns_left_out" not in checks_of(eicu_ctx, "how many unit stays are NOT marked expired?", wrong)
+
+
+def test_a_drug_referred_to_and_never_named(ctx):
+    from ehrguard.verify import verify
+
+    question = "how many doses of the drug has 10004733 gotten so far?"
+    every = "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10004733"
+    found = checks(ctx, question, every)["unnamed_reference"]
+    assert found.severity == "error" and found.clarify
+    verdict = verify(question, every, db=str(ctx.path))
+    assert verdict.status != "verified" and verdict.action == "ambiguous"
+    # named, or asked for, or qualified: no reference to resolve
+    named = "SELECT COUNT(*) FROM prescriptions WHERE subject_id = 10004733 AND drug = 'vancomycin'"
+    assert "unnamed_reference" not in checks_of(ctx, "how many doses of the drug vancomycin has 10004733 gotten so far?", named)
+    last = "SELECT drug FROM prescriptions WHERE subject_id = 10004733 ORDER BY starttime DESC LIMIT 1"
+    assert "unnamed_reference" not in checks_of(ctx, "what was the drug that patient 10004733 was prescribed last?", last)
+    assert "unnamed_reference" not in checks_of(ctx, "which drug did 10004733 get most often?", last)
+
+
+def test_people_who_never_had_a_record_found_visit_by_visit(ctx):
+    question = "How many patients have never had an ICU stay?"
+    wrong = ("SELECT COUNT(DISTINCT a.subject_id) FROM admissions a LEFT JOIN icustays i ON i.hadm_id = a.hadm_id "
+             "WHERE i.stay_id IS NULL")
+    right = ("SELECT COUNT(DISTINCT a.subject_id) FROM admissions a LEFT JOIN icustays i ON i.subject_id = a.subject_id "
+             "WHERE i.stay_id IS NULL")
+    found_and_repaired(ctx, question, wrong, right, "visit_anti_join")
+    # admissions without an ICU stay are what the visit-level join finds
+    admissions = wrong.replace("COUNT(DISTINCT a.subject_id)", "COUNT(DISTINCT a.hadm_id)")
+    assert "visit_anti_join" not in checks_of(ctx, "How many admissions had no ICU stay?", admissions)

@@ -87,9 +87,10 @@ from ehrguard.verify.checks.keys import (
     check_row_keys,
 )
 from ehrguard.verify.checks.kinds import check_kind
-from ehrguard.verify.checks.negation import check_row_negation
+from ehrguard.verify.checks.negation import check_row_negation, check_visit_anti_join
 from ehrguard.verify.checks.ordinals import check_stated_place
 from ehrguard.verify.checks.presence import check_presence
+from ehrguard.verify.checks.references import check_unnamed_reference
 from ehrguard.verify.checks.repair import repair
 from ehrguard.verify.checks.scalars import check_scalar_subqueries
 from ehrguard.verify.checks.schema_refs import check_schema
@@ -106,7 +107,7 @@ from ehrguard.verify.checks.superlatives import check_superlatives
 from ehrguard.verify.checks.syntax import check_abstained, check_parses, check_read_only
 from ehrguard.verify.checks.ties import check_tied_end
 from ehrguard.verify.checks.units import check_bmi_unit, check_duration_column, check_duration_unit, check_measure_unit, check_span_unit
-from ehrguard.verify.checks.values import check_empty_text, check_patient_ids, check_patterns, check_values
+from ehrguard.verify.checks.values import check_empty_text, check_patient_ids, check_patterns, check_unknowns_left_out, check_values
 from ehrguard.verify.checks.variants import check_missing_variants
 from ehrguard.verify.checks.windows import check_stated_window
 from ehrguard.verify.verdict import Finding
@@ -126,6 +127,7 @@ CHECKS: tuple[Check, ...] = (
     Check("idioms", check_idioms),
     Check("values", check_values),
     Check("empty_text", check_empty_text),
+    Check("unknowns_left_out", check_unknowns_left_out),
     Check("patterns", check_patterns),
     Check("patient_ids", check_patient_ids),
     Check("id_kinds", check_id_kinds),
@@ -186,6 +188,7 @@ CHECKS: tuple[Check, ...] = (
     Check("substitution", check_substitution),
     Check("missing_variants", check_missing_variants),
     Check("row_negation", check_row_negation),
+    Check("visit_anti_join", check_visit_anti_join),
     Check("presence", check_presence),
     Check("kind", check_kind),
     Check("stated_values", check_stated_values),
@@ -200,6 +203,7 @@ CHECKS: tuple[Check, ...] = (
     Check("returned_column", check_returned_column),
     Check("returned_id", check_returned_id),
     Check("offered_choices", check_offered_choices),
+    Check("unnamed_reference", check_unnamed_reference),
     Check("first_or_last", check_first_last),
     Check("grouped_by", check_grouped_by),
     Check("name_returned", check_name_returned),

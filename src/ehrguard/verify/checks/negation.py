@@ -13,10 +13,11 @@ person, returns or counts people or visits (not per person), and leaving the peo
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from sqlglot import exp
 
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, answers_differently, found, rewritten, stored_table
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, answers_differently, found, rewritten, stored_table
 from ehrguard.verify.checks.concepts import _IN_PARENTHESES, singular, supported
 from ehrguard.verify.checks.conventions import one_row_per_person, visit_ids
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
@@ -141,3 +142,56 @@ def check_row_negation(ctx: SqlContext) -> CheckResult:
                                  f"(leave them out: {person} NOT IN (SELECT {person} ... WHERE {column.name.lower()} = ...)).",
                                  ctx.span_of(node.sql(dialect="sqlite"))))
     return NOTHING
+
+
+# People said to lack something: "how many patients never had an ICU stay", "patients without a culture".
+_PEOPLE = re.compile(r"\b(?:patients?|people|persons|subjects|individuals)\b", re.IGNORECASE)
+
+
+def check_visit_anti_join(ctx: SqlContext) -> CheckResult:
+    """The question asks for the people who never had a kind of record, and the query keeps the rows of a LEFT JOIN
+    that found none (``LEFT JOIN icustays i ON i.hadm_id = a.hadm_id WHERE i.stay_id IS NULL``) joined on a visit's
+    id: it keeps the visits without one, so a patient with such a visit is counted even when another of theirs had the
+    record. Repaired by joining on the person instead, where the joined table has the person's id and that answers
+    otherwise on this database."""
+    if not isinstance(ctx.tree, exp.Select) or not ctx.db.profile.person_ids:
+        return NOTHING
+    phrases = _negated_phrases(ctx.question)
+    if not phrases or not any(_PEOPLE.search(ctx.question[:ctx.question.find(p)]) for p in phrases if p in ctx.question):
+        return NOTHING
+    person, visits = ctx.db.profile.person_ids[0].lower(), visit_ids(ctx)
+    where = ctx.tree.args.get("where")
+    if where is None or not any(c.name.lower() == person for e in ctx.tree.expressions for c in e.find_all(exp.Column)):
+        return NOTHING
+    tables, _ = aliases(ctx.tree)
+    for join in ctx.tree.args.get("joins") or ():
+        on = join.args.get("on")
+        if (join.side or "").upper() != "LEFT" or not isinstance(on, exp.EQ) or not isinstance(join.this, exp.Table):
+            continue
+        left, right = on.this, on.expression
+        if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)) or left.name.lower() != right.name.lower() \
+                or left.name.lower() not in visits:
+            continue
+        joined = join.this.alias_or_name.lower()
+        missing = [i for i in where.find_all(exp.Is) if isinstance(i.this, exp.Column) and i.this.table.lower() == joined
+                   and isinstance(i.expression, exp.Null) and i.find_ancestor(exp.Not) is None]
+        info = ctx.db.schema.table(tables.get(joined, joined))
+        if not missing or info is None or info.column(person) is None:
+            continue
+        other = right if left.table.lower() == joined else left
+        by_person = exp.EQ(this=exp.column(person, table=joined), expression=exp.column(person, table=other.table or None))
+        if not answers_differently(ctx, rewritten(ctx.tree, on, by_person)):
+            continue
+        return found(Finding("visit_anti_join", "error", f"The question asks for people with no record in {info.name} at all; the "
+                             f"query joins {info.name} on {left.name} and keeps the visits without one, so a patient with such a "
+                             f"visit counts even when another visit of theirs had one. Joined on {person} instead.",
+                             ctx.span_of(on.sql(dialect="sqlite")), by_person.sql(dialect="sqlite")),
+                     edits=[TreeEdit(_replaced_by(by_person), target=on)])
+    return NOTHING
+
+
+def _replaced_by(new: exp.Expression) -> Callable[[exp.Expression], None]:
+    def apply(node: exp.Expression) -> None:
+        node.replace(new.copy())
+
+    return apply

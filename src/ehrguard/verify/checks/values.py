@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from sqlglot import exp
@@ -16,6 +17,7 @@ from ehrguard.verify.checks.base import (
     Edit,
     SqlContext,
     TreeEdit,
+    answers_differently,
     few_values,
     found,
     ids_compared,
@@ -23,6 +25,7 @@ from ehrguard.verify.checks.base import (
     quoted_names,
     rewritten,
     stored_table,
+    top_condition,
 )
 from ehrguard.verify.checks.schema_refs import aliases, all_columns, owner_table
 from ehrguard.verify.verdict import Finding
@@ -164,6 +167,44 @@ def check_empty_text(ctx: SqlContext) -> CheckResult:
                              shown),
                      edits=[TreeEdit(_null_test, target=node)])
     return NOTHING
+
+
+# The question counts the records with no value among those that are "not X": "blanks count as not expired", "include
+# the unknowns", "missing ones count too" (general English).
+_UNKNOWNS_COUNTED = re.compile(r"\b(?:blanks?|blank ones|empty ones|missing ones|unknowns?|nulls?|unrecorded ones|those without "
+                               r"(?:a |any )?(?:status|value|entry))\b[^.?;]{0,40}?\b(?:counts?|counted|included?|as well|too)\b"
+                               r"|\binclud(?:e|ing) (?:the )?(?:blanks?|missing(?: ones)?|unknowns?|nulls?|empty ones)\b", re.IGNORECASE)
+
+
+def check_unknowns_left_out(ctx: SqlContext) -> CheckResult:
+    """The question counts the records with no value as "not X" ("how many stays are not marked expired? blanks count
+    as not expired") and the query keeps ``column <> 'X'``, which is never true where the column is NULL: those records
+    are left out. Only a top condition of the outermost WHERE, and only where keeping the NULLs answers otherwise.
+    Repaired to ``(column IS NULL OR column <> 'X')``."""
+    if not isinstance(ctx.tree, exp.Select) or not _UNKNOWNS_COUNTED.search(ctx.question):
+        return NOTHING
+    where = ctx.tree.args.get("where")
+    for node in list(where.find_all(exp.NEQ, exp.Not)) if where is not None else []:
+        compared = node.this if isinstance(node, exp.Not) else node
+        if isinstance(compared, exp.Paren):
+            compared = compared.this
+        if not isinstance(compared, exp.NEQ | exp.EQ | exp.In) or isinstance(node, exp.NEQ) != isinstance(compared, exp.NEQ) \
+                or not isinstance(compared.this, exp.Column) or not top_condition(node, ctx.tree):
+            continue
+        column = compared.this
+        kept = exp.Paren(this=exp.Or(this=exp.Is(this=column.copy(), expression=exp.Null()), expression=node.copy()))
+        if not answers_differently(ctx, rewritten(ctx.tree, node, kept)):
+            continue
+        shown = kept.sql(dialect="sqlite")
+        return found(Finding("unknowns_left_out", "error", f"The question counts the records with no {column.name} too; "
+                             f"{node.sql(dialect='sqlite')} is never true where it is empty (NULL), so they are left out. "
+                             f"Read as {shown}.", ctx.span_of(node.sql(dialect="sqlite")), shown),
+                     edits=[TreeEdit(partial(_keep_unknowns, kept), target=node)])
+    return NOTHING
+
+
+def _keep_unknowns(kept: exp.Expression, node: exp.Expression) -> None:
+    node.replace(kept.copy())
 
 
 def _names_an_unknown_value(ctx: SqlContext, table: str, column: str) -> bool:

@@ -1,0 +1,50 @@
+"""A thing the question refers to as already known ("how many doses of the drug has 10004733 gotten?") that it never
+names, answered by a query that reads every one of them: the count of all the patient's prescriptions answers a
+question nobody asked. The question is asked back: which drug?
+
+The reference is a definite noun phrase of a kind of record (the drug, the medication, the antibiotic, the test) that
+nothing qualifies (no name, no "with ...", "that ...", "given ...") and that the question does not ask to identify ("what
+was the drug ...", "which drug"). The query reads a table that keeps such records by name (the profile's name columns)
+and never chooses by that name nor by the item's number. General English; nothing here was taken from a benchmark's
+questions.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, found
+from ehrguard.verify.checks.concepts import name_columns_by_table
+from ehrguard.verify.verdict import Finding
+
+# "the drug", "the med", "the antibiotic": a kind of record, as a known one.
+_KIND = r"(?:drug|medication|med|medicine|antibiotic|pressor|infusion|lab test|test)"
+# What qualifies it, right after it: a name or a clause ("the drug vancomycin", "the drug with the highest dose",
+# "the test that ...", "the med given last"), or a word that makes it the thing asked for.
+_QUALIFIED = r"\s+(?!(?:has|have|had|is|was|were|been|so|to|for|today|yesterday|now|since|during|this)\b)[a-z0-9]"
+_REFERENCE = re.compile(rf"(?<!\bwhich )(?<!\bwhat )(?<!\bwhat was )(?<!\bwhat is )(?<!\bname of )\bthe {_KIND}\b"
+                        rf"(?!{_QUALIFIED})", re.IGNORECASE)
+
+
+def check_unnamed_reference(ctx: SqlContext) -> CheckResult:
+    """The question refers to "the drug" it never names, and the query reads every one of them."""
+    if ctx.tree is None:
+        return NOTHING
+    m = _REFERENCE.search(ctx.question)
+    if m is None:
+        return NOTHING
+    names = name_columns_by_table(ctx)
+    read = {t.name.lower() for t in ctx.tree.find_all(exp.Table)}
+    held = [t for t in read if t in names]
+    if not held:
+        return NOTHING
+    chosen = {c.name.lower() for node in ctx.tree.find_all(exp.EQ, exp.In, exp.Like, exp.ILike)
+              for c in node.find_all(exp.Column)}
+    if any(column.lower() in chosen for t in held for column in names[t]) or "itemid" in chosen:
+        return NOTHING
+    said = m.group(0)
+    return found(Finding("unnamed_reference", "error", f"The question refers to '{said}' without naming it; the query reads "
+                         f"every one ({', '.join(sorted(held))}).", None,
+                         clarify=f"Which one do you mean by '{said}'? Please name it."))
