@@ -294,3 +294,38 @@ def test_people_who_never_had_a_record_found_visit_by_visit(ctx):
     # admissions without an ICU stay are what the visit-level join finds
     admissions = wrong.replace("COUNT(DISTINCT a.subject_id)", "COUNT(DISTINCT a.hadm_id)")
     assert "visit_anti_join" not in checks_of(ctx, "How many admissions had no ICU stay?", admissions)
+
+
+def test_the_second_review_s_correct_queries_are_left_alone(ctx):
+    """Right queries a second independent review wrote against the first versions of the last checks."""
+    cases = [
+        ("How many admissions were discharged somewhere other than home? Blanks don't count.",
+         "SELECT COUNT(*) FROM admissions WHERE discharge_location <> 'home'", "unknowns_left_out"),
+        ("How many admissions were discharged somewhere other than home, with nulls not included?",
+         "SELECT COUNT(*) FROM admissions WHERE discharge_location <> 'home'", "unknowns_left_out"),
+        ("Which patients had mean glucose levels above 150?",
+         "SELECT subject_id FROM labevents WHERE itemid = 50931 GROUP BY subject_id HAVING AVG(valuenum) > 150", "rows_bounded_in_having"),
+        ("Which patients had all of their heart rate readings above 100?",
+         "SELECT subject_id FROM chartevents WHERE itemid = 220045 GROUP BY subject_id HAVING MIN(valuenum) > 100",
+         "rows_bounded_in_having"),
+        ("How many patients had a hospital admission without an ICU stay?",
+         "SELECT COUNT(DISTINCT a.subject_id) FROM admissions a LEFT JOIN icustays i ON i.hadm_id = a.hadm_id WHERE i.stay_id IS NULL",
+         "visit_anti_join"),
+        ("How many patients with an emergency admission never went to the ICU during it?",
+         "SELECT COUNT(DISTINCT a.subject_id) FROM admissions a LEFT JOIN icustays i ON i.hadm_id = a.hadm_id "
+         "WHERE i.stay_id IS NULL AND a.admission_type = 'ew emer.'", "visit_anti_join"),
+        ("Patient 10002495 got furosemide; what was the route of the drug?",
+         "SELECT route FROM prescriptions WHERE subject_id = 10002495 AND INSTR(drug, 'furosemide') > 0", "unnamed_reference"),
+        ("What is the drug patient 10002495 was prescribed most often, and how many times did they get the drug?",
+         "SELECT drug, COUNT(*) FROM prescriptions WHERE subject_id = 10002495 GROUP BY drug ORDER BY COUNT(*) DESC LIMIT 1",
+         "unnamed_reference"),
+        ("Patient 10021487 had a blood culture drawn; what organism was found in the test?",
+         "SELECT org_name FROM microbiologyevents WHERE subject_id = 10021487 AND spec_type_desc = 'blood culture'",
+         "unnamed_reference"),
+    ]
+    for question, sql, check in cases:
+        assert check not in checks_of(ctx, question, sql), question
+    # a conversion the wrong way with the inverse factor is turned over too
+    base = "FROM chartevents WHERE subject_id = 10002495 AND itemid = 224639"
+    found_and_repaired(ctx, "daily weight of patient 10002495 in pounds?", f"SELECT AVG(valuenum) * 0.4536 {base}",
+                       f"SELECT AVG(valuenum) / 0.4536 {base}", "converted_backwards")

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, answers_differently, found
+from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, answers_differently, found, rewritten
 from ehrguard.verify.verdict import Finding
 
 # An average taken over people: "mean age of the patients who ...", "average weight of female pts" (general English).
@@ -71,6 +71,7 @@ _ROWS_BOUNDED = re.compile(r"\b(?:readings|values|results|measurements|levels|do
                            r"(?:were\s+|was\s+|are\s+|is\s+)?(above|over|greater than|more than|higher than|exceeding|below|under|"
                            r"less than|lower than)\s+(\d+(?:\.\d+)?)\b", re.IGNORECASE)
 _UPWARD = ("above", "over", "greater than", "more than", "higher than", "exceeding")
+_SUMMARY_WORD = re.compile(r"\b(?:average|avg|mean|median|in total|total|sum)\b(?! of\b)", re.IGNORECASE)
 
 
 def check_rows_bounded_in_having(ctx: SqlContext) -> CheckResult:
@@ -79,7 +80,11 @@ def check_rows_bounded_in_having(ctx: SqlContext) -> CheckResult:
     is above 200, not the readings above 200. Repaired by moving the bound to the rows (WHERE ``valuenum > 200``)."""
     if ctx.tree is None:
         return NOTHING
-    bounds = [(m.group(1).lower(), float(m.group(2))) for m in _ROWS_BOUNDED.finditer(ctx.question)]
+    # "mean glucose levels above 150", "values over 120 on average": the bound is the summary's after all
+    # ("... readings that were above 200" qualifies the readings whatever is taken of them)
+    bounds = [(m.group(1).lower(), float(m.group(2))) for m in _ROWS_BOUNDED.finditer(ctx.question)
+              if re.search(r"\b(?:that|which)\b", m.group(0), re.IGNORECASE)
+              or not _SUMMARY_WORD.search(ctx.question[max(0, m.start() - 30):m.end() + 20])]
     if len(bounds) != 1:
         return NOTHING
     word, number = bounds[0]
@@ -90,7 +95,8 @@ def check_rows_bounded_in_having(ctx: SqlContext) -> CheckResult:
         if select is None or not isinstance(compared, exp.GT | exp.GTE | exp.LT | exp.LTE):
             continue
         aggregate, literal = compared.this, compared.expression
-        if not isinstance(aggregate, exp.AggFunc) or isinstance(aggregate, exp.Count) or not isinstance(literal, exp.Literal) \
+        # (MIN / MAX over a bound say "all" / "any" of the readings, which no bound on the rows says)
+        if not isinstance(aggregate, exp.Avg | exp.Sum) or not isinstance(literal, exp.Literal) \
                 or literal.is_string or float(literal.this) != number or isinstance(compared, exp.GT | exp.GTE) != upward:
             continue
         value = aggregate.this
@@ -98,6 +104,10 @@ def check_rows_bounded_in_having(ctx: SqlContext) -> CheckResult:
         if not isinstance(value, exp.Column) or (where is not None and any(c.name == value.name for c in where.find_all(exp.Column))):
             continue  # the rows are bounded already
         row_bound = type(compared)(this=value.copy(), expression=literal.copy())
+        moved = select.copy()
+        _bound_rows(row_bound)(moved)
+        if not answers_differently(ctx, rewritten(ctx.tree, select, moved)):
+            continue
         return found(Finding("rows_bounded_in_having", "error", f"The question bounds each reading ({word} {literal.this}); the query "
                              f"bounds the groups' {aggregate.key.upper()} instead, so it takes every reading of the groups that pass.",
                              ctx.span_of(having.sql(dialect="sqlite")), row_bound.sql(dialect="sqlite")),

@@ -256,8 +256,19 @@ def copy_with_map(tree: exp.Expression) -> tuple[exp.Expression, dict[int, exp.E
     return copy, {id(a): b for a, b in zip(originals, copies, strict=True)}
 
 
+def replaced_by(new: exp.Expression) -> Callable[[exp.Expression], None]:
+    """A tree edit that replaces the node it is applied to by (a copy of) ``new``."""
+    def apply(node: exp.Expression) -> None:
+        node.replace(new.copy())
+
+    return apply
+
+
 def rewritten(tree: exp.Expression, node: exp.Expression, replacement: exp.Expression) -> exp.Expression:
-    """A copy of ``tree`` with ``node`` (one of its own nodes, not an equal one elsewhere) replaced by ``replacement``."""
+    """A copy of ``tree`` with ``node`` (one of its own nodes, not an equal one elsewhere) replaced by ``replacement``
+    (the whole tree, when ``node`` is the tree itself)."""
+    if node is tree:
+        return replacement.copy()
     copy, counterpart = copy_with_map(tree)
     counterpart[id(node)].replace(replacement)
     return copy

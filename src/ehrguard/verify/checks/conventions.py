@@ -21,6 +21,7 @@ from ehrguard.verify.checks.base import (
     data_fact,
     found,
     quoted_names,
+    replaced_by,
     rewritten,
     stored_table,
 )
@@ -362,15 +363,8 @@ def _summed_rows(ctx: SqlContext, person: str) -> tuple[list[Finding], list[Tree
         findings.append(Finding("counts_rows_not_patients", "warning", f"The question counts patients; the query adds up the rows "
                                 f"of {table.name} that match, several of which can be one patient's.",
                                 ctx.span_of(total.sql(dialect="sqlite")), replacement.sql(dialect="sqlite")))
-        edits.append(TreeEdit(_replaced_by(replacement), target=total))
+        edits.append(TreeEdit(replaced_by(replacement), target=total))
     return findings, edits
-
-
-def _replaced_by(new: exp.Expression) -> Callable[[exp.Expression], None]:
-    def apply(node: exp.Expression) -> None:
-        node.replace(new.copy())
-
-    return apply
 
 
 def check_counts_people(ctx: SqlContext) -> CheckResult:

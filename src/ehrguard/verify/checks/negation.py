@@ -13,11 +13,20 @@ person, returns or counts people or visits (not per person), and leaving the peo
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from sqlglot import exp
 
-from ehrguard.verify.checks.base import NOTHING, CheckResult, SqlContext, TreeEdit, answers_differently, found, rewritten, stored_table
+from ehrguard.verify.checks.base import (
+    NOTHING,
+    CheckResult,
+    SqlContext,
+    TreeEdit,
+    answers_differently,
+    found,
+    replaced_by,
+    rewritten,
+    stored_table,
+)
 from ehrguard.verify.checks.concepts import _IN_PARENTHESES, singular, supported
 from ehrguard.verify.checks.conventions import one_row_per_person, visit_ids
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
@@ -144,8 +153,13 @@ def check_row_negation(ctx: SqlContext) -> CheckResult:
     return NOTHING
 
 
-# People said to lack something: "how many patients never had an ICU stay", "patients without a culture".
+# People said to lack something: "how many patients never had an ICU stay", "patients without a culture" (the
+# people words of _WHO).
 _PEOPLE = re.compile(r"\b(?:patients?|people|persons|subjects|individuals)\b", re.IGNORECASE)
+# ... within one visit: "a hospital admission without an ICU stay", "never went to the ICU during it", "in that stay".
+_ONE_VISIT_MEANT = re.compile(r"\b(?:admissions?|visits?|stays?|hospitali[sz]ations?|encounters?)\s+(?:without|with no|that (?:had|did) "
+                              r"not|where)\b|\b(?:during|in|within|for)\s+(?:it|that|this|the same|each|their|his|her)\b"
+                              r"|\b(?:for each|per|each)\s+(?:hospital\s+)?(?:admission|visit|stay|encounter)\b", re.IGNORECASE)
 
 
 def check_visit_anti_join(ctx: SqlContext) -> CheckResult:
@@ -161,8 +175,9 @@ def check_visit_anti_join(ctx: SqlContext) -> CheckResult:
         return NOTHING
     person, visits = ctx.db.profile.person_ids[0].lower(), visit_ids(ctx)
     where = ctx.tree.args.get("where")
-    if where is None or not any(c.name.lower() == person for e in ctx.tree.expressions for c in e.find_all(exp.Column)):
-        return NOTHING
+    returned = {c.name.lower() for e in ctx.tree.expressions for c in e.find_all(exp.Column)}
+    if where is None or person not in returned or returned & visits or _ONE_VISIT_MEANT.search(ctx.question):
+        return NOTHING  # a visit returned too, or the question keeps to the visit ("an admission without", "during it")
     tables, _ = aliases(ctx.tree)
     for join in ctx.tree.args.get("joins") or ():
         on = join.args.get("on")
@@ -186,12 +201,5 @@ def check_visit_anti_join(ctx: SqlContext) -> CheckResult:
                              f"query joins {info.name} on {left.name} and keeps the visits without one, so a patient with such a "
                              f"visit counts even when another visit of theirs had one. Joined on {person} instead.",
                              ctx.span_of(on.sql(dialect="sqlite")), by_person.sql(dialect="sqlite")),
-                     edits=[TreeEdit(_replaced_by(by_person), target=on)])
+                     edits=[TreeEdit(replaced_by(by_person), target=on)])
     return NOTHING
-
-
-def _replaced_by(new: exp.Expression) -> Callable[[exp.Expression], None]:
-    def apply(node: exp.Expression) -> None:
-        node.replace(new.copy())
-
-    return apply

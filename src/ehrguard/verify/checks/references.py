@@ -40,9 +40,12 @@ def check_unnamed_reference(ctx: SqlContext) -> CheckResult:
     held = [t for t in read if t in names]
     if not held:
         return NOTHING
-    chosen = {c.name.lower() for node in ctx.tree.find_all(exp.EQ, exp.In, exp.Like, exp.ILike)
-              for c in node.find_all(exp.Column)}
-    if any(column.lower() in chosen for t in held for column in names[t]) or "itemid" in chosen:
+    # The query names something (any text it compares), returns the names (the drug is what is asked), or picks one
+    # by an order or an extreme (the drug is "the one most often", "the first"): then the question's drug is that one.
+    returned = {c.name.lower() for e in ctx.tree.expressions for c in e.find_all(exp.Column)}
+    if any(lit.is_string for lit in ctx.tree.find_all(exp.Literal)) or "itemid" in {c.name.lower() for c in ctx.tree.find_all(exp.Column)} \
+            or any(column.lower() in returned for t in held for column in names[t]) \
+            or ctx.tree.find(exp.Order, exp.Limit, exp.Max, exp.Min) is not None:
         return NOTHING
     said = m.group(0)
     return found(Finding("unnamed_reference", "error", f"The question refers to '{said}' without naming it; the query reads "

@@ -431,7 +431,7 @@ def _converted_backwards(ctx: SqlContext, value: exp.Column, asked: str, tables:
     if abs(taken * factor - 1) > 0.02:
         return []
     said, wanted = _SAID.get(held, held), _SAID.get(asked, asked)
-    right = exp.Mul if factor >= 1 else exp.Div
+    right = exp.Div if isinstance(scaling, exp.Mul) else exp.Mul  # the same number, the other way
     edits.append(TreeEdit(partial(_turned_over, right), target=scaling))
     return [Finding("converted_backwards", "error", f"The records keep {table}.{value.name} in {said}; the query "
                     f"{'divides' if isinstance(scaling, exp.Div) else 'multiplies'} by {scaling.expression.sql()}, which converts "

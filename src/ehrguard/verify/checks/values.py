@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from sqlglot import exp
@@ -23,6 +22,7 @@ from ehrguard.verify.checks.base import (
     ids_compared,
     negated,
     quoted_names,
+    replaced_by,
     rewritten,
     stored_table,
     top_condition,
@@ -171,9 +171,12 @@ def check_empty_text(ctx: SqlContext) -> CheckResult:
 
 # The question counts the records with no value among those that are "not X": "blanks count as not expired", "include
 # the unknowns", "missing ones count too" (general English).
-_UNKNOWNS_COUNTED = re.compile(r"\b(?:blanks?|blank ones|empty ones|missing ones|unknowns?|nulls?|unrecorded ones|those without "
-                               r"(?:a |any )?(?:status|value|entry))\b[^.?;]{0,40}?\b(?:counts?|counted|included?|as well|too)\b"
-                               r"|\binclud(?:e|ing) (?:the )?(?:blanks?|missing(?: ones)?|unknowns?|nulls?|empty ones)\b", re.IGNORECASE)
+# (No negation between the two: "blanks don't count", "nulls not included" leave them out.)
+_NO_NEGATION = r"(?:(?!\b(?:not|no|never|don't|doesn't|shouldn't|won't|n't|exclud\w*|without)\b)[^.?;]){0,40}?"
+_UNKNOWNS_COUNTED = re.compile(rf"\b(?:blanks?|blank ones|empty ones|missing ones|unknowns?|nulls?|unrecorded ones|those without "
+                               rf"(?:a |any )?(?:status|value|entry))\b{_NO_NEGATION}\b(?:counts?|counted|included?|as well|too)\b"
+                               r"|(?<!not )(?<!n't )\binclud(?:e|ing) (?:the )?(?:blanks?|missing(?: ones)?|unknowns?|nulls?|empty ones)\b",
+                               re.IGNORECASE)
 
 
 def check_unknowns_left_out(ctx: SqlContext) -> CheckResult:
@@ -184,14 +187,17 @@ def check_unknowns_left_out(ctx: SqlContext) -> CheckResult:
     if not isinstance(ctx.tree, exp.Select) or not _UNKNOWNS_COUNTED.search(ctx.question):
         return NOTHING
     where = ctx.tree.args.get("where")
+    negations = []
     for node in list(where.find_all(exp.NEQ, exp.Not)) if where is not None else []:
         compared = node.this if isinstance(node, exp.Not) else node
         if isinstance(compared, exp.Paren):
             compared = compared.this
-        if not isinstance(compared, exp.NEQ | exp.EQ | exp.In) or isinstance(node, exp.NEQ) != isinstance(compared, exp.NEQ) \
-                or not isinstance(compared.this, exp.Column) or not top_condition(node, ctx.tree):
-            continue
-        column = compared.this
+        if isinstance(compared, exp.NEQ | exp.EQ | exp.In) and isinstance(node, exp.NEQ) == isinstance(compared, exp.NEQ) \
+                and isinstance(compared.this, exp.Column) and top_condition(node, ctx.tree):
+            negations.append((node, compared.this))
+    if len(negations) != 1:
+        return NOTHING  # which of several the blanks belong to is not said
+    for node, column in negations:
         kept = exp.Paren(this=exp.Or(this=exp.Is(this=column.copy(), expression=exp.Null()), expression=node.copy()))
         if not answers_differently(ctx, rewritten(ctx.tree, node, kept)):
             continue
@@ -199,12 +205,8 @@ def check_unknowns_left_out(ctx: SqlContext) -> CheckResult:
         return found(Finding("unknowns_left_out", "error", f"The question counts the records with no {column.name} too; "
                              f"{node.sql(dialect='sqlite')} is never true where it is empty (NULL), so they are left out. "
                              f"Read as {shown}.", ctx.span_of(node.sql(dialect="sqlite")), shown),
-                     edits=[TreeEdit(partial(_keep_unknowns, kept), target=node)])
+                     edits=[TreeEdit(replaced_by(kept), target=node)])
     return NOTHING
-
-
-def _keep_unknowns(kept: exp.Expression, node: exp.Expression) -> None:
-    node.replace(kept.copy())
 
 
 def _names_an_unknown_value(ctx: SqlContext, table: str, column: str) -> bool:
