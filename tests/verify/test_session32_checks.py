@@ -329,3 +329,14 @@ def test_the_second_review_s_correct_queries_are_left_alone(ctx):
     base = "FROM chartevents WHERE subject_id = 10002495 AND itemid = 224639"
     found_and_repaired(ctx, "daily weight of patient 10002495 in pounds?", f"SELECT AVG(valuenum) * 0.4536 {base}",
                        f"SELECT AVG(valuenum) / 0.4536 {base}", "converted_backwards")
+
+
+def test_a_conversion_written_number_first_and_a_quoted_alias_are_read(ctx):
+    base = "FROM chartevents WHERE stay_id = 37293400 AND itemid = 224639 ORDER BY charttime DESC LIMIT 1"
+    found_and_repaired(ctx, "10018081 latest weight in lbs?", f"SELECT 0.4536 * valuenum {base}", f"SELECT valuenum / 0.4536 {base}",
+                       "converted_backwards")
+    assert "converted_backwards" not in checks_of(ctx, "10018081 latest weight in lbs?", f"SELECT 2.2046 * valuenum {base}")
+    quoted = ('SELECT COUNT(DISTINCT "A".subject_id) FROM admissions "A" LEFT JOIN icustays "I" ON "I".hadm_id = "A".hadm_id '
+              'WHERE "I".stay_id IS NULL')
+    right = quoted.replace('"I".hadm_id = "A".hadm_id', '"I".subject_id = "A".subject_id')
+    found_and_repaired(ctx, "How many patients have never had an ICU stay?", quoted, right, "visit_anti_join")

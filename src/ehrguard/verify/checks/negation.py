@@ -194,7 +194,12 @@ def check_visit_anti_join(ctx: SqlContext) -> CheckResult:
         if not missing or info is None or info.column(person) is None:
             continue
         other = right if left.table.lower() == joined else left
-        by_person = exp.EQ(this=exp.column(person, table=joined), expression=exp.column(person, table=other.table or None))
+        # the tables as the query writes them (a quoted alias keeps its quotes and case)
+        alias = join.this.args.get("alias")
+        mine = alias.this.copy() if isinstance(alias, exp.TableAlias) else join.this.this.copy()
+        theirs = other.args.get("table")
+        by_person = exp.EQ(this=exp.Column(this=exp.to_identifier(person), table=mine),
+                           expression=exp.Column(this=exp.to_identifier(person), table=theirs.copy() if theirs else None))
         if not answers_differently(ctx, rewritten(ctx.tree, on, by_person)):
             continue
         return found(Finding("visit_anti_join", "error", f"The question asks for people with no record in {info.name} at all; the "

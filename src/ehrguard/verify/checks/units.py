@@ -14,12 +14,11 @@ from __future__ import annotations
 import re
 import typing
 from collections.abc import Callable
-from functools import partial
 
 from sqlglot import exp
 
 from ehrguard.errors import DatabaseError
-from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, quoted_names
+from ehrguard.verify.checks.base import NOTHING, CheckResult, Edit, SqlContext, TreeEdit, found, quoted_names, replaced_by
 from ehrguard.verify.checks.keys import sampled_values
 from ehrguard.verify.checks.schema_refs import aliases, owner_table
 from ehrguard.verify.checks.values import _replace_with
@@ -415,9 +414,13 @@ def _converted_backwards(ctx: SqlContext, value: exp.Column, asked: str, tables:
     if len(scalings) != 1:
         return []
     scaling = scalings[0]
-    number = _number(scaling.expression) if isinstance(scaling.expression, exp.Literal) else None
-    if number is None or number <= 0:
+    # the number on the right, or on either side of a product ("2.54 * valuenum")
+    literal = scaling.expression if isinstance(scaling.expression, exp.Literal) else \
+        scaling.this if isinstance(scaling, exp.Mul) and isinstance(scaling.this, exp.Literal) else None
+    number = _number(literal) if literal is not None else None
+    if literal is None or number is None or number <= 0:
         return []
+    amount = scaling.expression if literal is scaling.this else scaling.this
     table = owner_table(ctx, tables.get(value.table.lower(), value.table.lower()), value.name, tables)
     unit_column = _unit_column(ctx, table, value.name.lower()) if table else None
     assert ctx.tree is not None
@@ -432,14 +435,10 @@ def _converted_backwards(ctx: SqlContext, value: exp.Column, asked: str, tables:
         return []
     said, wanted = _SAID.get(held, held), _SAID.get(asked, asked)
     right = exp.Div if isinstance(scaling, exp.Mul) else exp.Mul  # the same number, the other way
-    edits.append(TreeEdit(partial(_turned_over, right), target=scaling))
+    edits.append(TreeEdit(replaced_by(right(this=amount.copy(), expression=literal.copy())), target=scaling))
     return [Finding("converted_backwards", "error", f"The records keep {table}.{value.name} in {said}; the query "
-                    f"{'divides' if isinstance(scaling, exp.Div) else 'multiplies'} by {scaling.expression.sql()}, which converts "
+                    f"{'divides' if isinstance(scaling, exp.Div) else 'multiplies'} by {literal.sql()}, which converts "
                     f"{wanted} to {said}, not {said} to {wanted}.", ctx.span_of(scaling.sql()), f"in {wanted}")]
-
-
-def _turned_over(right: type[exp.Mul] | type[exp.Div], node: exp.Expression) -> None:
-    node.replace(right(this=node.this.copy(), expression=node.expression.copy()))
 
 
 # Units as the names of items and results write them ('Weight (Lbs)', 'Height (cm)', 'Temperature Fahrenheit'): the
