@@ -282,6 +282,10 @@ def test_a_drug_referred_to_and_never_named(ctx):
     last = "SELECT drug FROM prescriptions WHERE subject_id = 10004733 ORDER BY starttime DESC LIMIT 1"
     assert "unnamed_reference" not in checks_of(ctx, "what was the drug that patient 10004733 was prescribed last?", last)
     assert "unnamed_reference" not in checks_of(ctx, "which drug did 10004733 get most often?", last)
+    # a participle of giving says of whom, not which
+    assert "unnamed_reference" in checks_of(ctx, "How many times was the drug prescribed to patient 10004733?", every)
+    most = "SELECT drug FROM prescriptions WHERE subject_id = 10004733 GROUP BY drug ORDER BY COUNT(*) DESC LIMIT 1"
+    assert "unnamed_reference" not in checks_of(ctx, "what was the drug given most often to 10004733?", most)
 
 
 def test_people_who_never_had_a_record_found_visit_by_visit(ctx):

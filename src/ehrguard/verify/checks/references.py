@@ -23,7 +23,10 @@ from ehrguard.verify.verdict import Finding
 _KIND = r"(?:drug|medication|med|medicine|antibiotic|pressor|infusion|lab test|test)"
 # What qualifies it, right after it: a name or a clause ("the drug vancomycin", "the drug with the highest dose",
 # "the test that ...", "the med given last"), or a word that makes it the thing asked for.
-_QUALIFIED = r"\s+(?!(?:has|have|had|is|was|were|been|so|to|for|today|yesterday|now|since|during|this)\b)[a-z0-9]"
+# ("the drug prescribed to 10004733" says of whom, not which: a participle of giving qualifies nothing; where the query
+# then picks one by an order or an extreme, "the drug given most often", the check is silent on the query's side)
+_QUALIFIED = (r"\s+(?!(?:has|have|had|is|was|were|been|so|to|for|today|yesterday|now|since|during|this|prescribed|given|"
+              r"administered|ordered|received|taken|started|stopped)\b)[a-z0-9]")
 _REFERENCE = re.compile(rf"(?<!\bwhich )(?<!\bwhat )(?<!\bwhat was )(?<!\bwhat is )(?<!\bname of )\bthe {_KIND}\b"
                         rf"(?!{_QUALIFIED})", re.IGNORECASE)
 
