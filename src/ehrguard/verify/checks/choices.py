@@ -69,7 +69,7 @@ def _said_otherwise(choices: list[str], values: list[str]) -> bool:
 def check_offered_choices(ctx: SqlContext) -> CheckResult:
     """The question offers answers to choose from and the query returns one category field whose values hold none of
     them: it answers another question. Nothing to repair (which field holds the answer, if any, is not certain)."""
-    if ctx.tree is None or not isinstance(ctx.tree, exp.Select) or len(ctx.tree.expressions) != 1:
+    if not isinstance(ctx.tree, exp.Select) or len(ctx.tree.expressions) != 1:
         return NOTHING
     choices = offered_choices(ctx.question)
     column = ctx.tree.expressions[0].unalias()

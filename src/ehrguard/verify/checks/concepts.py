@@ -222,7 +222,9 @@ def named_values(ctx: SqlContext, columns: list[tuple[str, str]], text: str) -> 
 EXCLUSION = re.compile(r"\b(?:excluding|exclude|excludes|except(?: for)?|other than|apart from|aside from|but not|not counting|"
                        r"not including|leaving out|without counting)\b|\(\s*(?:[\w ]{1,20},\s*)?not\b|\bnon-", re.IGNORECASE)
 _NOT_EXCLUDED = frozenset(("those", "these", "ones", "that", "which", "with", "from", "them", "their", "patients", "people",
-                           "admissions", "stays", "cases", "visits", "records", "rows", "what", "were", "have", "been", "any"))
+                           "admissions", "stays", "cases", "visits", "records", "rows", "what", "were", "have", "been", "any",
+                           # and the short ones, for a reading of three-letter words ("(not the gas)")
+                           "the", "and", "for", "one", "its", "his", "her", "all", "are", "was", "who"))
 
 
 def excluded_words(question: str, shortest: int = 4) -> set[str]:
@@ -231,12 +233,9 @@ def excluded_words(question: str, shortest: int = 4) -> set[str]:
     out = set()
     for m in EXCLUSION.finditer(question):
         for word in re.findall(r"[a-z]+", question[m.end():].lower())[:3]:
-            if len(word) >= shortest and word not in _NOT_EXCLUDED and word not in _SHORT_FUNCTION_WORDS:
+            if len(word) >= shortest and word not in _NOT_EXCLUDED:
                 out.add(singular(word))
     return out
-
-
-_SHORT_FUNCTION_WORDS = frozenset(("the", "and", "any", "for", "one", "its", "his", "her", "all", "are", "was", "who"))
 
 
 def singular(word: str) -> str:

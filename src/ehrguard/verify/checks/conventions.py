@@ -219,7 +219,8 @@ def check_count_of_values(ctx: SqlContext) -> CheckResult:
         owner = owner_table(ctx, tables.get(column.table.lower(), column.table.lower()), column.name, tables)
         if (owner.lower(), column.name.lower()) in names:
             continue  # names counted distinct are kinds of thing (drugs, tests), whatever the noun the question counts by
-        if not _differs(ctx, count, exp.Count(this=exp.Star())):
+        rows = exp.Count(this=exp.Star())
+        if not _differs(ctx, count, rows):
             continue  # no two records share a value here
         source = clause(select, "from")
         fixable = not select.args.get("joins") and source is not None and isinstance(source.this, exp.Table)
@@ -227,12 +228,8 @@ def check_count_of_values(ctx: SqlContext) -> CheckResult:
                                 f"{column.name}, so records with the same value count once.", ctx.span_of(count.sql(dialect="sqlite")),
                                 "COUNT(*)" if fixable else None))
         if fixable:
-            edits.append(TreeEdit(_count_rows, target=count))
+            edits.append(TreeEdit(replaced_by(rows), target=count))
     return found(*findings, edits=edits)
-
-
-def _count_rows(count: exp.Expression) -> None:
-    count.set("this", exp.Star())
 
 
 # A ranking by how many people: "the drugs given to the most patients", "which units had the fewest patients".
@@ -547,12 +544,13 @@ def check_counted_visit(ctx: SqlContext) -> CheckResult:
             continue
         arg = count.this
         if isinstance(arg, exp.Star) and (rows := _rows_of_other_visits(ctx, wanted)) is not None:
-            if not _differs(ctx, count, exp.Count(this=exp.Distinct(expressions=[exp.column(wanted, table=rows.alias or None)]))):
+            visits_counted = exp.Count(this=exp.Distinct(expressions=[exp.column(wanted, table=rows.alias or None)]))
+            if not _differs(ctx, count, visits_counted):
                 continue  # one row per asked visit where the query reads (one unit stay of each hospital stay kept)
             findings.append(Finding("counts_other_visit", "error", f"The question counts {_VISIT_WORDS[wanted == visits['stay']]}; "
                                     f"the query counts the rows of {rows.name}, several for some of them.",
                                     ctx.span_of(count.sql(dialect="sqlite")), f"COUNT(DISTINCT {wanted})"))
-            edits.append(TreeEdit(count_distinct(exp.column(wanted, table=rows.alias or None)), target=count))
+            edits.append(TreeEdit(replaced_by(visits_counted), target=count))
             continue
         column = arg.expressions[0] if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1 else arg
         if not isinstance(column, exp.Column) or column.name.lower() not in (other, person):
@@ -658,7 +656,7 @@ def check_threshold_counts_rows(ctx: SqlContext) -> CheckResult:
     """A group must reach a number of patients or visits ("drugs given on more than 50 different ICU stays") and the
     query's HAVING compares that number with a count of rows (``HAVING COUNT(*) > 50``): a drug given ten times on one
     stay counts ten. Repaired by counting the distinct ids of what the question counts, when the grouped table has them."""
-    if not isinstance(ctx.tree, exp.Expression):
+    if ctx.tree is None:
         return NOTHING
     asked = [(m.group(1), m.group("noun").lower()) for m in _ENTITY_THRESHOLD.finditer(ctx.question)]
     if len(asked) != 1:
@@ -693,7 +691,7 @@ def check_threshold_counts_rows(ctx: SqlContext) -> CheckResult:
             findings.append(Finding("threshold_counts_rows", "error", f"The question counts {noun} a group must reach; the query's "
                                     f"HAVING counts the rows of {table.name}, several for some of them.",
                                     ctx.span_of(count.sql(dialect="sqlite")), f"COUNT(DISTINCT {wanted})"))
-            edits.append(TreeEdit(count_distinct(exp.column(wanted, table=table.alias or None)), target=count))
+            edits.append(TreeEdit(replaced_by(distinct), target=count))
     return found(*findings, edits=edits)
 
 

@@ -36,7 +36,8 @@ from ehrguard.verify.verdict import Finding
 # words after it to the end of its clause (general English; a drug's name may be long: 'morphine sulfate 2 mg/ml ij
 # soln'): "patients who never received", "stays with no", "patients were not given". A negation inside a clause about
 # a record ("a stay not in the CCU", "a drug that was not aspirin") is no such negation: that one filters rows.
-_WHO = r"(?:patients?|people|persons|subjects|individuals|stays?|admissions?|visits?|encounters?|hospitali[sz]ations?)"
+_PEOPLE_WORDS = r"(?:patients?|people|persons|subjects|individuals)"
+_WHO = rf"(?:{_PEOPLE_WORDS}|stays?|admissions?|visits?|encounters?|hospitali[sz]ations?)"
 _AUX = r"(?:have|has|had|were|was|are|is|did|do|does|ever|been|yet|got|get)"
 _NOT = r"(?:never|not|no|without|didn't|hasn't|haven't|hadn't|wasn't|weren't)"
 _REST = r"((?:[^\w,;?]+\w+){1,12})"
@@ -153,9 +154,8 @@ def check_row_negation(ctx: SqlContext) -> CheckResult:
     return NOTHING
 
 
-# People said to lack something: "how many patients never had an ICU stay", "patients without a culture" (the
-# people words of _WHO).
-_PEOPLE = re.compile(r"\b(?:patients?|people|persons|subjects|individuals)\b", re.IGNORECASE)
+# People said to lack something: "how many patients never had an ICU stay", "patients without a culture".
+_PEOPLE = re.compile(rf"\b{_PEOPLE_WORDS}\b", re.IGNORECASE)
 # ... within one visit: "a hospital admission without an ICU stay", "never went to the ICU during it", "in that stay".
 _ONE_VISIT_MEANT = re.compile(r"\b(?:admissions?|visits?|stays?|hospitali[sz]ations?|encounters?)\s+(?:without|with no|that (?:had|did) "
                               r"not|where)\b|\b(?:during|in|within|for)\s+(?:it|that|this|the same|each|their|his|her)\b"

@@ -565,8 +565,8 @@ def _scaled_index(division: exp.Div) -> bool:
     while isinstance(parent, exp.Binary | exp.Paren | exp.Func):
         top = typing.cast(exp.Expression, parent)
         parent = top.parent
-    return any(lit.is_number and float(lit.this) >= 100 for lit in top.find_all(exp.Literal)
-               if lit not in set(division.expression.find_all(exp.Literal)))
+    denominator = {id(lit) for lit in division.expression.find_all(exp.Literal)}
+    return any(lit.is_number and float(lit.this) >= 100 for lit in top.find_all(exp.Literal) if id(lit) not in denominator)
 
 
 def _in_metres(node: exp.Expression) -> None:

@@ -197,16 +197,15 @@ def check_unknowns_left_out(ctx: SqlContext) -> CheckResult:
             negations.append((node, compared.this))
     if len(negations) != 1:
         return NOTHING  # which of several the blanks belong to is not said
-    for node, column in negations:
-        kept = exp.Paren(this=exp.Or(this=exp.Is(this=column.copy(), expression=exp.Null()), expression=node.copy()))
-        if not answers_differently(ctx, rewritten(ctx.tree, node, kept)):
-            continue
-        shown = kept.sql(dialect="sqlite")
-        return found(Finding("unknowns_left_out", "error", f"The question counts the records with no {column.name} too; "
-                             f"{node.sql(dialect='sqlite')} is never true where it is empty (NULL), so they are left out. "
-                             f"Read as {shown}.", ctx.span_of(node.sql(dialect="sqlite")), shown),
-                     edits=[TreeEdit(replaced_by(kept), target=node)])
-    return NOTHING
+    (node, column), = negations
+    kept = exp.Paren(this=exp.Or(this=exp.Is(this=column.copy(), expression=exp.Null()), expression=node.copy()))
+    if not answers_differently(ctx, rewritten(ctx.tree, node, kept)):
+        return NOTHING
+    shown = kept.sql(dialect="sqlite")
+    return found(Finding("unknowns_left_out", "error", f"The question counts the records with no {column.name} too; "
+                         f"{node.sql(dialect='sqlite')} is never true where it is empty (NULL), so they are left out. "
+                         f"Read as {shown}.", ctx.span_of(node.sql(dialect="sqlite")), shown),
+                 edits=[TreeEdit(replaced_by(kept), target=node)])
 
 
 def _names_an_unknown_value(ctx: SqlContext, table: str, column: str) -> bool:
